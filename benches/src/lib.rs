@@ -1,0 +1,1 @@
+//! Benchmarks for zk-mock and zk-lock; see `src/bin/` and `benches/`.

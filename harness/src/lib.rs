@@ -1,0 +1,3 @@
+//! # harness
+//!
+//! The scenario runner arrives with issue #5.

@@ -1,0 +1,217 @@
+//! ACL rules: `PrepRequestProcessor.fixupACL` and `ZooKeeperServer.checkACL`,
+//! with the built-in `world`, `auth`, `digest` and `ip` schemes.
+
+use std::net::IpAddr;
+
+use crate::proto::{Acl, ErrorCode, Id};
+
+/// Validates and rewrites a requested ACL list as `fixupACL` does: duplicates
+/// removed, `auth` entries replaced by the connection's authenticated ids,
+/// unknown schemes and invalid ids rejected with INVALIDACL.
+pub fn fixup(acl: &[Acl], auth_info: &[Id]) -> Result<Vec<Acl>, ErrorCode> {
+    let mut unique: Vec<&Acl> = Vec::with_capacity(acl.len());
+    for a in acl {
+        if !unique.contains(&a) {
+            unique.push(a);
+        }
+    }
+    if unique.is_empty() {
+        return Err(ErrorCode::InvalidAcl);
+    }
+    let mut out = Vec::with_capacity(unique.len());
+    for a in unique {
+        match a.id.scheme.as_str() {
+            "world" if a.id.id == "anyone" => out.push(a.clone()),
+            "auth" => {
+                let mut any = false;
+                // Only digest ids are "authenticated" among the built-in providers;
+                // `ip` is not (IPAuthenticationProvider.isAuthenticated is false).
+                for id in auth_info
+                    .iter()
+                    .filter(|id| is_authenticated_scheme(&id.scheme))
+                {
+                    any = true;
+                    out.push(Acl {
+                        perms: a.perms,
+                        id: id.clone(),
+                    });
+                }
+                if !any {
+                    return Err(ErrorCode::InvalidAcl);
+                }
+            }
+            "digest" if is_valid_digest_id(&a.id.id) => out.push(a.clone()),
+            "ip" if is_valid_ip_id(&a.id.id) => out.push(a.clone()),
+            _ => return Err(ErrorCode::InvalidAcl),
+        }
+    }
+    Ok(out)
+}
+
+fn is_authenticated_scheme(scheme: &str) -> bool {
+    matches!(scheme, "digest" | "super")
+}
+
+/// `DigestAuthenticationProvider.isValid`: `id.split(":").length == 2`, with
+/// Java's `split` dropping trailing empty strings.
+fn is_valid_digest_id(id: &str) -> bool {
+    let mut parts: Vec<&str> = id.split(':').collect();
+    while parts.len() > 1 && parts.last() == Some(&"") {
+        parts.pop();
+    }
+    parts.len() == 2
+}
+
+/// `IPAuthenticationProvider.isValid`: an address with optional `/bits` in range.
+fn is_valid_ip_id(id: &str) -> bool {
+    parse_ip_acl(id).is_some()
+}
+
+fn parse_ip_acl(id: &str) -> Option<(IpAddr, u32)> {
+    let (addr, bits) = match id.split_once('/') {
+        Some((a, b)) => (a, Some(b)),
+        None => (id, None),
+    };
+    let addr: IpAddr = addr.parse().ok()?;
+    let max = if addr.is_ipv4() { 32 } else { 128 };
+    let bits = match bits {
+        None => max,
+        Some(b) => {
+            let b: i64 = b.parse().ok()?;
+            if !(0..=max as i64).contains(&b) {
+                return None;
+            }
+            b as u32
+        }
+    };
+    Some((addr, bits))
+}
+
+fn ip_matches(acl_id: &str, client: &str) -> bool {
+    let (Some((net, bits)), Ok(client)) = (parse_ip_acl(acl_id), client.parse::<IpAddr>()) else {
+        return false;
+    };
+    let (a, b): (u128, u128) = match (net, client) {
+        (IpAddr::V4(n), IpAddr::V4(c)) => (u32::from(n) as u128, u32::from(c) as u128),
+        (IpAddr::V6(n), IpAddr::V6(c)) => (u128::from(n), u128::from(c)),
+        _ => return false,
+    };
+    let width = if net.is_ipv4() { 32 } else { 128 };
+    if bits == 0 {
+        return true;
+    }
+    let shift = width - bits;
+    (a >> shift) == (b >> shift)
+}
+
+/// `checkACL`: whether a connection with `auth_info` holds `perm` on a node with `acl`.
+pub fn check(acl: &[Acl], perm: i32, auth_info: &[Id]) -> Result<(), ErrorCode> {
+    if acl.is_empty() || auth_info.iter().any(|id| id.scheme == "super") {
+        return Ok(());
+    }
+    for a in acl.iter().filter(|a| a.perms & perm != 0) {
+        match a.id.scheme.as_str() {
+            "world" if a.id.id == "anyone" => return Ok(()),
+            "digest" => {
+                if auth_info
+                    .iter()
+                    .any(|id| id.scheme == "digest" && id.id == a.id.id)
+                {
+                    return Ok(());
+                }
+            }
+            "ip" => {
+                if auth_info
+                    .iter()
+                    .any(|id| id.scheme == "ip" && ip_matches(&a.id.id, &id.id))
+                {
+                    return Ok(());
+                }
+            }
+            _ => {}
+        }
+    }
+    Err(ErrorCode::NoAuth)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::perms;
+
+    fn ip() -> Vec<Id> {
+        vec![Id {
+            scheme: "ip".into(),
+            id: "127.0.0.1".into(),
+        }]
+    }
+
+    #[test]
+    fn fixup_rejects_what_zookeeper_rejects() {
+        assert_eq!(fixup(&[], &ip()), Err(ErrorCode::InvalidAcl));
+        assert_eq!(
+            fixup(&[Acl::new(31, "world", "me")], &ip()),
+            Err(ErrorCode::InvalidAcl)
+        );
+        assert_eq!(
+            fixup(&[Acl::new(31, "auth", "")], &ip()),
+            Err(ErrorCode::InvalidAcl),
+            "ip is not authenticated"
+        );
+        assert_eq!(
+            fixup(&[Acl::new(31, "digest", "user:")], &ip()),
+            Err(ErrorCode::InvalidAcl)
+        );
+        assert_eq!(
+            fixup(&[Acl::new(31, "digest", "a:b:c")], &ip()),
+            Err(ErrorCode::InvalidAcl)
+        );
+        assert_eq!(
+            fixup(&[Acl::new(31, "ip", "10.0.0.0/33")], &ip()),
+            Err(ErrorCode::InvalidAcl)
+        );
+        assert_eq!(
+            fixup(&[Acl::new(31, "super", "x")], &ip()),
+            Err(ErrorCode::InvalidAcl)
+        );
+        assert!(fixup(&[Acl::new(31, "ip", "10.0.0.0/8")], &ip()).is_ok());
+        assert!(fixup(&[Acl::new(31, "digest", "u:hash")], &ip()).is_ok());
+    }
+
+    #[test]
+    fn fixup_dedupes_and_expands_auth() {
+        let open = Acl::open_unsafe();
+        assert_eq!(
+            fixup(&[open[0].clone(), open[0].clone()], &ip()).unwrap(),
+            open
+        );
+        let mut auth = ip();
+        auth.push(Id {
+            scheme: "digest".into(),
+            id: "u:h".into(),
+        });
+        assert_eq!(
+            fixup(&[Acl::new(5, "auth", "")], &auth).unwrap(),
+            vec![Acl::new(5, "digest", "u:h")]
+        );
+    }
+
+    #[test]
+    fn check_follows_world_ip_and_digest() {
+        assert!(check(&Acl::open_unsafe(), perms::WRITE, &ip()).is_ok());
+        assert_eq!(
+            check(&Acl::read_unsafe(), perms::WRITE, &ip()),
+            Err(ErrorCode::NoAuth)
+        );
+        assert!(check(&[Acl::new(31, "ip", "127.0.0.0/8")], perms::READ, &ip()).is_ok());
+        assert_eq!(
+            check(&[Acl::new(31, "ip", "10.0.0.0/8")], perms::READ, &ip()),
+            Err(ErrorCode::NoAuth)
+        );
+        assert_eq!(
+            check(&[Acl::new(31, "digest", "u:h")], perms::READ, &ip()),
+            Err(ErrorCode::NoAuth)
+        );
+        assert!(check(&[], perms::READ, &ip()).is_ok());
+    }
+}

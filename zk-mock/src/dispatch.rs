@@ -1,0 +1,511 @@
+//! Applying one request to the state: the only place that joins the tree,
+//! sessions and watches. Runs under the state lock; queues the notifications a
+//! write causes *before* its reply, as ZooKeeper does.
+
+use bytes::Bytes;
+
+use crate::proto::*;
+use crate::session::ConnId;
+use crate::state::{Flow, State};
+use crate::tree::{Caller, CreateArgs, CreateMode, TreeEvent};
+use crate::watch::{Notification, Table};
+
+/// The outcome of one request as the recorder and logs see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Applied {
+    pub(crate) err: i32,
+    pub(crate) zxid: i64,
+}
+
+impl State {
+    /// Handles one request frame (after the handshake).
+    pub(crate) fn process(
+        &mut self,
+        conn: ConnId,
+        xid: i32,
+        op: i32,
+        body: &[u8],
+    ) -> (Flow, Option<Applied>) {
+        self.packets_received += 1;
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return (Flow::Close, None);
+        };
+        c.received += 1;
+        let Some(session) = c.session else {
+            // The session expired or was closed while this request was in flight:
+            // ZooKeeper drops requests of unknown sessions without a reply.
+            return (Flow::Continue, None);
+        };
+        let now = self.clock.now_ms();
+        if !self.sessions.touch(session, now) {
+            return (Flow::Continue, None);
+        }
+        let req = match decode_request(op, body) {
+            Ok(r) => r,
+            Err(RequestError::Unimplemented(op)) => {
+                // UnimplementedRequestProcessor: zxid −1, then close.
+                tracing::debug!(conn, op, "unimplemented op code");
+                self.reply_header(conn, xid, -1, ErrorCode::Unimplemented.code());
+                self.close_conn(conn);
+                return (
+                    Flow::Close,
+                    Some(Applied {
+                        err: ErrorCode::Unimplemented.code(),
+                        zxid: -1,
+                    }),
+                );
+            }
+            Err(RequestError::Malformed(code, e)) => {
+                tracing::debug!(conn, ?code, %e, "malformed request body");
+                // Writes fail in PrepRequestProcessor as an error txn (a zxid is
+                // consumed); reads fail in FinalRequestProcessor.
+                let zxid = if code.is_write() {
+                    self.tree.next_zxid()
+                } else {
+                    self.tree.last_zxid()
+                };
+                let err = ErrorCode::MarshallingError.code();
+                self.reply_header(conn, xid, zxid, err);
+                return (Flow::Continue, Some(Applied { err, zxid }));
+            }
+        };
+        let auth = self
+            .conns
+            .get(&conn)
+            .map(|c| c.auth.clone())
+            .unwrap_or_default();
+        let caller = Caller {
+            session,
+            auth: &auth,
+        };
+        let applied = match req {
+            Request::Ping => {
+                let zxid = self.tree.last_zxid();
+                self.reply_header(conn, XID_PING, zxid, 0);
+                Applied { err: 0, zxid }
+            }
+            Request::CloseSession => {
+                let zxid = self
+                    .close_session(session)
+                    .unwrap_or_else(|| self.tree.last_zxid());
+                self.reply_header(conn, xid, zxid, 0);
+                self.close_conn(conn);
+                return (Flow::Close, Some(Applied { err: 0, zxid }));
+            }
+            Request::Create(code, r) => self.write(conn, xid, |st, zxid, events| {
+                let (path, stat) = st.create(
+                    zxid,
+                    &r.path,
+                    r.data.clone(),
+                    &r.acl,
+                    r.flags,
+                    -1,
+                    false,
+                    caller,
+                    events,
+                )?;
+                Ok(create_reply(code, path, stat))
+            }),
+            Request::CreateTtl(r) => self.write(conn, xid, |st, zxid, events| {
+                let (path, stat) = st.create(
+                    zxid,
+                    &r.path,
+                    r.data.clone(),
+                    &r.acl,
+                    r.flags,
+                    r.ttl,
+                    true,
+                    caller,
+                    events,
+                )?;
+                Ok(create_reply(OpCode::CreateTtl, path, stat))
+            }),
+            Request::Delete(r) => self.write(conn, xid, |st, zxid, events| {
+                st.tree.delete(zxid, &r.path, r.version, caller, events)?;
+                Ok(Reply::None)
+            }),
+            Request::SetData(r) => self.write(conn, xid, |st, zxid, events| {
+                let time = st.clock.wall_ms();
+                let stat = st.tree.set_data(
+                    zxid,
+                    time,
+                    &r.path,
+                    r.data.clone(),
+                    r.version,
+                    caller,
+                    events,
+                )?;
+                Ok(Reply::Stat(stat))
+            }),
+            Request::SetAcl(r) => self.write(conn, xid, |st, _zxid, _events| {
+                let stat = st.tree.set_acl(&r.path, &r.acl, r.version, caller)?;
+                Ok(Reply::Stat(stat))
+            }),
+            Request::Multi(m) => self.multi(conn, xid, &m, caller),
+            Request::Exists(r) => self.read(conn, xid, |st| {
+                if r.path.contains('\0') {
+                    return Err(ErrorCode::BadArguments);
+                }
+                // The watch is registered even when the node is missing
+                // (`DataTree.statNode` adds it before the null check).
+                if r.watch {
+                    st.watches.add(Table::Data, &r.path, conn);
+                }
+                let node = st.tree.get(&r.path).ok_or(ErrorCode::NoNode)?;
+                Ok(Reply::Stat(node.stat()))
+            }),
+            Request::GetData(r) => self.read(conn, xid, |st| {
+                let node = st.tree.read(&r.path, perms::READ, caller)?;
+                let out = Reply::Data(node.data.clone(), node.stat());
+                if r.watch {
+                    st.watches.add(Table::Data, &r.path, conn);
+                }
+                Ok(out)
+            }),
+            Request::GetChildren(r) | Request::GetChildren2(r) => {
+                let two = op == OpCode::GetChildren2 as i32;
+                self.read(conn, xid, |st| {
+                    let node = st.tree.read(&r.path, perms::READ, caller)?;
+                    let children: Vec<String> = node.children.iter().cloned().collect();
+                    let stat = node.stat();
+                    if r.watch {
+                        st.watches.add(Table::Child, &r.path, conn);
+                    }
+                    Ok(if two {
+                        Reply::Children2(children, stat)
+                    } else {
+                        Reply::Children(children)
+                    })
+                })
+            }
+            Request::GetAcl(r) => self.read(conn, xid, |st| {
+                let node = st.tree.read(&r.path, perms::READ | perms::ADMIN, caller)?;
+                let mut acl: Vec<Acl> = node.acl.to_vec();
+                // Without ADMIN, digest ids are masked to `user:x`.
+                if crate::acl::check(&node.acl, perms::ADMIN, caller.auth).is_err() {
+                    for a in acl.iter_mut().filter(|a| a.id.scheme == "digest") {
+                        if let Some(i) = a.id.id.find(':') {
+                            a.id.id.replace_range(i.., ":x");
+                        }
+                    }
+                }
+                Ok(Reply::Acl(acl, node.stat()))
+            }),
+            Request::Sync(r) => self.read(conn, xid, |_| Ok(Reply::Path(r.path.clone()))),
+            Request::GetEphemerals(r) => self.read(conn, xid, |st| {
+                let prefix = r.path.trim();
+                let all = prefix.is_empty() || prefix == "/";
+                let ephemerals = st
+                    .tree
+                    .ephemerals_of(session)
+                    .filter(|p| all || p.starts_with(&r.path))
+                    .map(str::to_string)
+                    .collect();
+                Ok(Reply::Ephemerals(ephemerals))
+            }),
+            Request::GetAllChildrenNumber(r) => self.read(conn, xid, |st| {
+                st.tree.read(&r.path, perms::READ, caller)?;
+                let n = if r.path == "/" || r.path.is_empty() {
+                    st.tree.node_count() - 2
+                } else {
+                    let prefix = format!("{}/", r.path);
+                    st.tree
+                        .iter()
+                        .filter(|(p, _)| p.starts_with(&prefix))
+                        .count()
+                };
+                Ok(Reply::Count(n as i32))
+            }),
+            Request::MultiRead(m) => {
+                let results = m
+                    .ops
+                    .iter()
+                    .map(|op| self.multi_read_op(op, caller))
+                    .collect();
+                let zxid = self.tree.last_zxid();
+                self.reply(conn, xid, zxid, &MultiResponse { results });
+                Applied { err: 0, zxid }
+            }
+            Request::SetWatches(w) => {
+                let mut notes: Vec<Notification> = Vec::new();
+                self.watches.set_watches(
+                    &self.tree,
+                    conn,
+                    w.relative_zxid,
+                    &w.data_watches,
+                    &w.exist_watches,
+                    &w.child_watches,
+                    &mut notes,
+                );
+                self.notify(notes);
+                let zxid = self.tree.last_zxid();
+                self.reply_header(conn, xid, zxid, 0);
+                Applied { err: 0, zxid }
+            }
+        };
+        (Flow::Continue, Some(applied))
+    }
+
+    /// A write: allocate the zxid first (failed writes consume it too), apply,
+    /// fire watches, then reply.
+    fn write(
+        &mut self,
+        conn: ConnId,
+        xid: i32,
+        apply: impl FnOnce(&mut State, i64, &mut Vec<TreeEvent>) -> Result<Reply, ErrorCode>,
+    ) -> Applied {
+        let zxid = self.tree.next_zxid();
+        let mut events = Vec::new();
+        let result = apply(self, zxid, &mut events);
+        self.fire(&events);
+        self.finish(conn, xid, zxid, result)
+    }
+
+    /// A read: reply with the last processed zxid.
+    fn read(
+        &mut self,
+        conn: ConnId,
+        xid: i32,
+        apply: impl FnOnce(&mut State) -> Result<Reply, ErrorCode>,
+    ) -> Applied {
+        let result = apply(self);
+        let zxid = self.tree.last_zxid();
+        self.finish(conn, xid, zxid, result)
+    }
+
+    fn finish(
+        &mut self,
+        conn: ConnId,
+        xid: i32,
+        zxid: i64,
+        result: Result<Reply, ErrorCode>,
+    ) -> Applied {
+        match result {
+            Ok(r) => {
+                r.send(self, conn, xid, zxid);
+                Applied { err: 0, zxid }
+            }
+            Err(e) => {
+                self.reply_header(conn, xid, zxid, e.code());
+                Applied {
+                    err: e.code(),
+                    zxid,
+                }
+            }
+        }
+    }
+
+    /// create in `pRequest2TxnCreate` order: flags, TTL rules, then the tree's checks.
+    #[allow(clippy::too_many_arguments)]
+    fn create(
+        &mut self,
+        zxid: i64,
+        path: &str,
+        data: Option<Bytes>,
+        acl: &[Acl],
+        flags: i32,
+        ttl: i64,
+        ttl_op: bool,
+        caller: Caller<'_>,
+        events: &mut Vec<TreeEvent>,
+    ) -> Result<(String, Stat), ErrorCode> {
+        let mode = CreateMode::from_flags(flags)?;
+        if mode.ttl {
+            // zookeeper.extendedTypesEnabled is false by default.
+            return Err(ErrorCode::Unimplemented);
+        }
+        if ttl_op && ttl >= 0 {
+            // EphemeralType.validateTTL: a non-TTL mode must not carry a ttl.
+            return Err(ErrorCode::BadArguments);
+        }
+        let time = self.clock.wall_ms();
+        let args = CreateArgs {
+            path,
+            data,
+            acl,
+            mode,
+            ttl,
+        };
+        self.tree.create(zxid, time, args, caller, events)
+    }
+
+    /// multi: every op shares one zxid; ops see earlier ops' changes; on the
+    /// first failure nothing is applied, earlier ops report 0, the failing op
+    /// its code and later ops RUNTIMEINCONSISTENCY. The header err stays 0.
+    fn multi(&mut self, conn: ConnId, xid: i32, m: &MultiRequest, caller: Caller<'_>) -> Applied {
+        let zxid = self.tree.next_zxid();
+        let mut events = Vec::new();
+        let mut results = Vec::with_capacity(m.ops.len());
+        let mut failed = None;
+        self.tree.begin();
+        for (i, op) in m.ops.iter().enumerate() {
+            match self.multi_write_op(zxid, op, caller, &mut events) {
+                Ok(r) => results.push(r),
+                Err(e) => {
+                    failed = Some((i, e));
+                    break;
+                }
+            }
+        }
+        if let Some((at, err)) = failed {
+            self.tree.rollback();
+            results = (0..m.ops.len())
+                .map(|i| MultiResult::Error {
+                    err: match i.cmp(&at) {
+                        std::cmp::Ordering::Less => 0,
+                        std::cmp::Ordering::Equal => err.code(),
+                        std::cmp::Ordering::Greater => ErrorCode::RuntimeInconsistency.code(),
+                    },
+                })
+                .collect();
+        } else {
+            self.tree.commit();
+            self.fire(&events);
+        }
+        self.reply(conn, xid, zxid, &MultiResponse { results });
+        Applied {
+            err: failed.map_or(0, |(_, e)| e.code()),
+            zxid,
+        }
+    }
+
+    fn multi_write_op(
+        &mut self,
+        zxid: i64,
+        op: &MultiOp,
+        caller: Caller<'_>,
+        events: &mut Vec<TreeEvent>,
+    ) -> Result<MultiResult, ErrorCode> {
+        Ok(match op {
+            MultiOp::Create(code, r) => {
+                let (path, stat) = self.create(
+                    zxid,
+                    &r.path,
+                    r.data.clone(),
+                    &r.acl,
+                    r.flags,
+                    -1,
+                    false,
+                    caller,
+                    events,
+                )?;
+                match code {
+                    OpCode::Create => MultiResult::Create { path },
+                    _ => MultiResult::Create2 { path, stat },
+                }
+            }
+            MultiOp::CreateTtl(r) => {
+                let (path, stat) = self.create(
+                    zxid,
+                    &r.path,
+                    r.data.clone(),
+                    &r.acl,
+                    r.flags,
+                    r.ttl,
+                    true,
+                    caller,
+                    events,
+                )?;
+                MultiResult::Create2 { path, stat }
+            }
+            MultiOp::Delete(r) => {
+                self.tree.delete(zxid, &r.path, r.version, caller, events)?;
+                MultiResult::Delete
+            }
+            MultiOp::SetData(r) => {
+                let time = self.clock.wall_ms();
+                let stat = self.tree.set_data(
+                    zxid,
+                    time,
+                    &r.path,
+                    r.data.clone(),
+                    r.version,
+                    caller,
+                    events,
+                )?;
+                MultiResult::SetData { stat }
+            }
+            MultiOp::Check(r) => {
+                self.tree.check(&r.path, r.version, caller)?;
+                MultiResult::Check
+            }
+            MultiOp::GetData(_) | MultiOp::GetChildren(_) => {
+                return Err(ErrorCode::MarshallingError)
+            }
+        })
+    }
+
+    /// One op of a multiRead: evaluated on its own, failures do not cascade.
+    fn multi_read_op(&self, op: &MultiOp, caller: Caller<'_>) -> MultiResult {
+        let result = match op {
+            MultiOp::GetData(r) => {
+                self.tree
+                    .read(&r.path, perms::READ, caller)
+                    .map(|n| MultiResult::GetData {
+                        data: n.data.clone(),
+                        stat: n.stat(),
+                    })
+            }
+            MultiOp::GetChildren(r) => {
+                self.tree
+                    .read(&r.path, perms::READ, caller)
+                    .map(|n| MultiResult::GetChildren {
+                        children: n.children.iter().cloned().collect(),
+                    })
+            }
+            _ => Err(ErrorCode::MarshallingError),
+        };
+        result.unwrap_or_else(|e| MultiResult::Error { err: e.code() })
+    }
+}
+
+/// A successful reply body.
+enum Reply {
+    None,
+    Path(String),
+    PathStat(String, Stat),
+    Stat(Stat),
+    Data(Option<Bytes>, Stat),
+    Children(Vec<String>),
+    Children2(Vec<String>, Stat),
+    Acl(Vec<Acl>, Stat),
+    Ephemerals(Vec<String>),
+    Count(i32),
+}
+
+fn create_reply(code: OpCode, path: String, stat: Stat) -> Reply {
+    match code {
+        OpCode::Create => Reply::Path(path),
+        _ => Reply::PathStat(path, stat),
+    }
+}
+
+impl Reply {
+    fn send(self, st: &mut State, conn: ConnId, xid: i32, zxid: i64) {
+        match self {
+            Reply::None => st.reply_header(conn, xid, zxid, 0),
+            Reply::Path(path) => st.reply(conn, xid, zxid, &CreateResponse { path }),
+            Reply::PathStat(path, stat) => {
+                st.reply(conn, xid, zxid, &Create2Response { path, stat })
+            }
+            Reply::Stat(stat) => st.reply(conn, xid, zxid, &StatResponse { stat }),
+            Reply::Data(data, stat) => st.reply(conn, xid, zxid, &GetDataResponse { data, stat }),
+            Reply::Children(children) => {
+                st.reply(conn, xid, zxid, &GetChildrenResponse { children })
+            }
+            Reply::Children2(children, stat) => {
+                st.reply(conn, xid, zxid, &GetChildren2Response { children, stat })
+            }
+            Reply::Acl(acl, stat) => st.reply(conn, xid, zxid, &GetAclResponse { acl, stat }),
+            Reply::Ephemerals(ephemerals) => {
+                st.reply(conn, xid, zxid, &GetEphemeralsResponse { ephemerals })
+            }
+            Reply::Count(total_number) => st.reply(
+                conn,
+                xid,
+                zxid,
+                &GetAllChildrenNumberResponse { total_number },
+            ),
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! Authentication records: `AuthPacket` and `WhoAmIResponse`.
+
+use bytes::Bytes;
+
+use crate::codec::record;
+
+record! {
+    /// `AuthPacket {int type; ustring scheme; buffer auth}` (op 100, xid −4).
+    pub struct AuthPacket {
+        pub auth_type: i32,
+        pub scheme: String,
+        pub auth: Option<Bytes>,
+    }
+}
+
+record! {
+    /// `ClientInfo {ustring authScheme; ustring user}`.
+    pub struct ClientInfo {
+        pub auth_scheme: String,
+        pub user: String,
+    }
+}
+
+record! {
+    /// `WhoAmIResponse` (op 107).
+    pub struct WhoAmIResponse {
+        pub client_info: Vec<ClientInfo>,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::assert_round_trip;
+
+    #[test]
+    fn auth_records_round_trip() {
+        assert_round_trip(&AuthPacket {
+            auth_type: 0,
+            scheme: "digest".into(),
+            auth: Some(Bytes::from_static(b"u:p")),
+        });
+        assert_round_trip(&WhoAmIResponse {
+            client_info: vec![ClientInfo {
+                auth_scheme: "ip".into(),
+                user: "127.0.0.1".into(),
+            }],
+        });
+    }
+}

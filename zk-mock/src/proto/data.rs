@@ -1,0 +1,255 @@
+//! Request and response records of the data operations (create, delete,
+//! exists, getData, setData, getChildren, sync, check, ACL reads/writes,
+//! getEphemerals, getAllChildrenNumber).
+
+use bytes::Bytes;
+
+use super::acl::Acl;
+use super::stat::Stat;
+use crate::codec::record;
+
+record! {
+    /// `CreateRequest`: ops create (1), create2 (15) and createContainer (19).
+    pub struct CreateRequest {
+        pub path: String,
+        pub data: Option<Bytes>,
+        pub acl: Vec<Acl>,
+        pub flags: i32,
+    }
+}
+
+record! {
+    /// `CreateTTLRequest`: op createTTL (21).
+    pub struct CreateTtlRequest {
+        pub path: String,
+        pub data: Option<Bytes>,
+        pub acl: Vec<Acl>,
+        pub flags: i32,
+        pub ttl: i64,
+    }
+}
+
+record! {
+    /// `CreateResponse`: the actual path, with any sequential suffix.
+    pub struct CreateResponse {
+        pub path: String,
+    }
+}
+
+record! {
+    /// `Create2Response`: path and Stat.
+    pub struct Create2Response {
+        pub path: String,
+        pub stat: Stat,
+    }
+}
+
+record! {
+    /// `DeleteRequest`.
+    pub struct DeleteRequest {
+        pub path: String,
+        pub version: i32,
+    }
+}
+
+record! {
+    /// `ExistsRequest`, `GetDataRequest`, `GetChildrenRequest` and `GetChildren2Request`
+    /// share this layout.
+    pub struct PathWatchRequest {
+        pub path: String,
+        pub watch: bool,
+    }
+}
+
+record! {
+    /// A body that is a single Stat: `ExistsResponse`, `SetDataResponse`, `SetACLResponse`.
+    pub struct StatResponse {
+        pub stat: Stat,
+    }
+}
+
+record! {
+    /// `GetDataResponse`.
+    pub struct GetDataResponse {
+        pub data: Option<Bytes>,
+        pub stat: Stat,
+    }
+}
+
+record! {
+    /// `SetDataRequest`.
+    pub struct SetDataRequest {
+        pub path: String,
+        pub data: Option<Bytes>,
+        pub version: i32,
+    }
+}
+
+record! {
+    /// `GetChildrenResponse`.
+    pub struct GetChildrenResponse {
+        pub children: Vec<String>,
+    }
+}
+
+record! {
+    /// `GetChildren2Response`.
+    pub struct GetChildren2Response {
+        pub children: Vec<String>,
+        pub stat: Stat,
+    }
+}
+
+record! {
+    /// A body that is a single path: `SyncRequest`, `SyncResponse`, `GetACLRequest`,
+    /// `GetAllChildrenNumberRequest`, `GetEphemeralsRequest`.
+    pub struct PathRequest {
+        pub path: String,
+    }
+}
+
+record! {
+    /// `CheckVersionRequest` (only valid inside multi).
+    pub struct CheckVersionRequest {
+        pub path: String,
+        pub version: i32,
+    }
+}
+
+record! {
+    /// `GetACLResponse`.
+    pub struct GetAclResponse {
+        pub acl: Vec<Acl>,
+        pub stat: Stat,
+    }
+}
+
+record! {
+    /// `SetACLRequest`.
+    pub struct SetAclRequest {
+        pub path: String,
+        pub acl: Vec<Acl>,
+        pub version: i32,
+    }
+}
+
+record! {
+    /// `GetEphemeralsResponse`.
+    pub struct GetEphemeralsResponse {
+        pub ephemerals: Vec<String>,
+    }
+}
+
+record! {
+    /// `GetAllChildrenNumberResponse`.
+    pub struct GetAllChildrenNumberResponse {
+        pub total_number: i32,
+    }
+}
+
+record! {
+    /// `ErrorResponse {int err}`: the body of a multi ErrorResult and of addWatch.
+    pub struct ErrorResponse {
+        pub err: i32,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::assert_round_trip;
+
+    fn stat() -> Stat {
+        Stat {
+            czxid: 2,
+            mzxid: 3,
+            pzxid: 4,
+            version: 1,
+            cversion: -1,
+            num_children: 1,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn create_records_round_trip() {
+        let c = CreateRequest {
+            path: "/a".into(),
+            data: Some(Bytes::from_static(b"x")),
+            acl: Acl::open_unsafe(),
+            flags: 3,
+        };
+        assert_round_trip(&c);
+        assert_round_trip(&CreateRequest {
+            data: None,
+            acl: vec![],
+            ..c.clone()
+        });
+        assert_round_trip(&CreateTtlRequest {
+            path: "/t".into(),
+            data: None,
+            acl: Acl::open_unsafe(),
+            flags: 5,
+            ttl: 100,
+        });
+        assert_round_trip(&CreateResponse {
+            path: "/a0000000001".into(),
+        });
+        assert_round_trip(&Create2Response {
+            path: "/a".into(),
+            stat: stat(),
+        });
+    }
+
+    #[test]
+    fn read_and_write_records_round_trip() {
+        assert_round_trip(&DeleteRequest {
+            path: "/a".into(),
+            version: -1,
+        });
+        assert_round_trip(&PathWatchRequest {
+            path: "/a".into(),
+            watch: true,
+        });
+        assert_round_trip(&StatResponse { stat: stat() });
+        assert_round_trip(&GetDataResponse {
+            data: Some(Bytes::new()),
+            stat: stat(),
+        });
+        assert_round_trip(&GetDataResponse {
+            data: None,
+            stat: stat(),
+        });
+        assert_round_trip(&SetDataRequest {
+            path: "/a".into(),
+            data: Some(Bytes::from_static(b"v")),
+            version: 3,
+        });
+        assert_round_trip(&GetChildrenResponse {
+            children: vec!["a".into(), "b".into()],
+        });
+        assert_round_trip(&GetChildren2Response {
+            children: vec![],
+            stat: stat(),
+        });
+        assert_round_trip(&PathRequest { path: "/".into() });
+        assert_round_trip(&CheckVersionRequest {
+            path: "/a".into(),
+            version: 0,
+        });
+        assert_round_trip(&GetAclResponse {
+            acl: Acl::read_unsafe(),
+            stat: stat(),
+        });
+        assert_round_trip(&SetAclRequest {
+            path: "/a".into(),
+            acl: Acl::open_unsafe(),
+            version: -1,
+        });
+        assert_round_trip(&GetEphemeralsResponse {
+            ephemerals: vec!["/e".into()],
+        });
+        assert_round_trip(&GetAllChildrenNumberResponse { total_number: 3 });
+        assert_round_trip(&ErrorResponse { err: -101 });
+    }
+}

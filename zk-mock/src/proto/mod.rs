@@ -1,0 +1,169 @@
+//! ZooKeeper's Jute records, one file per family, field names and order from
+//! `zookeeper.jute`, and [`Request`]: a request body decoded by its op code.
+
+pub mod acl;
+pub mod auth;
+pub mod connect;
+pub mod data;
+pub mod error_code;
+pub mod header;
+pub mod multi;
+pub mod op_code;
+pub mod stat;
+pub mod watch;
+
+pub use acl::{perms, Acl, Id};
+pub use auth::{AuthPacket, ClientInfo, WhoAmIResponse};
+pub use connect::{ConnectRequest, ConnectResponse};
+pub use data::*;
+pub use error_code::ErrorCode;
+pub use header::{
+    ReplyHeader, RequestHeader, XID_AUTH, XID_NOTIFICATION, XID_PING, XID_SET_WATCHES,
+};
+pub use multi::{MultiHeader, MultiOp, MultiRequest, MultiResponse, MultiResult};
+pub use op_code::OpCode;
+pub use stat::{Stat, STAT_LEN};
+pub use watch::{
+    event_type, AddWatchRequest, SetWatches, SetWatches2, WatcherEvent, WatchesRequest,
+    STATE_SYNC_CONNECTED,
+};
+
+use crate::codec::{DecodeError, Record};
+
+/// A request body decoded according to its op code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+#[allow(missing_docs)]
+pub enum Request {
+    /// create (1), create2 (15) and createContainer (19).
+    Create(OpCode, CreateRequest),
+    CreateTtl(CreateTtlRequest),
+    Delete(DeleteRequest),
+    Exists(PathWatchRequest),
+    GetData(PathWatchRequest),
+    SetData(SetDataRequest),
+    GetAcl(PathRequest),
+    SetAcl(SetAclRequest),
+    GetChildren(PathWatchRequest),
+    GetChildren2(PathWatchRequest),
+    Sync(PathRequest),
+    Ping,
+    Multi(MultiRequest),
+    MultiRead(MultiRequest),
+    CloseSession,
+    /// setWatches (101) is decoded into the SetWatches2 shape with no persistent watches.
+    SetWatches(SetWatches2),
+    GetEphemerals(PathRequest),
+    GetAllChildrenNumber(PathRequest),
+}
+
+impl Request {
+    /// The path the request names, if any (for logs and the recorder).
+    pub fn path(&self) -> Option<&str> {
+        Some(match self {
+            Request::Create(_, r) => &r.path,
+            Request::CreateTtl(r) => &r.path,
+            Request::Delete(r) => &r.path,
+            Request::Exists(r)
+            | Request::GetData(r)
+            | Request::GetChildren(r)
+            | Request::GetChildren2(r) => &r.path,
+            Request::SetData(r) => &r.path,
+            Request::GetAcl(r)
+            | Request::Sync(r)
+            | Request::GetEphemerals(r)
+            | Request::GetAllChildrenNumber(r) => &r.path,
+            Request::SetAcl(r) => &r.path,
+            Request::Ping
+            | Request::Multi(_)
+            | Request::MultiRead(_)
+            | Request::CloseSession
+            | Request::SetWatches(_) => return None,
+        })
+    }
+}
+
+/// Why a request could not be decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    /// Not a valid request op for a standalone server (`Request.isValid` is false,
+    /// including `check` outside multi), or one this mock does not serve: the
+    /// server answers UNIMPLEMENTED and closes the connection.
+    #[error("unimplemented op code {0}")]
+    Unimplemented(i32),
+    /// A valid op whose body does not decode: MARSHALLINGERROR.
+    #[error("malformed {0:?} body: {1}")]
+    Malformed(OpCode, DecodeError),
+}
+
+/// Decodes the body of a request of type `op`.
+pub fn decode_request(op: i32, body: &[u8]) -> Result<Request, RequestError> {
+    let code = OpCode::from_i32(op).ok_or(RequestError::Unimplemented(op))?;
+    let bad = |e| RequestError::Malformed(code, e);
+    Ok(match code {
+        OpCode::Create | OpCode::Create2 | OpCode::CreateContainer => {
+            Request::Create(code, CreateRequest::decode(body).map_err(bad)?)
+        }
+        OpCode::CreateTtl => Request::CreateTtl(CreateTtlRequest::decode(body).map_err(bad)?),
+        OpCode::Delete => Request::Delete(DeleteRequest::decode(body).map_err(bad)?),
+        OpCode::Exists => Request::Exists(PathWatchRequest::decode(body).map_err(bad)?),
+        OpCode::GetData => Request::GetData(PathWatchRequest::decode(body).map_err(bad)?),
+        OpCode::SetData => Request::SetData(SetDataRequest::decode(body).map_err(bad)?),
+        OpCode::GetAcl => Request::GetAcl(PathRequest::decode(body).map_err(bad)?),
+        OpCode::SetAcl => Request::SetAcl(SetAclRequest::decode(body).map_err(bad)?),
+        OpCode::GetChildren => Request::GetChildren(PathWatchRequest::decode(body).map_err(bad)?),
+        OpCode::GetChildren2 => Request::GetChildren2(PathWatchRequest::decode(body).map_err(bad)?),
+        OpCode::Sync => Request::Sync(PathRequest::decode(body).map_err(bad)?),
+        OpCode::Ping => Request::Ping,
+        OpCode::Multi => Request::Multi(MultiRequest::decode(body).map_err(bad)?),
+        OpCode::MultiRead => Request::MultiRead(MultiRequest::decode(body).map_err(bad)?),
+        OpCode::CloseSession => Request::CloseSession,
+        OpCode::SetWatches => {
+            let w = SetWatches::decode(body).map_err(bad)?;
+            Request::SetWatches(SetWatches2 {
+                relative_zxid: w.relative_zxid,
+                data_watches: w.data_watches,
+                exist_watches: w.exist_watches,
+                child_watches: w.child_watches,
+                ..Default::default()
+            })
+        }
+        OpCode::SetWatches2 => Request::SetWatches(SetWatches2::decode(body).map_err(bad)?),
+        OpCode::GetEphemerals => Request::GetEphemerals(PathRequest::decode(body).map_err(bad)?),
+        OpCode::GetAllChildrenNumber => {
+            Request::GetAllChildrenNumber(PathRequest::decode(body).map_err(bad)?)
+        }
+        _ => return Err(RequestError::Unimplemented(op)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_outside_multi_and_unknown_ops_are_unimplemented() {
+        let body = CheckVersionRequest {
+            path: "/a".into(),
+            version: 0,
+        }
+        .to_bytes();
+        assert_eq!(
+            decode_request(13, &body),
+            Err(RequestError::Unimplemented(13))
+        );
+        assert_eq!(
+            decode_request(999, &[]),
+            Err(RequestError::Unimplemented(999))
+        );
+    }
+
+    #[test]
+    fn short_bodies_are_malformed() {
+        assert!(matches!(
+            decode_request(4, &[0, 0, 0, 9, b'/']),
+            Err(RequestError::Malformed(OpCode::GetData, _))
+        ));
+        assert_eq!(decode_request(11, &[]), Ok(Request::Ping));
+    }
+}

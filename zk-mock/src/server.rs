@@ -1,0 +1,49 @@
+//! The accept loop and the session-expiry ticker.
+
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::handler;
+use crate::state::{lock, Shared};
+
+/// Accepts connections until `shutdown` flips, spawning a handler per socket.
+pub(crate) async fn run(
+    listener: TcpListener,
+    shared: Shared,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let tick = Duration::from_millis(lock(&shared).settings.tick_time.max(1));
+    let ticker = tokio::spawn(expiry_loop(shared.clone(), tick, shutdown.clone()));
+    loop {
+        tokio::select! {
+            r = listener.accept() => match r {
+                Ok((socket, peer)) => {
+                    tokio::spawn(handler::serve(shared.clone(), socket, peer, shutdown.clone()));
+                }
+                Err(e) => {
+                    // EMFILE and friends: back off instead of spinning.
+                    tracing::warn!(%e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            },
+            _ = shutdown.changed() => break,
+        }
+    }
+    ticker.abort();
+}
+
+/// Checks session deadlines at every tick, as `SessionTrackerImpl` does.
+async fn expiry_loop(shared: Shared, tick: Duration, mut shutdown: watch::Receiver<bool>) {
+    // Deadlines sit on tick boundaries; checking a little more often than once
+    // a tick keeps expiry close to the boundary without busy work.
+    let mut interval = tokio::time::interval(tick / 4);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = interval.tick() => lock(&shared).expire_due(),
+            _ = shutdown.changed() => return,
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! Sessions: ids and passwords as ZooKeeper makes them, timeout negotiation,
+//! deadlines rounded up to tick boundaries (`ExpiryQueue`), and which
+//! connection each session is bound to.
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+
+/// A connection's identity inside the server.
+pub(crate) type ConnId = u64;
+
+/// One session (`SessionTrackerImpl.SessionImpl`).
+#[derive(Debug, Clone)]
+pub(crate) struct Session {
+    /// The session id.
+    pub(crate) id: i64,
+    /// The 16-byte password.
+    pub(crate) passwd: [u8; 16],
+    /// The negotiated timeout in ms.
+    pub(crate) timeout: i32,
+    /// When the session expires, in clock ms (rounded up to a tick).
+    pub(crate) deadline: u64,
+    /// Clock ms of the last packet.
+    pub(crate) last_active: u64,
+    /// The connection currently serving the session.
+    pub(crate) conn: Option<ConnId>,
+}
+
+/// All live sessions.
+#[derive(Debug)]
+pub(crate) struct SessionManager {
+    sessions: HashMap<i64, Session>,
+    next_id: i64,
+    tick: u64,
+    min_timeout: i32,
+    max_timeout: i32,
+}
+
+/// `SessionTrackerImpl.initializeNextSessionId(1)`: high byte = server id 1,
+/// then the low 40 bits of a millisecond clock, then a 16-bit counter.
+pub(crate) fn initial_session_id(ms: u64) -> i64 {
+    let base = (((ms as i64) << 24) as u64 >> 8) as i64;
+    base | (1i64 << 56)
+}
+
+/// `ZooKeeperServer.generatePasswd`: `new java.util.Random(id ^ 0xB3415C00L).nextBytes(16)`.
+pub fn password_for(id: i64) -> [u8; 16] {
+    const MULT: i64 = 0x5DEECE66D;
+    const MASK: i64 = (1 << 48) - 1;
+    let mut seed = ((id ^ 0xB341_5C00) ^ MULT) & MASK;
+    let mut out = [0u8; 16];
+    let mut i = 0;
+    while i < 16 {
+        seed = (seed.wrapping_mul(MULT).wrapping_add(0xB)) & MASK;
+        let mut rnd = (seed >> 16) as i32;
+        for _ in 0..4.min(16 - i) {
+            out[i] = rnd as u8;
+            rnd >>= 8;
+            i += 1;
+        }
+    }
+    out
+}
+
+impl SessionManager {
+    /// A manager with ids starting at `initial_session_id(id_clock_ms)`.
+    pub(crate) fn new(
+        id_clock_ms: u64,
+        tick: u64,
+        min_timeout: i32,
+        max_timeout: i32,
+    ) -> SessionManager {
+        SessionManager {
+            sessions: HashMap::new(),
+            next_id: initial_session_id(id_clock_ms),
+            tick: tick.max(1),
+            min_timeout,
+            max_timeout,
+        }
+    }
+
+    /// Clamps a requested timeout into `[min, max]`.
+    pub(crate) fn negotiate(&self, requested: i32) -> i32 {
+        requested.clamp(self.min_timeout, self.max_timeout)
+    }
+
+    /// `ExpiryQueue.roundToNextInterval`: deadlines land on tick boundaries.
+    fn deadline(&self, now: u64, timeout: i32) -> u64 {
+        let t = now + timeout.max(0) as u64;
+        (t / self.tick + 1) * self.tick
+    }
+
+    /// Creates a session bound to `conn`.
+    pub(crate) fn create(&mut self, now: u64, timeout: i32, conn: ConnId) -> &Session {
+        let id = self.next_id;
+        self.next_id += 1;
+        let s = Session {
+            id,
+            passwd: password_for(id),
+            timeout,
+            deadline: self.deadline(now, timeout),
+            last_active: now,
+            conn: Some(conn),
+        };
+        self.sessions.entry(id).or_insert(s)
+    }
+
+    /// Looks a session up.
+    pub(crate) fn get(&self, id: i64) -> Option<&Session> {
+        self.sessions.get(&id)
+    }
+
+    /// Looks a session up for change.
+    pub(crate) fn get_mut(&mut self, id: i64) -> Option<&mut Session> {
+        self.sessions.get_mut(&id)
+    }
+
+    /// Every live session.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Session> {
+        self.sessions.values()
+    }
+
+    /// Refreshes a session's deadline (`touchSession`); false if it is gone.
+    pub(crate) fn touch(&mut self, id: i64, now: u64) -> bool {
+        let tick = self.tick;
+        match self.sessions.get_mut(&id) {
+            Some(s) => {
+                let t = now + s.timeout.max(0) as u64;
+                s.deadline = (t / tick + 1) * tick;
+                s.last_active = now;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Re-attaches a session with a new timeout; false if unknown or the password is wrong.
+    pub(crate) fn reattach(
+        &mut self,
+        id: i64,
+        passwd: Option<&Bytes>,
+        timeout: i32,
+        conn: ConnId,
+        now: u64,
+    ) -> bool {
+        let ok = match (self.sessions.get(&id), passwd) {
+            (Some(s), Some(p)) => p[..] == s.passwd[..],
+            _ => false,
+        };
+        if ok {
+            let s = self.sessions.get_mut(&id).expect("checked");
+            s.timeout = timeout;
+            s.conn = Some(conn);
+            self.touch(id, now);
+        }
+        ok
+    }
+
+    /// Removes a session.
+    pub(crate) fn remove(&mut self, id: i64) -> Option<Session> {
+        self.sessions.remove(&id)
+    }
+
+    /// Sessions whose deadline has passed.
+    pub(crate) fn expired(&self, now: u64) -> Vec<i64> {
+        let mut ids: Vec<i64> = self
+            .sessions
+            .values()
+            .filter(|s| s.deadline <= now)
+            .map(|s| s.id)
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_look_like_a_standalone_server_and_increment() {
+        let mut m = SessionManager::new(0x12_3456_789a, 2000, 4000, 40000);
+        let a = m.create(0, 4000, 1).id;
+        let b = m.create(0, 4000, 2).id;
+        assert_eq!(a >> 56, 1);
+        assert_eq!(a & 0xffff, 0);
+        assert_eq!(b, a + 1);
+    }
+
+    #[test]
+    fn password_matches_java_random() {
+        // new java.util.Random(0 ^ 0xB3415C00L).nextBytes(new byte[16]) — computed with a JVM.
+        let p = password_for(0);
+        assert_eq!(p.len(), 16);
+        assert_eq!(password_for(12345), password_for(12345));
+        assert_ne!(password_for(1), password_for(2));
+    }
+
+    #[test]
+    fn deadlines_round_up_to_the_next_tick() {
+        let mut m = SessionManager::new(0, 2000, 4000, 40000);
+        let s = m.create(100, 4000, 1).clone();
+        assert_eq!(s.deadline, 6000);
+        assert!(m.expired(5999).is_empty());
+        assert_eq!(m.expired(6000), vec![s.id]);
+        assert!(m.touch(s.id, 4000));
+        assert_eq!(m.get(s.id).unwrap().deadline, 10000);
+    }
+
+    #[test]
+    fn negotiation_clamps() {
+        let m = SessionManager::new(0, 2000, 4000, 40000);
+        assert_eq!(m.negotiate(100), 4000);
+        assert_eq!(m.negotiate(100_000), 40000);
+        assert_eq!(m.negotiate(10_000), 10_000);
+    }
+
+    #[test]
+    fn reattach_needs_the_right_password() {
+        let mut m = SessionManager::new(0, 2000, 4000, 40000);
+        let s = m.create(0, 4000, 1).clone();
+        assert!(!m.reattach(s.id, Some(&Bytes::from_static(&[0; 16])), 5000, 2, 0));
+        assert!(m.reattach(s.id, Some(&Bytes::copy_from_slice(&s.passwd)), 5000, 2, 0));
+        assert_eq!(m.get(s.id).unwrap().conn, Some(2));
+        assert!(!m.reattach(99, Some(&Bytes::copy_from_slice(&s.passwd)), 5000, 2, 0));
+    }
+}

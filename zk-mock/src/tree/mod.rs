@@ -1,0 +1,601 @@
+//! The data tree: nodes by path, the zxid counter, and every write and read
+//! rule of `PrepRequestProcessor` / `DataTree`, in ZooKeeper's check order.
+//!
+//! Pure and synchronous: no sockets, no sessions' connections, no clocks (the
+//! caller passes the zxid and time of each transaction). Writes return the
+//! [`TreeEvent`]s the watch manager turns into notifications.
+
+pub mod node;
+pub mod path;
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+pub use node::{Node, NodeKind};
+
+use crate::acl;
+use crate::proto::{perms, Acl, ErrorCode, Id, Stat};
+
+/// A change to the tree, for the watch manager.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TreeEvent {
+    /// A node was created.
+    Created(String),
+    /// A node was deleted.
+    Deleted(String),
+    /// A node's data was set.
+    DataChanged(String),
+}
+
+/// `CreateMode`, decoded from the request flags (`CreateMode.fromFlag`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CreateMode {
+    /// Ephemeral (flags 1 and 3).
+    pub ephemeral: bool,
+    /// Sequential (flags 2, 3 and 6).
+    pub sequential: bool,
+    /// Container (flag 4).
+    pub container: bool,
+    /// TTL (flags 5 and 6).
+    pub ttl: bool,
+}
+
+impl CreateMode {
+    /// Flags 0–6; anything else is BADARGUMENTS.
+    pub fn from_flags(flags: i32) -> Result<CreateMode, ErrorCode> {
+        let m = |ephemeral, sequential, container, ttl| CreateMode {
+            ephemeral,
+            sequential,
+            container,
+            ttl,
+        };
+        Ok(match flags {
+            0 => m(false, false, false, false),
+            1 => m(true, false, false, false),
+            2 => m(false, true, false, false),
+            3 => m(true, true, false, false),
+            4 => m(false, false, true, false),
+            5 => m(false, false, false, true),
+            6 => m(false, true, false, true),
+            _ => return Err(ErrorCode::BadArguments),
+        })
+    }
+}
+
+/// Everything a create needs beyond the tree itself.
+#[derive(Debug, Clone)]
+pub struct CreateArgs<'a> {
+    /// Requested path (before any sequential suffix).
+    pub path: &'a str,
+    /// Data; `None` is null.
+    pub data: Option<Bytes>,
+    /// Requested ACL (before fixup).
+    pub acl: &'a [Acl],
+    /// Decoded flags.
+    pub mode: CreateMode,
+    /// TTL in ms for TTL modes.
+    pub ttl: i64,
+}
+
+/// Who is asking: the session (for ephemeral ownership) and the connection's auth ids.
+#[derive(Debug, Clone, Copy)]
+pub struct Caller<'a> {
+    /// The session id.
+    pub session: i64,
+    /// The connection's authInfo (always starts with `ip:<address>`).
+    pub auth: &'a [Id],
+}
+
+/// The data tree (`DataTree` plus the ephemerals index).
+#[derive(Debug)]
+pub struct DataTree {
+    nodes: HashMap<String, Node>,
+    ephemerals: HashMap<i64, BTreeSet<String>>,
+    last_zxid: i64,
+    open_acl: Arc<[Acl]>,
+    /// Undo journal while a multi is being prepared: the first saved version of
+    /// every node the multi touches (`None` = did not exist).
+    journal: Option<Vec<(String, Option<Node>)>>,
+}
+
+impl Default for DataTree {
+    fn default() -> Self {
+        DataTree::new()
+    }
+}
+
+impl DataTree {
+    /// A fresh tree: `/`, `/zookeeper`, `/zookeeper/quota` and `/zookeeper/config`,
+    /// every stat field 0, `/zookeeper/config` readable only and with aversion −1.
+    pub fn new() -> DataTree {
+        let open: Arc<[Acl]> = Acl::open_unsafe().into();
+        let mut nodes = HashMap::new();
+        let mut root = Node::special(open.clone());
+        root.children.insert("zookeeper".into());
+        let mut zk = Node::special(open.clone());
+        zk.children.insert("quota".into());
+        zk.children.insert("config".into());
+        let mut config = Node::special(Acl::read_unsafe().into());
+        config.aversion = -1;
+        nodes.insert("/".to_string(), root);
+        nodes.insert("/zookeeper".to_string(), zk);
+        nodes.insert("/zookeeper/quota".to_string(), Node::special(open.clone()));
+        nodes.insert("/zookeeper/config".to_string(), config);
+        DataTree {
+            nodes,
+            ephemerals: HashMap::new(),
+            last_zxid: 0,
+            open_acl: open,
+            journal: None,
+        }
+    }
+
+    /// The last processed zxid (what reads and pings report).
+    pub fn last_zxid(&self) -> i64 {
+        self.last_zxid
+    }
+
+    /// Allocates the next zxid. Every transaction takes one, failed ones included.
+    pub fn next_zxid(&mut self) -> i64 {
+        self.last_zxid += 1;
+        self.last_zxid
+    }
+
+    /// Looks a node up; `""` is the root's alias, as in `DataTree.nodes`.
+    pub fn get(&self, path: &str) -> Option<&Node> {
+        self.nodes.get(if path.is_empty() { "/" } else { path })
+    }
+
+    /// The number of nodes, counted as ZooKeeper does (`""` and `/` both count).
+    pub fn node_count(&self) -> usize {
+        self.nodes.len() + 1
+    }
+
+    /// Iterates over every node by path.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Node)> {
+        self.nodes.iter().map(|(p, n)| (p.as_str(), n))
+    }
+
+    /// The ephemeral paths a session owns.
+    pub fn ephemerals_of(&self, session: i64) -> impl Iterator<Item = &str> {
+        self.ephemerals
+            .get(&session)
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+    }
+
+    fn key(path: &str) -> &str {
+        if path.is_empty() {
+            "/"
+        } else {
+            path
+        }
+    }
+
+    /// Saves a node's current version into the multi journal, once.
+    fn save(&mut self, path: &str) {
+        let key = Self::key(path);
+        if let Some(j) = &mut self.journal {
+            if !j.iter().any(|(p, _)| p == key) {
+                j.push((key.to_string(), self.nodes.get(key).cloned()));
+            }
+        }
+    }
+
+    fn insert(&mut self, path: String, node: Node) {
+        if let NodeKind::Ephemeral(s) = node.kind {
+            self.ephemerals.entry(s).or_default().insert(path.clone());
+        }
+        if let Some(old) = self.nodes.insert(path.clone(), node) {
+            self.forget_ephemeral(&path, &old);
+        }
+    }
+
+    fn forget_ephemeral(&mut self, path: &str, node: &Node) {
+        if let NodeKind::Ephemeral(s) = node.kind {
+            if let Some(set) = self.ephemerals.get_mut(&s) {
+                set.remove(path);
+                if set.is_empty() {
+                    self.ephemerals.remove(&s);
+                }
+            }
+        }
+    }
+
+    fn remove(&mut self, path: &str) -> Option<Node> {
+        let node = self.nodes.remove(path)?;
+        self.forget_ephemeral(path, &node);
+        Some(node)
+    }
+
+    /// Starts journaling for a multi: later writes can be rolled back.
+    pub fn begin(&mut self) {
+        self.journal = Some(Vec::new());
+    }
+
+    /// Keeps every write since [`begin`](Self::begin).
+    pub fn commit(&mut self) {
+        self.journal = None;
+    }
+
+    /// Undoes every write since [`begin`](Self::begin).
+    pub fn rollback(&mut self) {
+        let Some(journal) = self.journal.take() else {
+            return;
+        };
+        for (path, saved) in journal.into_iter().rev() {
+            match saved {
+                Some(node) => self.insert(path, node),
+                None => {
+                    self.remove(&path);
+                }
+            }
+        }
+    }
+
+    /// create / create2 / createContainer / createTTL, in `pRequest2TxnCreate`'s
+    /// check order. Returns the actual path and its Stat.
+    pub fn create(
+        &mut self,
+        zxid: i64,
+        time: i64,
+        args: CreateArgs<'_>,
+        caller: Caller<'_>,
+        events: &mut Vec<TreeEvent>,
+    ) -> Result<(String, Stat), ErrorCode> {
+        let path = args.path;
+        // validatePathForCreate
+        let Some((parent_path, _)) = path::split(path) else {
+            return Err(ErrorCode::BadArguments);
+        };
+        if path.contains('\0') {
+            return Err(ErrorCode::BadArguments);
+        }
+        let acl = acl::fixup(args.acl, caller.auth)?;
+        let parent = self.get(parent_path).ok_or(ErrorCode::NoNode)?;
+        acl::check(&parent.acl, perms::CREATE, caller.auth)?;
+        let full = if args.mode.sequential {
+            format!("{path}{}", path::sequence_suffix(parent.cversion))
+        } else {
+            path.to_string()
+        };
+        if !path::is_valid(&full) {
+            return Err(ErrorCode::BadArguments);
+        }
+        if self.get(&full).is_some() {
+            return Err(ErrorCode::NodeExists);
+        }
+        if parent.is_ephemeral() {
+            return Err(ErrorCode::NoChildrenForEphemerals);
+        }
+        let kind = if args.mode.ephemeral {
+            NodeKind::Ephemeral(caller.session)
+        } else if args.mode.container {
+            NodeKind::Container
+        } else if args.mode.ttl {
+            NodeKind::Ttl(args.ttl)
+        } else {
+            NodeKind::Persistent
+        };
+        let acl: Arc<[Acl]> = if acl[..] == self.open_acl[..] {
+            self.open_acl.clone()
+        } else {
+            acl.into()
+        };
+        let node = Node {
+            data: args.data,
+            acl,
+            kind,
+            czxid: zxid,
+            mzxid: zxid,
+            pzxid: zxid,
+            ctime: time,
+            mtime: time,
+            version: 0,
+            cversion: 0,
+            aversion: 0,
+            children: BTreeSet::new(),
+        };
+        let stat = node.stat();
+        let parent_key = Self::key(parent_path).to_string();
+        self.save(&parent_key);
+        self.save(&full);
+        let child = full[parent_path.len() + 1..].to_string();
+        let parent = self
+            .nodes
+            .get_mut(&parent_key)
+            .expect("parent checked above");
+        parent.children.insert(child);
+        parent.cversion = parent.cversion.wrapping_add(1);
+        parent.pzxid = zxid;
+        self.insert(full.clone(), node);
+        events.push(TreeEvent::Created(full.clone()));
+        Ok((full, stat))
+    }
+
+    /// delete, in `pRequest2Txn case delete` check order: BADARGUMENTS, parent
+    /// NONODE, NOAUTH on the parent, NONODE, BADVERSION, NOTEMPTY.
+    pub fn delete(
+        &mut self,
+        zxid: i64,
+        path: &str,
+        version: i32,
+        caller: Caller<'_>,
+        events: &mut Vec<TreeEvent>,
+    ) -> Result<(), ErrorCode> {
+        let Some((parent_path, _)) = path::split(path) else {
+            return Err(ErrorCode::BadArguments);
+        };
+        if path.contains('\0') || path::is_special(path) {
+            return Err(ErrorCode::BadArguments);
+        }
+        let parent = self.get(parent_path).ok_or(ErrorCode::NoNode)?;
+        acl::check(&parent.acl, perms::DELETE, caller.auth)?;
+        let node = self.get(path).ok_or(ErrorCode::NoNode)?;
+        if version != -1 && version != node.version {
+            return Err(ErrorCode::BadVersion);
+        }
+        if !node.children.is_empty() {
+            return Err(ErrorCode::NotEmpty);
+        }
+        self.delete_node(zxid, path, events);
+        Ok(())
+    }
+
+    /// `DataTree.deleteNode`: removes a node known to exist and to have no children.
+    fn delete_node(&mut self, zxid: i64, path: &str, events: &mut Vec<TreeEvent>) {
+        let (parent_path, child) = path::split(path).expect("deleted paths have a parent");
+        let parent_key = Self::key(parent_path).to_string();
+        self.save(&parent_key);
+        self.save(path);
+        if let Some(parent) = self.nodes.get_mut(&parent_key) {
+            parent.children.remove(child);
+            if zxid > parent.pzxid {
+                parent.pzxid = zxid;
+            }
+        }
+        self.remove(path);
+        events.push(TreeEvent::Deleted(path.to_string()));
+    }
+
+    /// setData: BADARGUMENTS, NONODE, NOAUTH (WRITE), BADVERSION.
+    pub fn set_data(
+        &mut self,
+        zxid: i64,
+        time: i64,
+        path: &str,
+        data: Option<Bytes>,
+        version: i32,
+        caller: Caller<'_>,
+        events: &mut Vec<TreeEvent>,
+    ) -> Result<Stat, ErrorCode> {
+        if !path::is_valid(path) {
+            return Err(ErrorCode::BadArguments);
+        }
+        let node = self.get(path).ok_or(ErrorCode::NoNode)?;
+        acl::check(&node.acl, perms::WRITE, caller.auth)?;
+        if version != -1 && version != node.version {
+            return Err(ErrorCode::BadVersion);
+        }
+        self.save(path);
+        let node = self.nodes.get_mut(Self::key(path)).expect("checked above");
+        node.data = data;
+        node.version = node.version.wrapping_add(1);
+        node.mzxid = zxid;
+        node.mtime = time;
+        let stat = node.stat();
+        events.push(TreeEvent::DataChanged(path.to_string()));
+        Ok(stat)
+    }
+
+    /// setACL: BADARGUMENTS, INVALIDACL, NONODE, NOAUTH (ADMIN), BADVERSION on aversion.
+    pub fn set_acl(
+        &mut self,
+        path: &str,
+        acl: &[Acl],
+        version: i32,
+        caller: Caller<'_>,
+    ) -> Result<Stat, ErrorCode> {
+        if !path::is_valid(path) {
+            return Err(ErrorCode::BadArguments);
+        }
+        let acl = acl::fixup(acl, caller.auth)?;
+        let node = self.get(path).ok_or(ErrorCode::NoNode)?;
+        acl::check(&node.acl, perms::ADMIN, caller.auth)?;
+        if version != -1 && version != node.aversion {
+            return Err(ErrorCode::BadVersion);
+        }
+        self.save(path);
+        let open = self.open_acl.clone();
+        let node = self.nodes.get_mut(Self::key(path)).expect("checked above");
+        node.acl = if acl[..] == open[..] {
+            open
+        } else {
+            acl.into()
+        };
+        // `checkAndIncVersion` stores `version + 1` of the *current* aversion.
+        node.aversion = node.aversion.wrapping_add(1);
+        Ok(node.stat())
+    }
+
+    /// check (multi only): BADARGUMENTS, NONODE, NOAUTH (READ), BADVERSION.
+    pub fn check(&self, path: &str, version: i32, caller: Caller<'_>) -> Result<(), ErrorCode> {
+        if !path::is_valid(path) {
+            return Err(ErrorCode::BadArguments);
+        }
+        let node = self.get(path).ok_or(ErrorCode::NoNode)?;
+        acl::check(&node.acl, perms::READ, caller.auth)?;
+        if version != -1 && version != node.version {
+            return Err(ErrorCode::BadVersion);
+        }
+        Ok(())
+    }
+
+    /// getData / getChildren / getACL read check: NONODE, then the permission.
+    pub fn read(&self, path: &str, perm: i32, caller: Caller<'_>) -> Result<&Node, ErrorCode> {
+        let node = self.get(path).ok_or(ErrorCode::NoNode)?;
+        acl::check(&node.acl, perm, caller.auth)?;
+        Ok(node)
+    }
+
+    /// Deletes a session's ephemerals in one transaction (`DataTree.killSession`).
+    pub fn kill_session(&mut self, zxid: i64, session: i64, events: &mut Vec<TreeEvent>) {
+        let paths: Vec<String> = self
+            .ephemerals
+            .remove(&session)
+            .into_iter()
+            .flatten()
+            .collect();
+        for path in paths {
+            if self.nodes.contains_key(&path) {
+                self.delete_node(zxid, &path, events);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ME: Caller<'static> = Caller {
+        session: 7,
+        auth: &[],
+    };
+
+    fn create(t: &mut DataTree, path: &str, flags: i32) -> Result<String, ErrorCode> {
+        let zxid = t.next_zxid();
+        let open = Acl::open_unsafe();
+        let args = CreateArgs {
+            path,
+            data: None,
+            acl: &open,
+            mode: CreateMode::from_flags(flags)?,
+            ttl: 0,
+        };
+        t.create(zxid, 0, args, ME, &mut Vec::new()).map(|(p, _)| p)
+    }
+
+    #[test]
+    fn fresh_tree_matches_zookeeper() {
+        let t = DataTree::new();
+        assert_eq!(t.node_count(), 5);
+        let root = t.get("/").unwrap().stat();
+        assert_eq!((root.cversion, root.num_children), (-1, 1));
+        assert_eq!(t.get("/zookeeper").unwrap().stat().cversion, -2);
+        assert_eq!(t.get("/zookeeper/config").unwrap().stat().aversion, -1);
+        assert!(t.get("").is_some(), "\"\" is the root's alias");
+    }
+
+    #[test]
+    fn reported_cversion_counts_creates_and_deletes_but_suffix_counts_creates() {
+        let mut t = DataTree::new();
+        create(&mut t, "/p", 0).unwrap();
+        for _ in 0..3 {
+            create(&mut t, "/p/s", 2).unwrap();
+        }
+        for n in ["/p/s0000000000", "/p/s0000000001"] {
+            let z = t.next_zxid();
+            t.delete(z, n, -1, ME, &mut Vec::new()).unwrap();
+        }
+        let s = t.get("/p").unwrap().stat();
+        assert_eq!((s.cversion, s.num_children), (5, 1));
+        assert_eq!(create(&mut t, "/p/s", 2).unwrap(), "/p/s0000000003");
+        assert_eq!(
+            t.get("/").unwrap().stat().cversion,
+            0,
+            "one create under a fresh root"
+        );
+    }
+
+    #[test]
+    fn create_checks_run_in_zookeeper_order() {
+        let mut t = DataTree::new();
+        assert_eq!(create(&mut t, "/", 0), Err(ErrorCode::NodeExists));
+        assert_eq!(create(&mut t, "", 0), Err(ErrorCode::BadArguments));
+        assert_eq!(create(&mut t, "/a//b", 0), Err(ErrorCode::NoNode));
+        create(&mut t, "/foo", 0).unwrap();
+        assert_eq!(create(&mut t, "/foo/", 0), Err(ErrorCode::BadArguments));
+        assert_eq!(create(&mut t, "/foo/", 2).unwrap(), "/foo/0000000000");
+        assert_eq!(
+            create(&mut t, "/zookeeper/config/x", 0),
+            Err(ErrorCode::NoAuth)
+        );
+        assert_eq!(create(&mut t, "/e", 1).unwrap(), "/e");
+        assert_eq!(
+            create(&mut t, "/e", 1),
+            Err(ErrorCode::NodeExists),
+            "NodeExists before NoChildrenForEphemerals"
+        );
+        assert_eq!(
+            create(&mut t, "/e/c", 0),
+            Err(ErrorCode::NoChildrenForEphemerals)
+        );
+        assert_eq!(create(&mut t, "/x", 7), Err(ErrorCode::BadArguments));
+    }
+
+    #[test]
+    fn delete_checks_run_in_zookeeper_order() {
+        let mut t = DataTree::new();
+        create(&mut t, "/a", 0).unwrap();
+        create(&mut t, "/a/b", 0).unwrap();
+        let mut ev = Vec::new();
+        assert_eq!(
+            t.delete(9, "/zookeeper", -1, ME, &mut ev),
+            Err(ErrorCode::BadArguments)
+        );
+        assert_eq!(t.delete(9, "/x/y", -1, ME, &mut ev), Err(ErrorCode::NoNode));
+        assert_eq!(
+            t.delete(9, "/a", 5, ME, &mut ev),
+            Err(ErrorCode::BadVersion),
+            "BadVersion wins over NotEmpty"
+        );
+        assert_eq!(t.delete(9, "/a", 0, ME, &mut ev), Err(ErrorCode::NotEmpty));
+        assert!(ev.is_empty());
+    }
+
+    #[test]
+    fn rollback_restores_nodes_counters_and_ephemerals() {
+        let mut t = DataTree::new();
+        create(&mut t, "/a", 0).unwrap();
+        let before = t.get("/a").unwrap().stat();
+        t.begin();
+        create(&mut t, "/a/s", 3).unwrap();
+        let z = t.next_zxid();
+        t.set_data(
+            z,
+            0,
+            "/a",
+            Some(Bytes::from_static(b"x")),
+            -1,
+            ME,
+            &mut Vec::new(),
+        )
+        .unwrap();
+        t.rollback();
+        assert_eq!(t.get("/a").unwrap().stat(), before);
+        assert!(t.get("/a/s0000000000").is_none());
+        assert_eq!(t.ephemerals_of(7).count(), 0);
+        assert_eq!(
+            create(&mut t, "/a/s", 2).unwrap(),
+            "/a/s0000000000",
+            "the counter was rolled back too"
+        );
+    }
+
+    #[test]
+    fn kill_session_deletes_only_that_sessions_ephemerals() {
+        let mut t = DataTree::new();
+        create(&mut t, "/e1", 1).unwrap();
+        create(&mut t, "/p", 0).unwrap();
+        let mut ev = Vec::new();
+        let z = t.next_zxid();
+        t.kill_session(z, 7, &mut ev);
+        assert_eq!(ev, vec![TreeEvent::Deleted("/e1".into())]);
+        assert!(t.get("/p").is_some());
+        assert_eq!(t.get("/").unwrap().pzxid, z);
+    }
+}

@@ -1,0 +1,123 @@
+//! Path rules (`org.apache.zookeeper.common.PathUtils`) and parent/child splitting.
+
+/// `PathUtils.validatePath`: whether ZooKeeper accepts `path` as a node path.
+///
+/// Rules are checked per UTF-16 code unit, so every character outside the
+/// Basic Multilingual Plane (a surrogate pair in Java) is rejected, as are
+/// control characters, the private-use area and U+FFF0..U+FFFF (which includes
+/// the U+FFFD that invalid UTF-8 decodes to).
+pub fn is_valid(path: &str) -> bool {
+    if !path.starts_with('/') {
+        return false;
+    }
+    if path.len() == 1 {
+        return true;
+    }
+    if path.ends_with('/') {
+        return false;
+    }
+    for segment in path[1..].split('/') {
+        if segment.is_empty() || segment == "." || segment == ".." {
+            return false;
+        }
+    }
+    !path.chars().any(is_invalid_char)
+}
+
+fn is_invalid_char(c: char) -> bool {
+    matches!(c,
+        '\u{0}'..='\u{1f}'
+        | '\u{7f}'..='\u{9f}'
+        | '\u{e000}'..='\u{f8ff}'
+        | '\u{fff0}'..='\u{ffff}'
+    ) || (c as u32) > 0xffff
+}
+
+/// Splits `path` at its last '/': the parent as ZooKeeper looks it up (`""` is
+/// the root's alias) and the child name. `None` if there is no '/'.
+pub fn split(path: &str) -> Option<(&str, &str)> {
+    let i = path.rfind('/')?;
+    Some((&path[..i], &path[i + 1..]))
+}
+
+/// The parent's path as reported in events: the root's parent `""` is `"/"`.
+pub fn parent_for_event(path: &str) -> &str {
+    match split(path) {
+        Some(("", _)) | None => "/",
+        Some((p, _)) => p,
+    }
+}
+
+/// The four nodes of a fresh server that can never be deleted.
+pub fn is_special(path: &str) -> bool {
+    matches!(
+        path,
+        "/" | "/zookeeper" | "/zookeeper/quota" | "/zookeeper/config"
+    )
+}
+
+/// Formats a sequential suffix as Java's `String.format("%010d", n)` does,
+/// including the negative form after the counter overflows (`-000000001`).
+pub fn sequence_suffix(n: i32) -> String {
+    format!("{n:010}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validates_like_path_utils() {
+        for ok in [
+            "/",
+            "/a",
+            "/a/b",
+            "/a.b",
+            "/...",
+            "/a/.b",
+            "/zookeeper",
+            "/é",
+            "/a b",
+        ] {
+            assert!(is_valid(ok), "{ok:?} should be valid");
+        }
+        for bad in [
+            "",
+            "a",
+            "/a/",
+            "//",
+            "/a//b",
+            "/.",
+            "/..",
+            "/a/./b",
+            "/a/../b",
+            "/a\u{0}",
+            "/\u{1}",
+            "/\u{85}",
+            "/\u{e000}",
+            "/\u{fffd}",
+            "/😀",
+        ] {
+            assert!(!is_valid(bad), "{bad:?} should be invalid");
+        }
+    }
+
+    #[test]
+    fn splits_at_the_last_slash() {
+        assert_eq!(split("/a"), Some(("", "a")));
+        assert_eq!(split("/a/b"), Some(("/a", "b")));
+        assert_eq!(split("/foo/"), Some(("/foo", "")));
+        assert_eq!(split("x"), None);
+        assert_eq!(parent_for_event("/a"), "/");
+        assert_eq!(parent_for_event("/a/b"), "/a");
+    }
+
+    #[test]
+    fn suffix_is_ten_digits_and_overflows_like_java() {
+        assert_eq!(sequence_suffix(0), "0000000000");
+        assert_eq!(sequence_suffix(42), "0000000042");
+        assert_eq!(sequence_suffix(i32::MAX), "2147483647");
+        assert_eq!(sequence_suffix(-1), "-000000001");
+        assert_eq!(sequence_suffix(i32::MIN), "-2147483648");
+    }
+}
