@@ -34,6 +34,7 @@
 #![forbid(unsafe_code)]
 
 pub mod acl;
+pub mod client;
 mod clock;
 pub mod codec;
 mod dispatch;
