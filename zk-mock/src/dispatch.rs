@@ -17,6 +17,9 @@ pub(crate) struct Applied {
     pub(crate) zxid: i64,
 }
 
+/// `CreateMode.CONTAINER`'s flag value.
+const CONTAINER_FLAGS: i32 = 4;
+
 impl State {
     /// Handles one request frame (after the handshake).
     pub(crate) fn process(
@@ -93,31 +96,11 @@ impl State {
                 return (Flow::Close, Some(Applied { err: 0, zxid }));
             }
             Request::Create(code, r) => self.write(conn, xid, |st, zxid, events| {
-                let (path, stat) = st.create(
-                    zxid,
-                    &r.path,
-                    r.data.clone(),
-                    &r.acl,
-                    r.flags,
-                    -1,
-                    false,
-                    caller,
-                    events,
-                )?;
+                let (path, stat) = st.create(zxid, NewNode::create(code, &r), caller, events)?;
                 Ok(create_reply(code, path, stat))
             }),
             Request::CreateTtl(r) => self.write(conn, xid, |st, zxid, events| {
-                let (path, stat) = st.create(
-                    zxid,
-                    &r.path,
-                    r.data.clone(),
-                    &r.acl,
-                    r.flags,
-                    r.ttl,
-                    true,
-                    caller,
-                    events,
-                )?;
+                let (path, stat) = st.create(zxid, NewNode::ttl(&r), caller, events)?;
                 Ok(create_reply(OpCode::CreateTtl, path, stat))
             }),
             Request::Delete(r) => self.write(conn, xid, |st, zxid, events| {
@@ -142,6 +125,23 @@ impl State {
                 Ok(Reply::Stat(stat))
             }),
             Request::Multi(m) => self.multi(conn, xid, &m, caller),
+            Request::Check(r) => {
+                // ZooKeeper 3.8.0 treats a standalone check as a transaction: it
+                // consumes a zxid and failures are answered, but a *successful*
+                // check is never answered (3.8.6 answers UNIMPLEMENTED and closes
+                // instead). We follow the 3.8.0 server the conformance suite runs.
+                let zxid = self.tree.next_zxid();
+                match self.tree.check(&r.path, r.version, caller) {
+                    Ok(()) => Applied { err: 0, zxid },
+                    Err(e) => {
+                        self.reply_header(conn, xid, zxid, e.code());
+                        Applied {
+                            err: e.code(),
+                            zxid,
+                        }
+                    }
+                }
+            }
             Request::Exists(r) => self.read(conn, xid, |st| {
                 if r.path.contains('\0') {
                     return Err(ErrorCode::BadArguments);
@@ -296,35 +296,32 @@ impl State {
     }
 
     /// create in `pRequest2TxnCreate` order: flags, TTL rules, then the tree's checks.
-    #[allow(clippy::too_many_arguments)]
     fn create(
         &mut self,
         zxid: i64,
-        path: &str,
-        data: Option<Bytes>,
-        acl: &[Acl],
-        flags: i32,
-        ttl: i64,
-        ttl_op: bool,
+        new: NewNode<'_>,
         caller: Caller<'_>,
         events: &mut Vec<TreeEvent>,
     ) -> Result<(String, Stat), ErrorCode> {
-        let mode = CreateMode::from_flags(flags)?;
+        let mode = CreateMode::from_flags(new.flags)?;
         if mode.ttl {
             // zookeeper.extendedTypesEnabled is false by default.
             return Err(ErrorCode::Unimplemented);
         }
-        if ttl_op && ttl >= 0 {
-            // EphemeralType.validateTTL: a non-TTL mode must not carry a ttl.
+        if new.ttl.is_some() {
+            // EphemeralType.validateTTL rejects a ttl with a non-TTL mode. A
+            // createTTL with a non-TTL mode and ttl −1 passes that check on
+            // 3.8.0 and then kills the real server's process; the mock
+            // answers BADARGUMENTS instead of dying.
             return Err(ErrorCode::BadArguments);
         }
         let time = self.clock.wall_ms();
         let args = CreateArgs {
-            path,
-            data,
-            acl,
+            path: new.path,
+            data: new.data.clone(),
+            acl: new.acl,
             mode,
-            ttl,
+            ttl: 0,
         };
         self.tree.create(zxid, time, args, caller, events)
     }
@@ -377,36 +374,16 @@ impl State {
         events: &mut Vec<TreeEvent>,
     ) -> Result<MultiResult, ErrorCode> {
         Ok(match op {
+            // ZooKeeper 3.8.0 answers every create variant inside multi with a
+            // CreateResult (type 1, path only); the Stat-carrying type 15 came
+            // with 3.8.2 (ZOOKEEPER-4026).
             MultiOp::Create(code, r) => {
-                let (path, stat) = self.create(
-                    zxid,
-                    &r.path,
-                    r.data.clone(),
-                    &r.acl,
-                    r.flags,
-                    -1,
-                    false,
-                    caller,
-                    events,
-                )?;
-                match code {
-                    OpCode::Create => MultiResult::Create { path },
-                    _ => MultiResult::Create2 { path, stat },
-                }
+                let (path, _) = self.create(zxid, NewNode::create(*code, r), caller, events)?;
+                MultiResult::Create { path }
             }
             MultiOp::CreateTtl(r) => {
-                let (path, stat) = self.create(
-                    zxid,
-                    &r.path,
-                    r.data.clone(),
-                    &r.acl,
-                    r.flags,
-                    r.ttl,
-                    true,
-                    caller,
-                    events,
-                )?;
-                MultiResult::Create2 { path, stat }
+                let (path, _) = self.create(zxid, NewNode::ttl(r), caller, events)?;
+                MultiResult::Create { path }
             }
             MultiOp::Delete(r) => {
                 self.tree.delete(zxid, &r.path, r.version, caller, events)?;
@@ -456,6 +433,44 @@ impl State {
             _ => Err(ErrorCode::MarshallingError),
         };
         result.unwrap_or_else(|e| MultiResult::Error { err: e.code() })
+    }
+}
+
+/// The create-family request fields, whichever op carried them.
+struct NewNode<'a> {
+    path: &'a str,
+    data: &'a Option<Bytes>,
+    acl: &'a [Acl],
+    flags: i32,
+    /// `Some` only for createTTL (21).
+    ttl: Option<i64>,
+}
+
+impl<'a> NewNode<'a> {
+    fn create(code: OpCode, r: &'a CreateRequest) -> NewNode<'a> {
+        // createContainer (19) makes a container whatever the flags say.
+        let flags = if code == OpCode::CreateContainer {
+            CONTAINER_FLAGS
+        } else {
+            r.flags
+        };
+        NewNode {
+            path: &r.path,
+            data: &r.data,
+            acl: &r.acl,
+            flags,
+            ttl: None,
+        }
+    }
+
+    fn ttl(r: &'a CreateTtlRequest) -> NewNode<'a> {
+        NewNode {
+            path: &r.path,
+            data: &r.data,
+            acl: &r.acl,
+            flags: r.flags,
+            ttl: Some(r.ttl),
+        }
     }
 }
 

@@ -192,8 +192,14 @@ mod tests {
     fn password_matches_java_random() {
         // `new java.util.Random(id ^ 0xB3415C00L).nextBytes(new byte[16])`, printed by a JVM.
         let java = |v: [i8; 16]| v.map(|b| b as u8);
-        assert_eq!(password_for(0), java([-14, 42, -51, 74, -105, -26, -99, 109, 32, -92, -101, -74, 56, -22, -37, 56]));
-        assert_eq!(password_for(12345), java([-101, -6, 109, 48, 66, 71, -102, 5, 49, 41, 63, 80, 16, -11, -124, 25]));
+        assert_eq!(
+            password_for(0),
+            java([-14, 42, -51, 74, -105, -26, -99, 109, 32, -92, -101, -74, 56, -22, -37, 56])
+        );
+        assert_eq!(
+            password_for(12345),
+            java([-101, -6, 109, 48, 66, 71, -102, 5, 49, 41, 63, 80, 16, -11, -124, 25])
+        );
         assert_eq!(
             password_for(0x100008ae3e30000),
             java([127, -75, 89, 81, -96, -110, -21, 123, -11, -7, -119, -4, -23, -45, -49, -10])

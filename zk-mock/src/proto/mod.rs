@@ -47,6 +47,8 @@ pub enum Request {
     GetChildren(PathWatchRequest),
     GetChildren2(PathWatchRequest),
     Sync(PathRequest),
+    /// check (13) outside multi: a transaction on 3.8.0 (see `dispatch`).
+    Check(CheckVersionRequest),
     Ping,
     Multi(MultiRequest),
     MultiRead(MultiRequest),
@@ -74,6 +76,7 @@ impl Request {
             | Request::GetEphemerals(r)
             | Request::GetAllChildrenNumber(r) => &r.path,
             Request::SetAcl(r) => &r.path,
+            Request::Check(r) => &r.path,
             Request::Ping
             | Request::Multi(_)
             | Request::MultiRead(_)
@@ -86,9 +89,9 @@ impl Request {
 /// Why a request could not be decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum RequestError {
-    /// Not a valid request op for a standalone server (`Request.isValid` is false,
-    /// including `check` outside multi), or one this mock does not serve: the
-    /// server answers UNIMPLEMENTED and closes the connection.
+    /// Not a valid request op for a standalone server (`Request.isValid` is
+    /// false), or one this mock does not serve: the server answers
+    /// UNIMPLEMENTED and closes the connection.
     #[error("unimplemented op code {0}")]
     Unimplemented(i32),
     /// A valid op whose body does not decode: MARSHALLINGERROR.
@@ -114,6 +117,7 @@ pub fn decode_request(op: i32, body: &[u8]) -> Result<Request, RequestError> {
         OpCode::GetChildren => Request::GetChildren(PathWatchRequest::decode(body).map_err(bad)?),
         OpCode::GetChildren2 => Request::GetChildren2(PathWatchRequest::decode(body).map_err(bad)?),
         OpCode::Sync => Request::Sync(PathRequest::decode(body).map_err(bad)?),
+        OpCode::Check => Request::Check(CheckVersionRequest::decode(body).map_err(bad)?),
         OpCode::Ping => Request::Ping,
         OpCode::Multi => Request::Multi(MultiRequest::decode(body).map_err(bad)?),
         OpCode::MultiRead => Request::MultiRead(MultiRequest::decode(body).map_err(bad)?),
@@ -142,19 +146,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn check_outside_multi_and_unknown_ops_are_unimplemented() {
+    fn unknown_ops_are_unimplemented_but_check_decodes() {
         let body = CheckVersionRequest {
             path: "/a".into(),
             version: 0,
         }
         .to_bytes();
-        assert_eq!(
-            decode_request(13, &body),
-            Err(RequestError::Unimplemented(13))
-        );
+        assert!(matches!(decode_request(13, &body), Ok(Request::Check(_))));
         assert_eq!(
             decode_request(999, &[]),
             Err(RequestError::Unimplemented(999))
+        );
+        assert_eq!(
+            decode_request(10, &[]),
+            Err(RequestError::Unimplemented(10))
         );
     }
 
