@@ -8,7 +8,7 @@ use crate::proto::*;
 use crate::session::ConnId;
 use crate::state::{Flow, State};
 use crate::tree::{Caller, CreateArgs, CreateMode, TreeEvent};
-use crate::watch::{Notification, Table};
+use crate::watch::{Notification, Table, WatchManager};
 
 /// The outcome of one request as the recorder and logs see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -226,6 +226,39 @@ impl State {
                 self.reply(conn, xid, zxid, &MultiResponse { results });
                 Applied { err: 0, zxid }
             }
+            Request::CheckWatches(r) => self.read(conn, xid, |st| {
+                let tables =
+                    WatchManager::tables(r.watcher_type).ok_or(ErrorCode::MarshallingError)?;
+                if st.watches.contains(tables, &r.path) {
+                    Ok(Reply::None)
+                } else {
+                    Err(ErrorCode::NoWatcher)
+                }
+            }),
+            Request::RemoveWatches(r) => self.read(conn, xid, |st| {
+                let tables =
+                    WatchManager::tables(r.watcher_type).ok_or(ErrorCode::MarshallingError)?;
+                if st.watches.remove(tables, &r.path, conn) {
+                    Ok(Reply::None)
+                } else {
+                    Err(ErrorCode::NoWatcher)
+                }
+            }),
+            Request::WhoAmI => self.read(conn, xid, |_| {
+                // `getUserName`: digest ids show the user, the part before ':'.
+                let client_info = caller
+                    .auth
+                    .iter()
+                    .map(|id| ClientInfo {
+                        auth_scheme: id.scheme.clone(),
+                        user: match id.scheme.as_str() {
+                            "digest" => id.id.split(':').next().unwrap_or_default().to_string(),
+                            _ => id.id.clone(),
+                        },
+                    })
+                    .collect();
+                Ok(Reply::WhoAmI(client_info))
+            }),
             Request::SetWatches(w) => {
                 let mut notes: Vec<Notification> = Vec::new();
                 self.watches.set_watches(
@@ -486,6 +519,7 @@ enum Reply {
     Acl(Vec<Acl>, Stat),
     Ephemerals(Vec<String>),
     Count(i32),
+    WhoAmI(Vec<ClientInfo>),
 }
 
 fn create_reply(code: OpCode, path: String, stat: Stat) -> Reply {
@@ -514,6 +548,9 @@ impl Reply {
             Reply::Acl(acl, stat) => st.reply(conn, xid, zxid, &GetAclResponse { acl, stat }),
             Reply::Ephemerals(ephemerals) => {
                 st.reply(conn, xid, zxid, &GetEphemeralsResponse { ephemerals })
+            }
+            Reply::WhoAmI(client_info) => {
+                st.reply(conn, xid, zxid, &WhoAmIResponse { client_info })
             }
             Reply::Count(total_number) => st.reply(
                 conn,

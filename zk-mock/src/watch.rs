@@ -191,6 +191,47 @@ impl WatchManager {
         }
     }
 
+    /// The tables a `WatcherType` names: 1 children, 2 data, 3 any.
+    pub(crate) fn tables(watcher_type: i32) -> Option<&'static [Table]> {
+        match watcher_type {
+            1 => Some(&[Table::Child]),
+            2 => Some(&[Table::Data]),
+            3 => Some(&[Table::Child, Table::Data]),
+            _ => None,
+        }
+    }
+
+    /// checkWatches: whether *any* connection watches exactly `path` in one of
+    /// `tables` (3.8's `WatchManager.containsWatcher` looks at the path's
+    /// watcher set, not at the asking connection).
+    pub(crate) fn contains(&self, tables: &[Table], path: &str) -> bool {
+        tables.iter().any(|t| match t {
+            Table::Data => self.data.contains_key(path),
+            Table::Child => self.child.contains_key(path),
+        })
+    }
+
+    /// removeWatches: drops this connection's watch on exactly `path` in each of
+    /// `tables`; false if there was none.
+    pub(crate) fn remove(&mut self, tables: &[Table], path: &str, conn: ConnId) -> bool {
+        let mut removed = false;
+        for &t in tables {
+            let table = self.table(t);
+            if let Some(set) = table.get_mut(path) {
+                if set.remove(&conn) {
+                    removed = true;
+                    if set.is_empty() {
+                        table.remove(path);
+                    }
+                }
+            }
+            if let Some(set) = self.by_conn.get_mut(&conn) {
+                set.remove(&(t, path.to_string()));
+            }
+        }
+        removed
+    }
+
     /// Total number of (connection, path, table) watches.
     pub(crate) fn count(&self) -> usize {
         self.by_conn.values().map(BTreeSet::len).sum()

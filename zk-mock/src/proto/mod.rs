@@ -57,6 +57,9 @@ pub enum Request {
     SetWatches(SetWatches2),
     GetEphemerals(PathRequest),
     GetAllChildrenNumber(PathRequest),
+    CheckWatches(WatchesRequest),
+    RemoveWatches(WatchesRequest),
+    WhoAmI,
 }
 
 impl Request {
@@ -77,11 +80,13 @@ impl Request {
             | Request::GetAllChildrenNumber(r) => &r.path,
             Request::SetAcl(r) => &r.path,
             Request::Check(r) => &r.path,
+            Request::CheckWatches(r) | Request::RemoveWatches(r) => &r.path,
             Request::Ping
             | Request::Multi(_)
             | Request::MultiRead(_)
             | Request::CloseSession
-            | Request::SetWatches(_) => return None,
+            | Request::SetWatches(_)
+            | Request::WhoAmI => return None,
         })
     }
 }
@@ -137,6 +142,9 @@ pub fn decode_request(op: i32, body: &[u8]) -> Result<Request, RequestError> {
         OpCode::GetAllChildrenNumber => {
             Request::GetAllChildrenNumber(PathRequest::decode(body).map_err(bad)?)
         }
+        OpCode::CheckWatches => Request::CheckWatches(WatchesRequest::decode(body).map_err(bad)?),
+        OpCode::RemoveWatches => Request::RemoveWatches(WatchesRequest::decode(body).map_err(bad)?),
+        OpCode::WhoAmI => Request::WhoAmI,
         _ => return Err(RequestError::Unimplemented(op)),
     })
 }
