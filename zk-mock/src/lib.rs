@@ -27,11 +27,31 @@
 //!   requests under one lock; `handler` and `server` are the async shell.
 //! - [`ZkMock`] / [`ZkMockBuilder`]: the test-facing API.
 //!
-//! Differences from ZooKeeper are documented where they live; the
-//! conformance suite (`cargo test --features conformance`) compares the mock
-//! against a real ZooKeeper 3.8 operation by operation.
+//! ## Which ZooKeeper
+//! The judge is Apache ZooKeeper **3.8.0** (Debian's `zookeeper` package):
+//! the conformance suite (`cargo test -p zk-mock --features conformance
+//! --test conformance`) runs the same operations against it and against the
+//! mock and compares every reply, Stat and notification. Where 3.8 point
+//! releases differ, the mock does what 3.8.0 does:
+//! - `exists` does not check READ on the node, and notifications are not
+//!   filtered by READ (both arrived in 3.8.4);
+//! - every create variant inside `multi` answers a type-1 CreateResult with
+//!   the path only (the Stat-carrying type 15 arrived in 3.8.2);
+//! - a standalone `check` (13) is a transaction: failures are answered, a
+//!   success is not answered at all (3.8.6 answers UNIMPLEMENTED and closes).
+//!
+//! ## Known differences
+//! - `getChildren` lists children sorted; ZooKeeper uses Java `HashSet`
+//!   order. Neither is a contract, and clients must not depend on it.
+//! - `createTTL` with a non-TTL mode and ttl −1 answers BADARGUMENTS; the
+//!   real 3.8.0 server process exits on it.
+//! - Not yet served (answered UNIMPLEMENTED, then the connection is closed,
+//!   as ZooKeeper does for an op it does not know): auth (100), SASL (102),
+//!   addWatch (106), reconfig (16); TTL nodes are off, as on a default
+//!   ZooKeeper; containers are never reaped.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod acl;
 pub mod client;

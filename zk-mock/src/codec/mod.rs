@@ -157,7 +157,10 @@ macro_rules! record {
         }
     ) => {
         $(#[$meta])*
+        ///
+        /// Fields carry their Jute names and are encoded in declaration order.
         #[derive(Debug, Clone, PartialEq, Eq, Default)]
+        #[allow(missing_docs)]
         pub struct $name {
             $( $(#[$fmeta])* pub $field: $ty ),*
         }
