@@ -3,6 +3,9 @@
 
 use std::net::IpAddr;
 
+use base64::Engine;
+use sha1::{Digest, Sha1};
+
 use crate::proto::{Acl, ErrorCode, Id};
 
 /// Validates and rewrites a requested ACL list as `fixupACL` does: duplicates
@@ -102,6 +105,22 @@ fn ip_matches(acl_id: &str, client: &str) -> bool {
     }
     let shift = width - bits;
     (a >> shift) == (b >> shift)
+}
+
+/// `DigestAuthenticationProvider.generateDigest`: `"user:password"` becomes
+/// `"user:" + base64(sha1("user:password"))`; the user is the text before the
+/// first ':' (all of it if there is none).
+///
+/// ```
+/// assert_eq!(zk_mock::acl::digest("super:test"), "super:D/InIHSb7yEEbrWz8b9l71RjZJU=");
+/// ```
+pub fn digest(user_password: &str) -> String {
+    let user = user_password.split(':').next().unwrap_or_default();
+    let hash = Sha1::digest(user_password.as_bytes());
+    format!(
+        "{user}:{}",
+        base64::engine::general_purpose::STANDARD.encode(hash)
+    )
 }
 
 /// `checkACL`: whether a connection with `auth_info` holds `perm` on a node with `acl`.

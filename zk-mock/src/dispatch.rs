@@ -259,6 +259,56 @@ impl State {
                     .collect();
                 Ok(Reply::WhoAmI(client_info))
             }),
+            Request::Auth(a) => {
+                // Answered at once with zxid 0 (`ZooKeeperServer.processPacket`).
+                // digest never fails; ip adds the peer address; any other
+                // scheme is AUTHFAILED and the connection is closed (the
+                // session lives on until it times out).
+                let new_ids = match a.scheme.as_str() {
+                    "digest" => {
+                        let text = String::from_utf8_lossy(a.auth.as_deref().unwrap_or_default());
+                        let id = crate::acl::digest(&text);
+                        let is_super = self.settings.super_digest.as_deref() == Some(id.as_str());
+                        let mut ids = vec![Id {
+                            scheme: "digest".into(),
+                            id,
+                        }];
+                        if is_super {
+                            ids.push(Id {
+                                scheme: "super".into(),
+                                id: String::new(),
+                            });
+                        }
+                        ids
+                    }
+                    "ip" => {
+                        let peer = self
+                            .conns
+                            .get(&conn)
+                            .map(|c| c.peer.ip().to_string())
+                            .unwrap_or_default();
+                        vec![Id {
+                            scheme: "ip".into(),
+                            id: peer,
+                        }]
+                    }
+                    _ => {
+                        let err = ErrorCode::AuthFailed.code();
+                        self.reply_header(conn, xid, 0, err);
+                        self.close_conn(conn);
+                        return (Flow::Close, Some(Applied { err, zxid: 0 }));
+                    }
+                };
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    for id in new_ids {
+                        if !c.auth.contains(&id) {
+                            c.auth.push(id);
+                        }
+                    }
+                }
+                self.reply_header(conn, xid, 0, 0);
+                Applied { err: 0, zxid: 0 }
+            }
             Request::SetWatches(w) => {
                 let mut notes: Vec<Notification> = Vec::new();
                 self.watches.set_watches(

@@ -117,6 +117,7 @@ pub struct ZkMockBuilder {
     min_session_timeout: Option<i32>,
     max_session_timeout: Option<i32>,
     max_packet: usize,
+    super_digest: Option<String>,
 }
 
 impl Default for ZkMockBuilder {
@@ -127,6 +128,7 @@ impl Default for ZkMockBuilder {
             min_session_timeout: None,
             max_session_timeout: None,
             max_packet: DEFAULT_MAX_PACKET,
+            super_digest: None,
         }
     }
 }
@@ -161,6 +163,23 @@ impl ZkMockBuilder {
     /// A larger length prefix closes the connection with no reply.
     pub fn max_packet_size(mut self, bytes: usize) -> Self {
         self.max_packet = bytes;
+        self
+    }
+
+    /// `zookeeper.DigestAuthenticationProvider.superDigest`: a connection that
+    /// authenticates with digest credentials hashing to this `user:hash`
+    /// value is a super user and passes every ACL check.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// // `super:test` hashes to this value (see `zk_mock::acl::digest`).
+    /// let zk = zk_mock::ZkMock::builder().super_digest("super:D/InIHSb7yEEbrWz8b9l71RjZJU=").start().await.unwrap();
+    /// # drop(zk);
+    /// # }
+    /// ```
+    pub fn super_digest(mut self, user_hash: impl Into<String>) -> Self {
+        self.super_digest = Some(user_hash.into());
         self
     }
 
@@ -210,6 +229,7 @@ impl ZkMockBuilder {
         let settings = Settings {
             tick_time: self.tick_time,
             max_packet: self.max_packet,
+            super_digest: self.super_digest,
         };
         let shared: Shared = Arc::new(Mutex::new(State::new(clock, sessions, settings)));
         let (tx, rx) = watch::channel(false);

@@ -50,6 +50,8 @@ pub(crate) struct Conn {
 pub(crate) struct Settings {
     pub(crate) tick_time: u64,
     pub(crate) max_packet: usize,
+    /// `zookeeper.DigestAuthenticationProvider.superDigest`, as `user:hash`.
+    pub(crate) super_digest: Option<String>,
 }
 
 /// Tree, sessions, watches and connections.

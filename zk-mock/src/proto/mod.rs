@@ -60,6 +60,7 @@ pub enum Request {
     CheckWatches(WatchesRequest),
     RemoveWatches(WatchesRequest),
     WhoAmI,
+    Auth(AuthPacket),
 }
 
 impl Request {
@@ -86,7 +87,8 @@ impl Request {
             | Request::MultiRead(_)
             | Request::CloseSession
             | Request::SetWatches(_)
-            | Request::WhoAmI => return None,
+            | Request::WhoAmI
+            | Request::Auth(_) => return None,
         })
     }
 }
@@ -145,6 +147,7 @@ pub fn decode_request(op: i32, body: &[u8]) -> Result<Request, RequestError> {
         OpCode::CheckWatches => Request::CheckWatches(WatchesRequest::decode(body).map_err(bad)?),
         OpCode::RemoveWatches => Request::RemoveWatches(WatchesRequest::decode(body).map_err(bad)?),
         OpCode::WhoAmI => Request::WhoAmI,
+        OpCode::Auth => Request::Auth(AuthPacket::decode(body).map_err(bad)?),
         _ => return Err(RequestError::Unimplemented(op)),
     })
 }
