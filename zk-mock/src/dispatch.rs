@@ -8,7 +8,7 @@ use crate::proto::*;
 use crate::session::ConnId;
 use crate::state::{Flow, State};
 use crate::tree::{Caller, CreateArgs, CreateMode, TreeEvent};
-use crate::watch::{Notification, Table, WatchManager};
+use crate::watch::{Mode, Notification, Table, WatchManager};
 
 /// The outcome of one request as the recorder and logs see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,7 +149,7 @@ impl State {
                 // The watch is registered even when the node is missing
                 // (`DataTree.statNode` adds it before the null check).
                 if r.watch {
-                    st.watches.add(Table::Data, &r.path, conn);
+                    st.watches.add(Table::Data, &r.path, conn, Mode::Standard);
                 }
                 let node = st.tree.get(&r.path).ok_or(ErrorCode::NoNode)?;
                 Ok(Reply::Stat(node.stat()))
@@ -158,7 +158,7 @@ impl State {
                 let node = st.tree.read(&r.path, perms::READ, caller)?;
                 let out = Reply::Data(node.data.clone(), node.stat());
                 if r.watch {
-                    st.watches.add(Table::Data, &r.path, conn);
+                    st.watches.add(Table::Data, &r.path, conn, Mode::Standard);
                 }
                 Ok(out)
             }),
@@ -169,7 +169,7 @@ impl State {
                     let children: Vec<String> = node.children.iter().cloned().collect();
                     let stat = node.stat();
                     if r.watch {
-                        st.watches.add(Table::Child, &r.path, conn);
+                        st.watches.add(Table::Child, &r.path, conn, Mode::Standard);
                     }
                     Ok(if two {
                         Reply::Children2(children, stat)
@@ -309,6 +309,17 @@ impl State {
                 self.reply_header(conn, xid, 0, 0);
                 Applied { err: 0, zxid: 0 }
             }
+            Request::AddWatch(r) => self.read(conn, xid, |st| {
+                // No ACL and no existence check; an unknown mode is an
+                // IllegalArgumentException, i.e. MARSHALLINGERROR.
+                let recursive = match r.mode {
+                    0 => false,
+                    1 => true,
+                    _ => return Err(ErrorCode::MarshallingError),
+                };
+                st.watches.add_persistent(&r.path, conn, recursive);
+                Ok(Reply::AddWatch)
+            }),
             Request::SetWatches(w) => {
                 let mut notes: Vec<Notification> = Vec::new();
                 self.watches.set_watches(
@@ -320,6 +331,12 @@ impl State {
                     &w.child_watches,
                     &mut notes,
                 );
+                for p in &w.persistent_watches {
+                    self.watches.add_persistent(p, conn, false);
+                }
+                for p in &w.persistent_recursive_watches {
+                    self.watches.add_persistent(p, conn, true);
+                }
                 self.notify(notes);
                 let zxid = self.tree.last_zxid();
                 self.reply_header(conn, xid, zxid, 0);
@@ -570,6 +587,8 @@ enum Reply {
     Ephemerals(Vec<String>),
     Count(i32),
     WhoAmI(Vec<ClientInfo>),
+    /// addWatch answers `ErrorResponse{0}`: four zero bytes.
+    AddWatch,
 }
 
 fn create_reply(code: OpCode, path: String, stat: Stat) -> Reply {
@@ -599,6 +618,7 @@ impl Reply {
             Reply::Ephemerals(ephemerals) => {
                 st.reply(conn, xid, zxid, &GetEphemeralsResponse { ephemerals })
             }
+            Reply::AddWatch => st.reply(conn, xid, zxid, &ErrorResponse { err: 0 }),
             Reply::WhoAmI(client_info) => {
                 st.reply(conn, xid, zxid, &WhoAmIResponse { client_info })
             }

@@ -2,7 +2,7 @@
 //! (getData, exists — even on a missing node) and a child table (getChildren),
 //! at most one entry per (connection, path, table), one-shot.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::proto::event_type::*;
 use crate::session::ConnId;
@@ -28,67 +28,137 @@ pub(crate) struct Notification {
     pub(crate) path: String,
 }
 
+/// How a watch fires (`WatcherMode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Mode {
+    /// One-shot: removed when it fires.
+    Standard,
+    /// addWatch mode 0: stays; fires for the path itself only.
+    Persistent,
+    /// addWatch mode 1: stays; fires for the path and every descendant,
+    /// never with NodeChildrenChanged.
+    PersistentRecursive,
+}
+
 /// Every watch of every connection.
 #[derive(Debug, Default)]
 pub(crate) struct WatchManager {
-    data: HashMap<String, BTreeSet<ConnId>>,
-    child: HashMap<String, BTreeSet<ConnId>>,
+    data: HashMap<String, BTreeMap<ConnId, Mode>>,
+    child: HashMap<String, BTreeMap<ConnId, Mode>>,
     by_conn: HashMap<ConnId, BTreeSet<(Table, String)>>,
+    /// Recursive entries per table; when 0, triggers skip the ancestor walk.
+    recursive: [usize; 2],
 }
 
 impl WatchManager {
-    fn table(&mut self, t: Table) -> &mut HashMap<String, BTreeSet<ConnId>> {
+    fn table(&mut self, t: Table) -> &mut HashMap<String, BTreeMap<ConnId, Mode>> {
         match t {
             Table::Data => &mut self.data,
             Table::Child => &mut self.child,
         }
     }
 
-    /// Registers a watch; registering it twice is the same as once.
-    pub(crate) fn add(&mut self, table: Table, path: &str, conn: ConnId) {
-        self.table(table)
+    fn count_mode(&mut self, t: Table, old: Option<Mode>, new: Option<Mode>) {
+        let i = t as usize;
+        if old == Some(Mode::PersistentRecursive) {
+            self.recursive[i] -= 1;
+        }
+        if new == Some(Mode::PersistentRecursive) {
+            self.recursive[i] += 1;
+        }
+    }
+
+    /// Registers a watch; registering the same one twice is the same as once.
+    /// As in 3.8's `WatcherModeManager`, a registration replaces the mode a
+    /// connection had on that path and table: a standard getData/getChildren
+    /// watch downgrades a persistent one to one-shot (fixed in 3.9).
+    pub(crate) fn add(&mut self, table: Table, path: &str, conn: ConnId, mode: Mode) {
+        let old = self
+            .table(table)
             .entry(path.to_string())
             .or_default()
-            .insert(conn);
+            .insert(conn, mode);
+        self.count_mode(table, old, Some(mode));
         self.by_conn
             .entry(conn)
             .or_default()
             .insert((table, path.to_string()));
     }
 
+    fn remove_entry(&mut self, table: Table, path: &str, conn: ConnId) -> bool {
+        let t = self.table(table);
+        let Some(map) = t.get_mut(path) else {
+            return false;
+        };
+        let old = map.remove(&conn);
+        if map.is_empty() {
+            t.remove(path);
+        }
+        self.count_mode(table, old, None);
+        if let Some(set) = self.by_conn.get_mut(&conn) {
+            set.remove(&(table, path.to_string()));
+        }
+        old.is_some()
+    }
+
     /// Drops every watch of a closed connection (`DataTree.removeCnxn`).
     pub(crate) fn remove_conn(&mut self, conn: ConnId) {
         for (table, path) in self.by_conn.remove(&conn).into_iter().flatten() {
             let t = self.table(table);
-            if let Some(set) = t.get_mut(&path) {
-                set.remove(&conn);
-                if set.is_empty() {
+            let mut old = None;
+            if let Some(map) = t.get_mut(&path) {
+                old = map.remove(&conn);
+                if map.is_empty() {
                     t.remove(&path);
                 }
             }
+            self.count_mode(table, old, None);
         }
     }
 
-    /// `WatchManager.triggerWatch`: takes the watchers of one table and path,
-    /// skipping `suppress`, and returns them (deduplicated, one-shot).
+    /// `WatchManager.triggerWatch`: the connections to tell about `event_type`
+    /// on `path`, skipping `suppress`, one each. Standard watches on the path
+    /// fire and are removed; persistent ones fire and stay; recursive ones on
+    /// the path or any ancestor fire for everything but NodeChildrenChanged.
     fn trigger(
         &mut self,
         table: Table,
         path: &str,
+        event_type: i32,
         suppress: &BTreeSet<ConnId>,
     ) -> BTreeSet<ConnId> {
-        let Some(conns) = self.table(table).remove(path) else {
-            return BTreeSet::new();
-        };
-        for c in &conns {
-            if let Some(set) = self.by_conn.get_mut(c) {
-                set.remove(&(table, path.to_string()));
+        let mut found = BTreeSet::new();
+        let walk_up = self.recursive[table as usize] > 0;
+        let mut local = Some(path);
+        while let Some(lp) = local {
+            let at_parent = lp != path;
+            let mut fired_standard = Vec::new();
+            if let Some(map) = self.table(table).get(lp) {
+                for (&conn, &mode) in map {
+                    match mode {
+                        Mode::PersistentRecursive => {
+                            if event_type != NODE_CHILDREN_CHANGED {
+                                found.insert(conn);
+                            }
+                        }
+                        _ if at_parent => {}
+                        Mode::Persistent => {
+                            found.insert(conn);
+                        }
+                        Mode::Standard => {
+                            found.insert(conn);
+                            fired_standard.push(conn);
+                        }
+                    }
+                }
             }
+            for conn in fired_standard {
+                self.remove_entry(table, lp, conn);
+            }
+            local = if walk_up { parent(lp) } else { None };
         }
-        conns
-            .into_iter()
-            .filter(|c| !suppress.contains(c))
-            .collect()
+        found.retain(|c| !suppress.contains(c));
+        found
     }
 
     /// Turns tree events into notifications, in ZooKeeper's order:
@@ -101,30 +171,28 @@ impl WatchManager {
         for ev in events {
             match ev {
                 TreeEvent::Created(p) => {
-                    self.emit(Table::Data, p, NODE_CREATED, p, &none, out);
+                    self.emit(Table::Data, p, NODE_CREATED, &none, out);
                     self.emit(
                         Table::Child,
                         path::parent_for_event(p),
                         NODE_CHILDREN_CHANGED,
-                        path::parent_for_event(p),
                         &none,
                         out,
                     );
                 }
                 TreeEvent::Deleted(p) => {
-                    let told = self.emit(Table::Data, p, NODE_DELETED, p, &none, out);
-                    self.emit(Table::Child, p, NODE_DELETED, p, &told, out);
+                    let told = self.emit(Table::Data, p, NODE_DELETED, &none, out);
+                    self.emit(Table::Child, p, NODE_DELETED, &told, out);
                     self.emit(
                         Table::Child,
                         path::parent_for_event(p),
                         NODE_CHILDREN_CHANGED,
-                        path::parent_for_event(p),
                         &none,
                         out,
                     );
                 }
                 TreeEvent::DataChanged(p) => {
-                    self.emit(Table::Data, p, NODE_DATA_CHANGED, p, &none, out);
+                    self.emit(Table::Data, p, NODE_DATA_CHANGED, &none, out);
                 }
             }
         }
@@ -133,13 +201,12 @@ impl WatchManager {
     fn emit(
         &mut self,
         table: Table,
-        key: &str,
-        event_type: i32,
         path: &str,
+        event_type: i32,
         suppress: &BTreeSet<ConnId>,
         out: &mut Vec<Notification>,
     ) -> BTreeSet<ConnId> {
-        let conns = self.trigger(table, key, suppress);
+        let conns = self.trigger(table, path, event_type, suppress);
         for &conn in &conns {
             out.push(Notification {
                 conn,
@@ -173,22 +240,34 @@ impl WatchManager {
             match tree.get(p) {
                 None => note(NODE_DELETED, p),
                 Some(n) if n.mzxid > relative_zxid => note(NODE_DATA_CHANGED, p),
-                Some(_) => self.add(Table::Data, p, conn),
+                Some(_) => self.add(Table::Data, p, conn, Mode::Standard),
             }
         }
         for p in exist {
             match tree.get(p) {
                 Some(_) => note(NODE_CREATED, p),
-                None => self.add(Table::Data, p, conn),
+                None => self.add(Table::Data, p, conn, Mode::Standard),
             }
         }
         for p in child {
             match tree.get(p) {
                 None => note(NODE_DELETED, p),
                 Some(n) if n.pzxid > relative_zxid => note(NODE_CHILDREN_CHANGED, p),
-                Some(_) => self.add(Table::Child, p, conn),
+                Some(_) => self.add(Table::Child, p, conn, Mode::Standard),
             }
         }
+    }
+
+    /// addWatch, and SetWatches2's persistent lists: 3.8 registers the mode in
+    /// both tables. Missed events are not replayed.
+    pub(crate) fn add_persistent(&mut self, path: &str, conn: ConnId, recursive: bool) {
+        let mode = if recursive {
+            Mode::PersistentRecursive
+        } else {
+            Mode::Persistent
+        };
+        self.add(Table::Data, path, conn, mode);
+        self.add(Table::Child, path, conn, mode);
     }
 
     /// The tables a `WatcherType` names: 1 children, 2 data, 3 any.
@@ -216,18 +295,7 @@ impl WatchManager {
     pub(crate) fn remove(&mut self, tables: &[Table], path: &str, conn: ConnId) -> bool {
         let mut removed = false;
         for &t in tables {
-            let table = self.table(t);
-            if let Some(set) = table.get_mut(path) {
-                if set.remove(&conn) {
-                    removed = true;
-                    if set.is_empty() {
-                        table.remove(path);
-                    }
-                }
-            }
-            if let Some(set) = self.by_conn.get_mut(&conn) {
-                set.remove(&(t, path.to_string()));
-            }
+            removed |= self.remove_entry(t, path, conn);
         }
         removed
     }
@@ -238,6 +306,18 @@ impl WatchManager {
     }
 }
 
+/// The parent of a path for the ancestor walk: "/a/b" → "/a" → "/" → none.
+fn parent(p: &str) -> Option<&str> {
+    if p == "/" || p.is_empty() {
+        return None;
+    }
+    match p.rfind('/') {
+        Some(0) => Some("/"),
+        Some(i) => Some(&p[..i]),
+        None => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -245,10 +325,10 @@ mod tests {
     #[test]
     fn delete_sends_one_node_deleted_per_connection_then_parent_children_changed() {
         let mut w = WatchManager::default();
-        w.add(Table::Data, "/a/b", 1);
-        w.add(Table::Child, "/a/b", 1);
-        w.add(Table::Child, "/a/b", 2);
-        w.add(Table::Child, "/a", 2);
+        w.add(Table::Data, "/a/b", 1, Mode::Standard);
+        w.add(Table::Child, "/a/b", 1, Mode::Standard);
+        w.add(Table::Child, "/a/b", 2, Mode::Standard);
+        w.add(Table::Child, "/a", 2, Mode::Standard);
         let mut out = Vec::new();
         w.fire(&[TreeEvent::Deleted("/a/b".into())], &mut out);
         let got: Vec<_> = out
@@ -269,8 +349,8 @@ mod tests {
     #[test]
     fn create_under_root_reports_parent_as_slash() {
         let mut w = WatchManager::default();
-        w.add(Table::Child, "/", 3);
-        w.add(Table::Data, "/x", 3);
+        w.add(Table::Child, "/", 3, Mode::Standard);
+        w.add(Table::Data, "/x", 3, Mode::Standard);
         let mut out = Vec::new();
         w.fire(&[TreeEvent::Created("/x".into())], &mut out);
         assert_eq!(
@@ -292,11 +372,58 @@ mod tests {
     }
 
     #[test]
+    fn persistent_watches_stay_and_recursive_ones_skip_children_changed() {
+        let mut w = WatchManager::default();
+        w.add_persistent("/a", 1, false);
+        w.add_persistent("/a", 2, true);
+        let mut out = Vec::new();
+        w.fire(
+            &[
+                TreeEvent::Created("/a/b".into()),
+                TreeEvent::DataChanged("/a".into()),
+            ],
+            &mut out,
+        );
+        let got: Vec<_> = out
+            .iter()
+            .map(|n| (n.conn, n.event_type, n.path.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (2, NODE_CREATED, "/a/b"),
+                (1, NODE_CHILDREN_CHANGED, "/a"),
+                (1, NODE_DATA_CHANGED, "/a"),
+                (2, NODE_DATA_CHANGED, "/a")
+            ]
+        );
+        assert_eq!(w.count(), 4, "persistent watches are not consumed");
+    }
+
+    #[test]
+    fn a_standard_watch_downgrades_a_persistent_one_as_in_3_8() {
+        let mut w = WatchManager::default();
+        w.add_persistent("/a", 1, false);
+        w.add(Table::Data, "/a", 1, Mode::Standard);
+        let mut out = Vec::new();
+        w.fire(&[TreeEvent::DataChanged("/a".into())], &mut out);
+        w.fire(&[TreeEvent::DataChanged("/a".into())], &mut out);
+        assert_eq!(out.len(), 1, "the data-table entry became one-shot");
+    }
+
+    #[test]
+    fn parent_walks_up_to_the_root() {
+        assert_eq!(parent("/a/b"), Some("/a"));
+        assert_eq!(parent("/a"), Some("/"));
+        assert_eq!(parent("/"), None);
+    }
+
+    #[test]
     fn closing_a_connection_drops_its_watches() {
         let mut w = WatchManager::default();
-        w.add(Table::Data, "/x", 3);
-        w.add(Table::Data, "/x", 3);
-        w.add(Table::Data, "/x", 4);
+        w.add(Table::Data, "/x", 3, Mode::Standard);
+        w.add(Table::Data, "/x", 3, Mode::Standard);
+        w.add(Table::Data, "/x", 4, Mode::Standard);
         assert_eq!(w.count(), 2);
         w.remove_conn(3);
         let mut out = Vec::new();

@@ -61,6 +61,7 @@ pub enum Request {
     RemoveWatches(WatchesRequest),
     WhoAmI,
     Auth(AuthPacket),
+    AddWatch(AddWatchRequest),
 }
 
 impl Request {
@@ -82,6 +83,7 @@ impl Request {
             Request::SetAcl(r) => &r.path,
             Request::Check(r) => &r.path,
             Request::CheckWatches(r) | Request::RemoveWatches(r) => &r.path,
+            Request::AddWatch(r) => &r.path,
             Request::Ping
             | Request::Multi(_)
             | Request::MultiRead(_)
@@ -147,6 +149,7 @@ pub fn decode_request(op: i32, body: &[u8]) -> Result<Request, RequestError> {
         OpCode::CheckWatches => Request::CheckWatches(WatchesRequest::decode(body).map_err(bad)?),
         OpCode::RemoveWatches => Request::RemoveWatches(WatchesRequest::decode(body).map_err(bad)?),
         OpCode::WhoAmI => Request::WhoAmI,
+        OpCode::AddWatch => Request::AddWatch(AddWatchRequest::decode(body).map_err(bad)?),
         OpCode::Auth => Request::Auth(AuthPacket::decode(body).map_err(bad)?),
         _ => return Err(RequestError::Unimplemented(op)),
     })
