@@ -1,0 +1,15 @@
+//! Integration tests of zk-mock through the real `zookeeper-client` crate and
+//! through raw sockets. Every expectation is ZooKeeper 3.8's behaviour
+//! (see `/work/shared/docs/zk-protocol-facts.md`); where the mock differs the
+//! test keeps asserting ZooKeeper's behaviour.
+
+mod crud;
+mod errors;
+mod handshake;
+mod mocks;
+mod multi;
+mod sessions;
+mod stat;
+mod support;
+mod watches;
+mod wire;

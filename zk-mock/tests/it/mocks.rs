@@ -1,0 +1,60 @@
+//! Several mocks in one process, and what dropping one does to its clients.
+
+use zk_mock::client::RawClient;
+use zookeeper_client::SessionState;
+
+use crate::support::*;
+
+#[tokio::test]
+async fn independent_mocks_share_no_state() {
+    let one = start_mock().await;
+    let two = start_mock().await;
+    assert_ne!(one.addr(), two.addr());
+    let a = connect(&one).await;
+    let b = connect(&two).await;
+    let (sa, _) = a.create("/only-one", b"1", &persistent()).await.unwrap();
+    assert_eq!(b.check_stat("/only-one").await.unwrap(), None);
+    let (sb, _) = b.create("/only-two", b"2", &persistent()).await.unwrap();
+    assert_eq!(a.check_stat("/only-two").await.unwrap(), None);
+    // Each has its own zxid sequence: both first creates are czxid 2.
+    assert_eq!((sa.czxid, sb.czxid), (2, 2));
+    assert_eq!((one.last_zxid(), two.last_zxid()), (2, 2));
+    assert_eq!(one.session_ids(), [a.session_id().0]);
+    assert_eq!(two.session_ids(), [b.session_id().0]);
+}
+
+#[tokio::test]
+async fn connection_count_tracks_open_connections() {
+    let mock = start_mock().await;
+    assert_eq!(mock.connection_count(), 0);
+    let a = raw(&mock).await;
+    let b = raw(&mock).await;
+    assert_eq!(mock.connection_count(), 2);
+    a.close().await.unwrap();
+    assert_eq!(mock.connection_count(), 1);
+    assert_eq!(mock.session_ids(), [b.session_id]);
+}
+
+#[tokio::test]
+async fn dropping_a_mock_closes_its_client_connections_and_frees_the_port() {
+    let mock = start_mock().await;
+    let addr = mock.addr();
+    let mut rawc = raw(&mock).await;
+    let client = connect(&mock).await;
+    let mut state = client.state_watcher();
+    let survivor = start_mock().await;
+    let mut other = raw(&survivor).await;
+
+    drop(mock);
+    assert_eq!(rawc.read_frame().await.unwrap(), None);
+    assert_eq!(
+        with_timeout(QUICK, "Disconnected", state.changed()).await,
+        SessionState::Disconnected
+    );
+    assert!(
+        RawClient::connect(addr, 10_000).await.is_err(),
+        "nothing listens on the old port"
+    );
+    // Another mock is unaffected.
+    assert_eq!(raw_exists(&mut other, "/", false).await.header.err, 0);
+}
