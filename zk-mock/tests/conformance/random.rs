@@ -1,0 +1,355 @@
+//! Seeded random operation sequences (proptest, so a divergence shrinks to a
+//! short sequence). Each sequence runs on the shared real server under its own
+//! prefix and on a fresh zk-mock; the transcripts must be equal.
+//!
+//! - `CONFORMANCE_CASES` (default 300): number of sequences;
+//! - `CONFORMANCE_LEN` (default 40): ops per sequence;
+//! - `CONFORMANCE_SEED` (default 0x2b7e151628aed2a6): the seed, printed on failure;
+//! - `CONFORMANCE_SHRINK` (default 400): shrink iterations on a divergence.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+use zk_mock::proto::Acl;
+
+use crate::driver::{MOp, Op, Passwd, Req, Slot, Zx};
+
+const PATHS: &[&str] = &[
+    "@/a",
+    "@/a/b",
+    "@/b",
+    "@/s/x",
+    "@/s/x0000000000",
+    "@/s/x0000000001",
+    "@/s/x0000000002",
+    "@/s",
+];
+
+#[derive(Debug, Clone)]
+enum RM {
+    Create { path: usize, flags: i32, data: u8 },
+    Delete { path: usize, version: i32 },
+    Set { path: usize, data: u8, version: i32 },
+    Check { path: usize, version: i32 },
+}
+
+#[derive(Debug, Clone)]
+enum ROp {
+    Create {
+        s: Slot,
+        op: i32,
+        path: usize,
+        flags: i32,
+        data: u8,
+    },
+    Delete {
+        s: Slot,
+        path: usize,
+        version: i32,
+    },
+    Set {
+        s: Slot,
+        path: usize,
+        data: u8,
+        version: i32,
+    },
+    /// 0 exists, 1 getData, 2 getChildren, 3 getChildren2.
+    Read {
+        s: Slot,
+        kind: u8,
+        path: usize,
+        watch: bool,
+    },
+    Multi {
+        s: Slot,
+        ops: Vec<RM>,
+    },
+    Sync {
+        s: Slot,
+        path: usize,
+    },
+    /// closeSession, then a new session in the same slot.
+    CloseReconnect {
+        s: Slot,
+    },
+    /// The same session on a new socket (its watches are lost).
+    Reattach {
+        s: Slot,
+    },
+}
+
+fn data(d: u8) -> Option<Vec<u8>> {
+    match d {
+        0 => None,
+        1 => Some(Vec::new()),
+        2 => Some(b"x".to_vec()),
+        _ => Some(b"yy".to_vec()),
+    }
+}
+
+fn path(i: usize) -> String {
+    PATHS[i % PATHS.len()].to_string()
+}
+
+fn rm_strategy() -> impl Strategy<Value = RM> {
+    let p = 0..PATHS.len();
+    let v = prop_oneof![Just(-1), Just(0), Just(1)];
+    prop_oneof![
+        (p.clone(), 0..4i32, 0..4u8).prop_map(|(path, flags, data)| RM::Create {
+            path,
+            flags,
+            data
+        }),
+        (p.clone(), v.clone()).prop_map(|(path, version)| RM::Delete { path, version }),
+        (p.clone(), 0..4u8, v.clone()).prop_map(|(path, data, version)| RM::Set {
+            path,
+            data,
+            version
+        }),
+        (p, v).prop_map(|(path, version)| RM::Check { path, version }),
+    ]
+}
+
+fn rop_strategy(n: usize) -> impl Strategy<Value = ROp> {
+    let s = 0..n;
+    let p = 0..PATHS.len();
+    let v = prop_oneof![Just(-1), Just(0), Just(1)];
+    prop_oneof![
+        6 => (s.clone(), prop_oneof![Just(1), Just(15)], p.clone(), 0..4i32, 0..4u8).prop_map(
+            |(s, op, path, flags, data)| ROp::Create { s, op, path, flags, data }
+        ),
+        4 => (s.clone(), p.clone(), v.clone())
+            .prop_map(|(s, path, version)| ROp::Delete { s, path, version }),
+        4 => (s.clone(), p.clone(), 0..4u8, v)
+            .prop_map(|(s, path, data, version)| ROp::Set { s, path, data, version }),
+        8 => (s.clone(), 0..4u8, p.clone(), any::<bool>())
+            .prop_map(|(s, kind, path, watch)| ROp::Read { s, kind, path, watch }),
+        3 => (s.clone(), prop::collection::vec(rm_strategy(), 2..=4))
+            .prop_map(|(s, ops)| ROp::Multi { s, ops }),
+        1 => (s.clone(), p).prop_map(|(s, path)| ROp::Sync { s, path }),
+        1 => s.clone().prop_map(|s| ROp::CloseReconnect { s }),
+        1 => s.prop_map(|s| ROp::Reattach { s }),
+    ]
+}
+
+fn seq_strategy(len: usize) -> impl Strategy<Value = (usize, Vec<ROp>)> {
+    (2..=3usize).prop_flat_map(move |n| (Just(n), prop::collection::vec(rop_strategy(n), len)))
+}
+
+fn to_ops(n: usize, rops: &[ROp]) -> Vec<Op> {
+    let connect = |s: Slot| Op::Connect {
+        s,
+        timeout: 30000,
+        read_only_byte: true,
+        last_zxid: Zx::Zero,
+    };
+    let mut ops: Vec<Op> = (0..n).map(connect).collect();
+    ops.push(Op::Req(
+        0,
+        Req::Create {
+            op: 1,
+            path: "@/s".into(),
+            data: None,
+            acl: Acl::open_unsafe(),
+            flags: 0,
+        },
+    ));
+    for r in rops {
+        match r {
+            ROp::Create {
+                s,
+                op,
+                path: p,
+                flags,
+                data: d,
+            } => ops.push(Op::Req(
+                *s,
+                Req::Create {
+                    op: *op,
+                    path: path(*p),
+                    data: data(*d),
+                    acl: Acl::open_unsafe(),
+                    flags: *flags,
+                },
+            )),
+            ROp::Delete {
+                s,
+                path: p,
+                version,
+            } => ops.push(Op::Req(
+                *s,
+                Req::Delete {
+                    path: path(*p),
+                    version: *version,
+                },
+            )),
+            ROp::Set {
+                s,
+                path: p,
+                data: d,
+                version,
+            } => ops.push(Op::Req(
+                *s,
+                Req::SetData {
+                    path: path(*p),
+                    data: data(*d),
+                    version: *version,
+                },
+            )),
+            ROp::Read {
+                s,
+                kind,
+                path: p,
+                watch,
+            } => {
+                let (path, watch) = (path(*p), *watch);
+                let req = match kind % 4 {
+                    0 => Req::Exists { path, watch },
+                    1 => Req::GetData { path, watch },
+                    2 => Req::GetChildren { path, watch },
+                    _ => Req::GetChildren2 { path, watch },
+                };
+                ops.push(Op::Req(*s, req));
+            }
+            ROp::Multi { s, ops: m } => {
+                let m = m
+                    .iter()
+                    .map(|x| match x {
+                        RM::Create {
+                            path: p,
+                            flags,
+                            data: d,
+                        } => MOp::Create {
+                            op: 1,
+                            path: path(*p),
+                            data: data(*d),
+                            flags: *flags,
+                        },
+                        RM::Delete { path: p, version } => MOp::Delete {
+                            path: path(*p),
+                            version: *version,
+                        },
+                        RM::Set {
+                            path: p,
+                            data: d,
+                            version,
+                        } => MOp::SetData {
+                            path: path(*p),
+                            data: data(*d),
+                            version: *version,
+                        },
+                        RM::Check { path: p, version } => MOp::Check {
+                            path: path(*p),
+                            version: *version,
+                        },
+                    })
+                    .collect();
+                ops.push(Op::Req(*s, Req::Multi(m)));
+            }
+            ROp::Sync { s, path: p } => ops.push(Op::Req(*s, Req::Sync { path: path(*p) })),
+            ROp::CloseReconnect { s } => {
+                ops.push(Op::Req(*s, Req::CloseSession));
+                ops.push(connect(*s));
+            }
+            ROp::Reattach { s } => ops.push(Op::Reconnect {
+                s: *s,
+                passwd: Passwd::Good,
+                last_zxid: Zx::Last,
+                timeout: 30000,
+                read_only_byte: true,
+                unknown: false,
+            }),
+        }
+    }
+    ops
+}
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+fn env_seed() -> u64 {
+    std::env::var("CONFORMANCE_SEED")
+        .ok()
+        .and_then(|v| {
+            let v = v.trim();
+            match v.strip_prefix("0x") {
+                Some(h) => u64::from_str_radix(h, 16).ok(),
+                None => v.parse().ok(),
+            }
+        })
+        .unwrap_or(0x2b7e_1516_28ae_d2a6)
+}
+
+static NEXT_PREFIX: AtomicUsize = AtomicUsize::new(0);
+
+pub(crate) fn run() {
+    let cases = env_usize("CONFORMANCE_CASES", 300);
+    let len = env_usize("CONFORMANCE_LEN", 40);
+    let shrink = env_usize("CONFORMANCE_SHRINK", 400);
+    let seed = env_seed();
+    let mut seed32 = [0u8; 32];
+    for (i, chunk) in seed32.chunks_mut(8).enumerate() {
+        chunk.copy_from_slice(
+            &(seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)).to_le_bytes(),
+        );
+    }
+    let config = Config {
+        cases: cases as u32,
+        failure_persistence: None,
+        max_shrink_iters: shrink as u32,
+        max_shrink_time: 240_000,
+        ..Config::default()
+    };
+    let mut runner =
+        TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed32));
+    let rt = crate::runtime();
+    let started = std::time::Instant::now();
+    let result = runner.run(&seq_strategy(len), |(n, rops)| {
+        let ops = to_ops(n, &rops);
+        let prefix = format!("/rnd{}", NEXT_PREFIX.fetch_add(1, Ordering::SeqCst));
+        let (real, mock) = crate::run_shared(&rt, &prefix, &ops);
+        if crate::print_all() {
+            println!(
+                "=== {prefix}: real ZooKeeper transcript\n{}",
+                crate::render(&real)
+            );
+        }
+        if real != mock {
+            return Err(TestCaseError::fail(format!("diverged ({} ops)", ops.len())));
+        }
+        Ok(())
+    });
+    match result {
+        Ok(()) => println!(
+            "random: {cases} sequences of {len} ops agreed (seed {seed:#x}) in {:.1?}",
+            started.elapsed()
+        ),
+        Err(TestError::Fail(why, (n, rops))) => {
+            // Re-run the shrunk sequence for its transcripts.
+            let ops = to_ops(n, &rops);
+            let prefix = format!("/rnd{}", NEXT_PREFIX.fetch_add(1, Ordering::SeqCst));
+            let (real, mock) = crate::run_shared(&rt, &prefix, &ops);
+            let script: Vec<String> = ops
+                .iter()
+                .enumerate()
+                .map(|(i, o)| format!("  #{:<3} {o}", i + 1))
+                .collect();
+            panic!(
+                "random sequence diverged: {why}\nseed: CONFORMANCE_SEED={seed:#x} CONFORMANCE_LEN={len}\n\
+                 shrunk sequence ({} sessions, {} ops):\n{}\n\nreal vs mock:\n{}\n--- full real transcript:\n{}\n--- full mock transcript:\n{}",
+                n,
+                ops.len(),
+                script.join("\n"),
+                crate::side_by_side(&real, &mock),
+                crate::render(&real),
+                crate::render(&mock),
+            );
+        }
+        Err(TestError::Abort(why)) => panic!("random sequences aborted: {why} (seed {seed:#x})"),
+    }
+}
