@@ -290,6 +290,27 @@ async fn get_ephemerals_lists_only_this_sessions_ephemerals_by_prefix() {
     prefixed.sort();
     assert_eq!(prefixed, ["/app/a1", "/app/a2", "/apple"]);
     assert_eq!(b.list_ephemerals("/").await.unwrap(), ["/app/b1"]);
+    // A raw prefix with a trailing '/' (the Rust client refuses to send one).
+    let mut r = raw(&mock).await;
+    let prefix = a.list_ephemerals("/app/a").await.unwrap();
+    assert_eq!(prefix.len(), 2);
+    let other = r
+        .request(OpCode::GetEphemerals, &path_req("/"))
+        .await
+        .unwrap();
+    let other: zk_mock::proto::GetEphemeralsResponse = other.decode().unwrap();
+    assert!(
+        other.ephemerals.is_empty(),
+        "another session sees only its own"
+    );
+    raw_create_ok(&mut r, "/app/r1", 1).await;
+    raw_create_ok(&mut r, "/apple2", 1).await;
+    let slash = r
+        .request(OpCode::GetEphemerals, &path_req("/app/"))
+        .await
+        .unwrap();
+    let slash: zk_mock::proto::GetEphemeralsResponse = slash.decode().unwrap();
+    assert_eq!(slash.ephemerals, ["/app/r1"]);
     assert!(b.list_ephemerals("/none").await.unwrap().is_empty());
 }
 
@@ -342,4 +363,44 @@ async fn multi_read_evaluates_each_op_on_its_own() {
         &results[3],
         MultiReadResult::Error { err: Error::NoNode }
     ));
+}
+
+#[tokio::test]
+async fn creator_acls_after_digest_auth_lock_out_other_sessions() {
+    let mock = start_mock().await;
+    let alice = connect(&mock).await;
+    alice.auth("digest", b"alice:secret").await.unwrap();
+    let mut users = alice.list_auth_users().await.unwrap();
+    users.sort_by(|a, b| a.scheme().cmp(b.scheme()));
+    assert_eq!(
+        users
+            .iter()
+            .map(|u| (u.scheme(), u.user()))
+            .collect::<Vec<_>>(),
+        [("digest", "alice"), ("ip", "127.0.0.1")]
+    );
+    let opts = CreateMode::Persistent.with_acls(Acls::creator_all());
+    alice.create("/private", b"s", &opts).await.unwrap();
+    let (acl, _) = alice.get_acl("/private").await.unwrap();
+    // auth:<empty> expands to the caller's digest identity: user:base64(sha1("alice:secret")).
+    assert_eq!(
+        acl,
+        [Acl::new(
+            Permission::ALL,
+            AuthId::new("digest", "alice:aYXlLOpEooaV1cRAvUL1fp9Qt7E=")
+        )]
+    );
+    assert_eq!(alice.get_data("/private").await.unwrap().0, b"s");
+
+    let bob = connect(&mock).await;
+    assert_eq!(bob.get_data("/private").await, Err(Error::NoAuth));
+    assert_eq!(
+        bob.set_data("/private", b"x", None).await,
+        Err(Error::NoAuth)
+    );
+    assert_eq!(bob.list_children("/private").await, Err(Error::NoAuth));
+    // getACL needs READ or ADMIN; bob has neither.
+    assert_eq!(bob.get_acl("/private").await, Err(Error::NoAuth));
+    bob.auth("digest", b"alice:secret").await.unwrap();
+    assert_eq!(bob.get_data("/private").await.unwrap().0, b"s");
 }

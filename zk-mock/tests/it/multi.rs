@@ -255,8 +255,14 @@ async fn a_multi_mixing_reads_and_writes_is_a_marshalling_error() {
     body.extend_from_slice(&[0, 0, 0, 4, 0, 0xff, 0xff, 0xff, 0xff]);
     body.extend_from_slice(&path_watch("/", false).to_bytes());
     body.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 1, 0xff, 0xff, 0xff, 0xff]);
+    let zxid = mock.last_zxid();
     let r = c.request_raw(OpCode::Multi as i32, &body).await.unwrap();
     assert_eq!(r.header.err, -5);
+    assert_eq!(
+        r.header.zxid,
+        zxid + 1,
+        "as a write, it fails as an error txn"
+    );
     assert!(r.body.is_empty());
     assert_eq!(raw_exists(&mut c, "/mixed", false).await.header.err, -101);
 }
