@@ -1,39 +1,91 @@
 //! The session clock. Session deadlines are kept in clock milliseconds, so a
-//! test can later swap real time for time it advances by hand.
+//! test can run sessions on real time (the default) or on time it advances
+//! by hand, which makes session expiry deterministic.
 
-use std::fmt::Debug;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// A source of time for session expiry and node timestamps.
-pub(crate) trait Clock: Send + Sync + Debug + 'static {
-    /// Monotonic milliseconds, for session deadlines.
-    fn now_ms(&self) -> u64;
-    /// Wall-clock milliseconds since the Unix epoch, for ctime and mtime.
-    fn wall_ms(&self) -> i64;
+/// Which time the server's sessions follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ClockMode {
+    /// Real time: sessions expire when their client goes silent for longer
+    /// than the timeout, as on a real server. [`ZkMock::advance`](crate::ZkMock::advance)
+    /// still jumps the clock forward.
+    #[default]
+    Real,
+    /// Time stands still until [`ZkMock::advance`](crate::ZkMock::advance) moves
+    /// it: no session expires on its own, whatever the wall clock does.
+    Manual,
 }
 
-/// Real time: deadlines follow `Instant`, timestamps follow `SystemTime`.
+/// The server's clock: an optional real-time base plus a manual offset.
 #[derive(Debug)]
-pub(crate) struct SystemClock {
+pub(crate) struct Clock {
+    mode: ClockMode,
     start: Instant,
+    start_wall_ms: i64,
+    offset_ms: AtomicU64,
 }
 
-impl Default for SystemClock {
-    fn default() -> Self {
-        SystemClock {
+impl Clock {
+    pub(crate) fn new(mode: ClockMode) -> Clock {
+        let start_wall_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        Clock {
+            mode,
             start: Instant::now(),
+            start_wall_ms,
+            offset_ms: AtomicU64::new(0),
         }
     }
-}
 
-impl Clock for SystemClock {
-    fn now_ms(&self) -> u64 {
-        self.start.elapsed().as_millis() as u64
+    /// Milliseconds since the server started, as sessions see them.
+    pub(crate) fn now_ms(&self) -> u64 {
+        let base = match self.mode {
+            ClockMode::Real => self.start.elapsed().as_millis() as u64,
+            ClockMode::Manual => 0,
+        };
+        base + self.offset_ms.load(Ordering::Relaxed)
     }
 
-    fn wall_ms(&self) -> i64 {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64)
+    /// Wall-clock milliseconds since the Unix epoch, for ctime and mtime: the
+    /// start time plus the session clock, so manual time moves them too.
+    pub(crate) fn wall_ms(&self) -> i64 {
+        self.start_wall_ms + self.now_ms() as i64
+    }
+
+    /// Moves the clock forward.
+    pub(crate) fn advance(&self, by: Duration) {
+        self.offset_ms
+            .fetch_add(by.as_millis() as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn mode(&self) -> ClockMode {
+        self.mode
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manual_time_moves_only_when_advanced() {
+        let c = Clock::new(ClockMode::Manual);
+        assert_eq!(c.now_ms(), 0);
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(c.now_ms(), 0);
+        c.advance(Duration::from_millis(1500));
+        assert_eq!(c.now_ms(), 1500);
+        assert_eq!(c.wall_ms(), c.start_wall_ms + 1500);
+    }
+
+    #[test]
+    fn real_time_can_also_jump_forward() {
+        let c = Clock::new(ClockMode::Real);
+        c.advance(Duration::from_secs(60));
+        assert!(c.now_ms() >= 60_000);
     }
 }

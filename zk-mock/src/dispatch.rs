@@ -4,11 +4,15 @@
 
 use bytes::Bytes;
 
+use std::time::Duration;
+
+use crate::fault::{RequestView, Verdict};
 use crate::proto::*;
+use crate::record::WatchKind;
 use crate::session::ConnId;
 use crate::state::{Flow, State};
 use crate::tree::{Caller, CreateArgs, CreateMode, TreeEvent};
-use crate::watch::{Mode, Notification, Table, WatchManager};
+use crate::watch::{Notification, Table, WatchManager};
 
 /// The outcome of one request as the recorder and logs see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,29 +25,132 @@ pub(crate) struct Applied {
 const CONTAINER_FLAGS: i32 = 4;
 
 impl State {
-    /// Handles one request frame (after the handshake).
-    pub(crate) fn process(
-        &mut self,
-        conn: ConnId,
-        xid: i32,
-        op: i32,
-        body: &[u8],
-    ) -> (Flow, Option<Applied>) {
+    /// Handles one request frame (after the handshake): drops it if the
+    /// session is gone, decodes it, lets the fault rules judge it, applies it
+    /// and records what happened.
+    pub(crate) fn process(&mut self, conn: ConnId, xid: i32, op: i32, body: &[u8]) -> Flow {
         self.packets_received += 1;
         let Some(c) = self.conns.get_mut(&conn) else {
-            return (Flow::Close, None);
+            return Flow::Close;
         };
         c.received += 1;
         let Some(session) = c.session else {
             // The session expired or was closed while this request was in flight:
             // ZooKeeper drops requests of unknown sessions without a reply.
-            return (Flow::Continue, None);
+            return Flow::Continue;
         };
         let now = self.clock.now_ms();
         if !self.sessions.touch(session, now) {
-            return (Flow::Continue, None);
+            return Flow::Continue;
         }
-        let req = match decode_request(op, body) {
+        let req = decode_request(op, body);
+        let path = req.as_ref().ok().and_then(|r| r.path().map(str::to_string));
+        let verdict = self.rules.evaluate(
+            &RequestView {
+                op,
+                path: path.as_deref(),
+                session,
+            },
+            &mut self.rng,
+        );
+        let (flow, applied) = match &verdict {
+            None => self.apply(conn, session, xid, op, req),
+            Some(v) => self.apply_fault(v, conn, session, xid, op, req),
+        };
+        if let Some(v) = &verdict {
+            tracing::debug!(conn, session = format_args!("{session:#x}"), op, path, verdict = %v.name(), "fault");
+        }
+        self.recorder.request(
+            now,
+            session,
+            xid,
+            op,
+            path.as_deref(),
+            applied.err,
+            applied.zxid,
+            verdict.map(|v| v.name()),
+        );
+        self.record_watches(conn);
+        self.changed();
+        flow
+    }
+
+    fn apply_fault(
+        &mut self,
+        verdict: &Verdict,
+        conn: ConnId,
+        session: i64,
+        xid: i32,
+        op: i32,
+        req: Result<Request, RequestError>,
+    ) -> (Flow, Applied) {
+        let last = self.tree.last_zxid();
+        match verdict {
+            Verdict::Delay { ms } => {
+                self.pause(conn, Duration::from_millis(*ms));
+                self.apply(conn, session, xid, op, req)
+            }
+            Verdict::LoseReply => {
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.muted = true;
+                }
+                let (_, applied) = self.apply(conn, session, xid, op, req);
+                self.close_conn(conn);
+                (Flow::Close, applied)
+            }
+            Verdict::Disconnect => {
+                self.close_conn(conn);
+                (
+                    Flow::Close,
+                    Applied {
+                        err: ErrorCode::ConnectionLoss.code(),
+                        zxid: last,
+                    },
+                )
+            }
+            Verdict::Fail { code } => {
+                let xid = if op == OpCode::Ping as i32 {
+                    XID_PING
+                } else {
+                    xid
+                };
+                self.reply_header(conn, xid, last, *code);
+                (
+                    Flow::Continue,
+                    Applied {
+                        err: *code,
+                        zxid: last,
+                    },
+                )
+            }
+            Verdict::Stall => {
+                let r = self.apply(conn, session, xid, op, req);
+                self.stall(session);
+                r
+            }
+            Verdict::Expire => {
+                self.expire(session);
+                (
+                    Flow::Close,
+                    Applied {
+                        err: ErrorCode::SessionExpired.code(),
+                        zxid: self.tree.last_zxid(),
+                    },
+                )
+            }
+        }
+    }
+
+    /// Applies a decoded request and queues its reply.
+    fn apply(
+        &mut self,
+        conn: ConnId,
+        session: i64,
+        xid: i32,
+        op: i32,
+        req: Result<Request, RequestError>,
+    ) -> (Flow, Applied) {
+        let req = match req {
             Ok(r) => r,
             Err(RequestError::Unimplemented(op)) => {
                 // UnimplementedRequestProcessor: zxid −1, then close.
@@ -52,10 +159,10 @@ impl State {
                 self.close_conn(conn);
                 return (
                     Flow::Close,
-                    Some(Applied {
+                    Applied {
                         err: ErrorCode::Unimplemented.code(),
                         zxid: -1,
-                    }),
+                    },
                 );
             }
             Err(RequestError::Malformed(code, e)) => {
@@ -69,7 +176,7 @@ impl State {
                 };
                 let err = ErrorCode::MarshallingError.code();
                 self.reply_header(conn, xid, zxid, err);
-                return (Flow::Continue, Some(Applied { err, zxid }));
+                return (Flow::Continue, Applied { err, zxid });
             }
         };
         let auth = self
@@ -93,7 +200,7 @@ impl State {
                     .unwrap_or_else(|| self.tree.last_zxid());
                 self.reply_header(conn, xid, zxid, 0);
                 self.close_conn(conn);
-                return (Flow::Close, Some(Applied { err: 0, zxid }));
+                return (Flow::Close, Applied { err: 0, zxid });
             }
             Request::Create(code, r) => self.write(conn, xid, |st, zxid, events| {
                 let (path, stat) = st.create(zxid, NewNode::create(code, &r), caller, events)?;
@@ -149,7 +256,7 @@ impl State {
                 // The watch is registered even when the node is missing
                 // (`DataTree.statNode` adds it before the null check).
                 if r.watch {
-                    st.watches.add(Table::Data, &r.path, conn, Mode::Standard);
+                    st.watches.add(Table::Data, &r.path, conn, WatchKind::Data);
                 }
                 let node = st.tree.get(&r.path).ok_or(ErrorCode::NoNode)?;
                 Ok(Reply::Stat(node.stat()))
@@ -158,7 +265,7 @@ impl State {
                 let node = st.tree.read(&r.path, perms::READ, caller)?;
                 let out = Reply::Data(node.data.clone(), node.stat());
                 if r.watch {
-                    st.watches.add(Table::Data, &r.path, conn, Mode::Standard);
+                    st.watches.add(Table::Data, &r.path, conn, WatchKind::Data);
                 }
                 Ok(out)
             }),
@@ -169,7 +276,8 @@ impl State {
                     let children: Vec<String> = node.children.iter().cloned().collect();
                     let stat = node.stat();
                     if r.watch {
-                        st.watches.add(Table::Child, &r.path, conn, Mode::Standard);
+                        st.watches
+                            .add(Table::Child, &r.path, conn, WatchKind::Child);
                     }
                     Ok(if two {
                         Reply::Children2(children, stat)
@@ -296,7 +404,7 @@ impl State {
                         let err = ErrorCode::AuthFailed.code();
                         self.reply_header(conn, xid, 0, err);
                         self.close_conn(conn);
-                        return (Flow::Close, Some(Applied { err, zxid: 0 }));
+                        return (Flow::Close, Applied { err, zxid: 0 });
                     }
                 };
                 if let Some(c) = self.conns.get_mut(&conn) {
@@ -337,13 +445,13 @@ impl State {
                 for p in &w.persistent_recursive_watches {
                     self.watches.add_persistent(p, conn, true);
                 }
-                self.notify(notes);
+                self.notify(notes, 0);
                 let zxid = self.tree.last_zxid();
                 self.reply_header(conn, xid, zxid, 0);
                 Applied { err: 0, zxid }
             }
         };
-        (Flow::Continue, Some(applied))
+        (Flow::Continue, applied)
     }
 
     /// A write: allocate the zxid first (failed writes consume it too), apply,
@@ -357,7 +465,7 @@ impl State {
         let zxid = self.tree.next_zxid();
         let mut events = Vec::new();
         let result = apply(self, zxid, &mut events);
-        self.fire(&events);
+        self.fire(&events, zxid);
         self.finish(conn, xid, zxid, result)
     }
 
@@ -457,7 +565,7 @@ impl State {
                 .collect();
         } else {
             self.tree.commit();
-            self.fire(&events);
+            self.fire(&events, zxid);
         }
         self.reply(conn, xid, zxid, &MultiResponse { results });
         Applied {

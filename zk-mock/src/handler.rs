@@ -1,7 +1,8 @@
 //! One task pair per connection: the reader decodes frames and applies them
 //! under the state lock; the writer drains the connection's outbox to the
 //! socket. Replies and notifications are queued in one outbox, so a
-//! connection's order is the order the state produced them in.
+//! connection's order is the order the state produced them in. A stall
+//! (the connection's [`Gate`]) stops both directions.
 
 use std::net::SocketAddr;
 
@@ -16,7 +17,7 @@ use crate::codec::{split_frame, Record};
 use crate::four_letter;
 use crate::proto::{ConnectRequest, RequestHeader};
 use crate::session::ConnId;
-use crate::state::{lock, Flow, Outgoing, Shared};
+use crate::state::{lock, Flow, Gate, Outgoing, Shared};
 
 /// Serves one accepted socket until either side closes it or the server stops.
 pub(crate) async fn serve(
@@ -28,52 +29,30 @@ pub(crate) async fn serve(
     let _ = socket.set_nodelay(true);
     let (rd, wr) = socket.into_split();
     let (tx, rx) = mpsc::unbounded_channel();
-    let (conn, max_packet) = {
+    let (conn, gate, max_packet) = {
         let mut st = lock(&shared);
-        (st.register(tx, peer), st.settings.max_packet)
+        let (conn, gate) = st.register(tx, peer);
+        (conn, gate, st.settings.max_packet)
     };
     let span = tracing::debug_span!("conn", id = conn, %peer);
-    read_loop(shared, conn, rd, wr, rx, max_packet, shutdown)
-        .instrument(span)
-        .await
+    let reader = Reader {
+        shared,
+        conn,
+        gate,
+        max_packet,
+        buf: BytesMut::with_capacity(4096),
+        handshaken: false,
+    };
+    reader.run(rd, wr, rx, shutdown).instrument(span).await
 }
 
-async fn read_loop(
+struct Reader {
     shared: Shared,
     conn: ConnId,
-    mut rd: OwnedReadHalf,
-    wr: OwnedWriteHalf,
-    rx: mpsc::UnboundedReceiver<Outgoing>,
+    gate: watch::Receiver<Gate>,
     max_packet: usize,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    tracing::debug!("accepted");
-    let mut writer = tokio::spawn(write_loop(wr, rx));
-    let mut writer_done = false;
-    let mut buf = BytesMut::with_capacity(4096);
-    let mut handshaken = false;
-    loop {
-        // Handle every whole frame already buffered before reading more.
-        match next_frame(&shared, conn, &mut buf, &mut handshaken, max_packet) {
-            Step::Frame => continue,
-            Step::Close => break,
-            Step::NeedMore => {}
-        }
-        tokio::select! {
-            r = rd.read_buf(&mut buf) => match r {
-                Ok(0) => { tracing::debug!("peer closed"); break }
-                Ok(_) => {}
-                Err(e) => { tracing::debug!(%e, "read error"); break }
-            },
-            _ = &mut writer => { writer_done = true; break }
-            _ = shutdown.changed() => break,
-        }
-    }
-    lock(&shared).disconnected(conn);
-    if !writer_done {
-        let _ = writer.await;
-    }
-    tracing::debug!("closed");
+    buf: BytesMut,
+    handshaken: bool,
 }
 
 enum Step {
@@ -82,77 +61,150 @@ enum Step {
     Close,
 }
 
-fn next_frame(
-    shared: &Shared,
-    conn: ConnId,
-    buf: &mut BytesMut,
-    handshaken: &mut bool,
-    max_packet: usize,
-) -> Step {
-    if !*handshaken && four_letter::is_command(buf) {
-        let word = buf.split_to(4);
-        let mut st = lock(shared);
-        let text = four_letter::answer(&st, &word);
-        if let Some(c) = st.conns.get(&conn) {
-            let _ = c.tx.send(Outgoing::Frame(Bytes::from(text)));
+impl Reader {
+    async fn run(
+        mut self,
+        mut rd: OwnedReadHalf,
+        wr: OwnedWriteHalf,
+        rx: mpsc::UnboundedReceiver<Outgoing>,
+        mut shutdown: watch::Receiver<bool>,
+    ) {
+        tracing::debug!("accepted");
+        let mut writer = tokio::spawn(write_loop(wr, rx, self.gate.clone()));
+        let mut writer_done = false;
+        'serve: loop {
+            // A stalled connection reads nothing: not even buffered frames are applied.
+            while *self.gate.borrow() != Gate::Open {
+                if *self.gate.borrow() == Gate::Closed {
+                    break 'serve;
+                }
+                tokio::select! {
+                    r = self.gate.changed() => if r.is_err() { break 'serve },
+                    _ = &mut writer => { writer_done = true; break 'serve }
+                    _ = shutdown.changed() => break 'serve,
+                }
+            }
+            // Handle every whole frame already buffered before reading more.
+            match self.next_frame() {
+                Step::Frame => continue,
+                Step::Close => break,
+                Step::NeedMore => {}
+            }
+            tokio::select! {
+                r = rd.read_buf(&mut self.buf) => match r {
+                    Ok(0) => { tracing::debug!("peer closed"); break }
+                    Ok(_) => {}
+                    Err(e) => { tracing::debug!(%e, "read error"); break }
+                },
+                _ = self.gate.changed() => {}
+                _ = &mut writer => { writer_done = true; break }
+                _ = shutdown.changed() => break,
+            }
         }
-        st.close_conn(conn);
-        return Step::Close;
+        lock(&self.shared).disconnected(self.conn);
+        if !writer_done {
+            let _ = writer.await;
+        }
+        tracing::debug!("closed");
     }
-    let frame = match split_frame(buf, max_packet) {
-        Ok(Some(f)) => f,
-        Ok(None) => return Step::NeedMore,
-        Err(e) => {
-            // NIOServerCnxn.readLength: "Len error", connection closed, no reply.
-            tracing::info!(%e, "bad length prefix; closing connection");
-            lock(shared).close_conn(conn);
+
+    fn next_frame(&mut self) -> Step {
+        let conn = self.conn;
+        if !self.handshaken && four_letter::is_command(&self.buf) {
+            let word = self.buf.split_to(4);
+            let mut st = lock(&self.shared);
+            let text = four_letter::answer(&st, &word);
+            if let Some(c) = st.conns.get(&conn) {
+                let _ = c.tx.send(Outgoing::Frame(Bytes::from(text)));
+            }
+            st.close_conn(conn);
             return Step::Close;
         }
-    };
-    if !*handshaken {
-        let req = match ConnectRequest::decode(&frame) {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::info!(%e, "malformed ConnectRequest; closing connection");
-                lock(shared).close_conn(conn);
-                return Step::Close;
-            }
+        if !self.handshaken {
+            return self.handshake();
+        }
+        let frame = match split_frame(&mut self.buf, self.max_packet) {
+            Ok(Some(f)) => f,
+            Ok(None) => return Step::NeedMore,
+            Err(e) => return self.bad_length(e),
         };
-        *handshaken = true;
-        return match lock(shared).connect(conn, &req) {
-            Flow::Continue => Step::Frame,
-            Flow::Close => Step::Close,
-        };
-    }
-    let header = match RequestHeader::parse(&frame) {
-        Ok((body, h)) => (h, body),
-        Err(_) => {
+        let Ok((body, h)) = RequestHeader::parse(&frame) else {
             tracing::info!(
                 len = frame.len(),
                 "frame too short for a request header; closing connection"
             );
-            lock(shared).close_conn(conn);
+            lock(&self.shared).close_conn(conn);
             return Step::Close;
+        };
+        let flow = lock(&self.shared).process(conn, h.xid, h.op_type, body);
+        tracing::trace!(xid = h.xid, op = h.op_type, "request");
+        match flow {
+            Flow::Continue => Step::Frame,
+            Flow::Close => Step::Close,
         }
-    };
-    let (h, body) = header;
-    let (flow, applied) = lock(shared).process(conn, h.xid, h.op_type, body);
-    tracing::trace!(xid = h.xid, op = h.op_type, ?applied, "request");
-    match flow {
-        Flow::Continue => Step::Frame,
-        Flow::Close => Step::Close,
+    }
+
+    fn bad_length(&mut self, e: crate::codec::FrameError) -> Step {
+        // NIOServerCnxn.readLength: "Len error", connection closed, no reply.
+        tracing::info!(%e, "bad length prefix; closing connection");
+        lock(&self.shared).close_conn(self.conn);
+        Step::Close
+    }
+
+    /// The first frame: a ConnectRequest. For a stalled session it waits
+    /// (the frame stays buffered) until the session is resumed or expires.
+    fn handshake(&mut self) -> Step {
+        let conn = self.conn;
+        let len = match split_frame(&mut self.buf.clone(), self.max_packet) {
+            Ok(Some(f)) => f.len(),
+            Ok(None) => return Step::NeedMore,
+            Err(e) => return self.bad_length(e),
+        };
+        let req = match ConnectRequest::decode(&self.buf[4..4 + len]) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::info!(%e, "malformed ConnectRequest; closing connection");
+                lock(&self.shared).close_conn(conn);
+                return Step::Close;
+            }
+        };
+        let mut st = lock(&self.shared);
+        if st.hold_if_stalled(conn, req.session_id) {
+            tracing::debug!(
+                session = format_args!("{:#x}", req.session_id),
+                "session stalled; holding its reconnect"
+            );
+            return Step::Frame;
+        }
+        let _ = self.buf.split_to(4 + len);
+        self.handshaken = true;
+        match st.connect(conn, &req) {
+            Flow::Continue => Step::Frame,
+            Flow::Close => Step::Close,
+        }
     }
 }
 
 /// Writes queued frames, batching whatever is already queued into one write.
-async fn write_loop(mut wr: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<Outgoing>) {
+/// While the gate is stalled nothing is written; if the connection is closed
+/// while stalled, what was held is dropped.
+async fn write_loop(
+    mut wr: OwnedWriteHalf,
+    mut rx: mpsc::UnboundedReceiver<Outgoing>,
+    mut gate: watch::Receiver<Gate>,
+) {
     let mut out = BytesMut::new();
     let mut closing = false;
     while let Some(msg) = rx.recv().await {
         let mut next = Some(msg);
+        let mut pause = None;
         while let Some(m) = next.take() {
             match m {
                 Outgoing::Frame(b) => out.extend_from_slice(&b),
+                Outgoing::Pause(d) => {
+                    pause = Some(d);
+                    break;
+                }
                 Outgoing::Close => {
                     closing = true;
                     break;
@@ -160,12 +212,27 @@ async fn write_loop(mut wr: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<Outg
             }
             next = rx.try_recv().ok();
         }
+        loop {
+            let g = *gate.borrow_and_update();
+            match g {
+                Gate::Open => break,
+                Gate::Closed => return,
+                Gate::Stalled => {
+                    if gate.changed().await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
         if !out.is_empty() && wr.write_all(&out).await.is_err() {
             return;
         }
         out.clear();
         if closing {
             break;
+        }
+        if let Some(d) = pause {
+            tokio::time::sleep(d).await;
         }
     }
     let _ = wr.shutdown().await;

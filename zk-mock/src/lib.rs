@@ -55,21 +55,24 @@
 
 pub mod acl;
 pub mod client;
-mod clock;
+pub mod clock;
 pub mod codec;
 mod dispatch;
 mod error;
+pub mod fault;
 mod four_letter;
 mod handler;
 mod mock;
 pub mod proto;
+pub mod record;
 mod server;
 mod session;
+pub mod snapshot;
 mod state;
 pub mod tree;
 mod watch;
 
 pub use error::Error;
 pub use four_letter::VERSION;
-pub use mock::{ZkMock, ZkMockBuilder};
+pub use mock::{Metrics, Refusal, RuleGuard, ZkMock, ZkMockBuilder};
 pub use session::password_for;

@@ -1,16 +1,23 @@
 //! [`ZkMock`], the handle tests hold, and its [`ZkMockBuilder`].
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use serde::Serialize;
 use tokio::sync::watch;
 
-use crate::clock::{Clock, SystemClock};
+use crate::clock::{Clock, ClockMode};
 use crate::codec::DEFAULT_MAX_PACKET;
 use crate::error::Error;
+use crate::fault::Rule;
+use crate::record::{Counters, Notifications, Recorder, Recording, Requests, DEFAULT_CAPACITY};
 use crate::server;
 use crate::session::SessionManager;
+use crate::snapshot::Snapshot;
 use crate::state::{lock, Settings, Shared, State};
 
 /// A running in-process ZooKeeper server.
@@ -30,14 +37,42 @@ use crate::state::{lock, Settings, Shared, State};
 #[derive(Debug)]
 pub struct ZkMock {
     addr: SocketAddr,
+    seed: u64,
     shared: Shared,
+    handle: tokio::runtime::Handle,
     shutdown: watch::Sender<bool>,
     thread: Option<JoinHandle<()>>,
 }
 
+/// Counters and gauges of a running server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Metrics {
+    /// Live sessions.
+    pub sessions: usize,
+    /// Open client connections.
+    pub connections: usize,
+    /// Nodes, counted as ZooKeeper does (5 on a fresh server).
+    pub znodes: usize,
+    /// Watches held, (connection, path, table) entries.
+    pub watches: usize,
+    /// Ephemeral nodes.
+    pub ephemerals: usize,
+    /// The last processed zxid.
+    pub last_zxid: i64,
+    /// Frames received after the handshake.
+    pub packets_received: u64,
+    /// Frames queued to clients.
+    pub packets_sent: u64,
+    /// Request, error, watch and notification totals.
+    pub totals: Counters,
+    /// Fault rules installed.
+    pub rules: usize,
+}
+
 impl ZkMock {
     /// Starts a server on a free loopback port with default settings
-    /// (tickTime 2000 ms, session timeouts 4000..=40000 ms, 1 MiB packets).
+    /// (tickTime 2000 ms, session timeouts 4000..=40000 ms, 1 MiB packets,
+    /// real-time session clock, recorder on).
     ///
     /// # Panics
     /// If no loopback port can be bound or no thread can be spawned; use
@@ -64,14 +99,24 @@ impl ZkMock {
         self.addr.to_string()
     }
 
+    /// The seed every random choice of this server comes from; pass it to
+    /// [`ZkMockBuilder::seed`] to replay a run.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        lock(&self.shared)
+    }
+
     /// The last processed zxid.
     pub fn last_zxid(&self) -> i64 {
-        lock(&self.shared).tree.last_zxid()
+        self.state().tree.last_zxid()
     }
 
     /// Ids of the live sessions, in ascending order.
     pub fn session_ids(&self) -> Vec<i64> {
-        let st = lock(&self.shared);
+        let st = self.state();
         let mut ids: Vec<i64> = st.sessions.iter().map(|s| s.id).collect();
         ids.sort_unstable();
         ids
@@ -79,7 +124,240 @@ impl ZkMock {
 
     /// Number of open client connections.
     pub fn connection_count(&self) -> usize {
-        lock(&self.shared).conns.len()
+        self.state().conns.len()
+    }
+
+    // ---- faults -------------------------------------------------------------
+
+    /// Installs a fault rule after the ones already installed. Rules are
+    /// evaluated in install order; the first that fires decides. The rule is
+    /// removed when the returned guard is dropped.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use zk_mock::{fault::Rule, proto::{ErrorCode, OpCode}, ZkMock};
+    /// let zk = ZkMock::start().await;
+    /// let guard = zk.rule(Rule::new().op(OpCode::GetData).path("/config").fail(ErrorCode::NoAuth));
+    /// assert_eq!(guard.fired(), 0);
+    /// drop(guard); // uninstalled
+    /// # }
+    /// ```
+    ///
+    /// # Panics
+    /// If the rule is invalid (see [`Rule::validate`]); [`try_rule`](Self::try_rule) returns the error instead.
+    pub fn rule(&self, rule: Rule) -> RuleGuard {
+        match self.try_rule(rule) {
+            Ok(g) => g,
+            Err(e) => panic!("zk-mock (seed {}): invalid rule: {e}", self.seed),
+        }
+    }
+
+    /// [`rule`](Self::rule) that reports an invalid rule as an error.
+    ///
+    /// # Errors
+    /// The message of [`Rule::validate`].
+    pub fn try_rule(&self, rule: Rule) -> Result<RuleGuard, String> {
+        rule.validate()?;
+        let id = self.state().rules.install(rule);
+        Ok(RuleGuard {
+            shared: Arc::downgrade(&self.shared),
+            id,
+            keep: false,
+        })
+    }
+
+    /// Removes a rule by id (for rules whose guard was forgotten); false if unknown.
+    pub fn remove_rule(&self, id: u64) -> bool {
+        self.state().rules.remove(id)
+    }
+
+    /// The installed rules: (id, rule, times fired), in evaluation order.
+    pub fn rules(&self) -> Vec<(u64, Rule, u64)> {
+        self.state().rules.list()
+    }
+
+    /// Expires a session now, exactly as the server's own expiry does: its
+    /// ephemerals are deleted in one transaction, watchers are told, and its
+    /// connection is closed with nothing sent. False if there is no such session.
+    pub fn expire_session(&self, id: i64) -> bool {
+        self.state().expire(id)
+    }
+
+    /// Expires every session; returns how many.
+    pub fn expire_all(&self) -> usize {
+        let mut st = self.state();
+        let ids: Vec<i64> = st.sessions.iter().map(|s| s.id).collect();
+        ids.into_iter().filter(|id| st.expire(*id)).count()
+    }
+
+    /// Closes a session's connection (the session lives on: the client sees
+    /// connection loss and reconnects). False if it has no connection.
+    pub fn disconnect(&self, id: i64) -> bool {
+        let mut st = self.state();
+        match st.sessions.get(id).and_then(|s| s.conn) {
+            Some(conn) => {
+                st.close_conn(conn);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Closes every client connection; returns how many.
+    pub fn disconnect_all(&self) -> usize {
+        let mut st = self.state();
+        let conns: Vec<_> = st.conns.keys().copied().collect();
+        for c in &conns {
+            st.close_conn(*c);
+        }
+        conns.len()
+    }
+
+    /// Stalls a session: its replies, pings and notifications are held and
+    /// nothing more is read from it; a reconnect for it waits too. The client
+    /// times out and retries; if the stall outlasts the session timeout, the
+    /// session expires. False if there is no such session.
+    pub fn stall(&self, id: i64) -> bool {
+        self.state().stall(id)
+    }
+
+    /// Ends a stall: what was held is delivered. False if it was not stalled.
+    pub fn resume(&self, id: i64) -> bool {
+        self.state().resume(id)
+    }
+
+    /// Closes new connections as soon as they are accepted until the guard is
+    /// dropped (or [`accept_connections`](Self::accept_connections)).
+    /// Existing connections are not touched.
+    pub fn refuse_connections(&self) -> Refusal {
+        self.state().refusing = true;
+        Refusal {
+            shared: Arc::downgrade(&self.shared),
+        }
+    }
+
+    /// Accepts connections again.
+    pub fn accept_connections(&self) {
+        self.state().refusing = false;
+    }
+
+    // ---- clock --------------------------------------------------------------
+
+    /// Moves the session clock forward, then expires every session whose
+    /// deadline has passed, before returning. With [`ClockMode::Manual`] this
+    /// is the only way time passes for sessions.
+    pub fn advance(&self, by: Duration) {
+        let mut st = self.state();
+        st.clock.advance(by);
+        st.expire_due();
+    }
+
+    /// The session clock, in ms since the server started.
+    pub fn clock_ms(&self) -> u64 {
+        self.state().clock.now_ms()
+    }
+
+    /// Which clock the server runs on.
+    pub fn clock_mode(&self) -> ClockMode {
+        self.state().clock.mode()
+    }
+
+    // ---- introspection ------------------------------------------------------
+
+    /// Everything recorded so far, as an owned copy.
+    pub fn recorded(&self) -> Recording {
+        let st = self.state();
+        st.recorder.snapshot(st.seed)
+    }
+
+    /// The recorded requests.
+    pub fn requests(&self) -> Requests {
+        self.state().recorder.requests()
+    }
+
+    /// The recorded notifications.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// # let zk = zk_mock::ZkMock::start().await;
+    /// # let session = 0;
+    /// let sent = zk.notifications().to_session(session).by_path("/lock").count();
+    /// # assert_eq!(sent, 0);
+    /// # }
+    /// ```
+    pub fn notifications(&self) -> Notifications {
+        self.state().recorder.notifications()
+    }
+
+    /// Forgets everything recorded so far (the counters too).
+    pub fn clear_recording(&self) {
+        self.state().recorder.clear();
+    }
+
+    /// The tree, sessions and watches, as an owned, printable copy.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::of(&self.state())
+    }
+
+    /// Counters and gauges.
+    pub fn metrics(&self) -> Metrics {
+        let st = self.state();
+        Metrics {
+            sessions: st.sessions.iter().count(),
+            connections: st.conns.len(),
+            znodes: st.tree.node_count(),
+            watches: st.watches.count(),
+            ephemerals: st
+                .sessions
+                .iter()
+                .map(|s| st.tree.ephemerals_of(s.id).count())
+                .sum(),
+            last_zxid: st.tree.last_zxid(),
+            packets_received: st.packets_received,
+            packets_sent: st.packets_sent,
+            totals: st.recorder.total(),
+            rules: st.rules.list().len(),
+        }
+    }
+
+    /// Waits until `done` holds for the recording, checking after every
+    /// change the server records; gives up after `timeout`.
+    ///
+    /// # Errors
+    /// On timeout, a message with the seed and the recording as it stood.
+    pub async fn wait_until(
+        &self,
+        timeout: Duration,
+        mut done: impl FnMut(&Recording) -> bool,
+    ) -> Result<Recording, String> {
+        let mut changes = self.state().changes.subscribe();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let rec = self.recorded();
+            if done(&rec) {
+                return Ok(rec);
+            }
+            match tokio::time::timeout_at(deadline, changes.changed()).await {
+                Ok(Ok(())) => {}
+                _ => {
+                    let rec = self.recorded();
+                    if done(&rec) {
+                        return Ok(rec);
+                    }
+                    return Err(format!(
+                        "zk-mock (seed {}): condition not met within {timeout:?}\n{rec}",
+                        self.seed
+                    ));
+                }
+            }
+        }
+    }
+
+    /// The Tokio runtime the server runs on (for serving extra endpoints such as the admin API).
+    pub fn runtime(&self) -> &tokio::runtime::Handle {
+        &self.handle
     }
 
     /// Stops the server now (the same as dropping the handle).
@@ -101,13 +379,68 @@ impl Drop for ZkMock {
     }
 }
 
+/// Uninstalls its fault rule when dropped.
+#[derive(Debug)]
+#[must_use = "dropping the guard uninstalls the rule at once"]
+pub struct RuleGuard {
+    shared: Weak<Mutex<State>>,
+    id: u64,
+    keep: bool,
+}
+
+impl RuleGuard {
+    /// The rule's id (as `DELETE /rules/{id}` takes it).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// How many times the rule has fired.
+    pub fn fired(&self) -> u64 {
+        self.shared
+            .upgrade()
+            .and_then(|s| lock(&s).rules.fired(self.id))
+            .unwrap_or(0)
+    }
+
+    /// Keeps the rule installed for the server's lifetime.
+    pub fn forget(mut self) {
+        self.keep = true;
+    }
+}
+
+impl Drop for RuleGuard {
+    fn drop(&mut self) {
+        if !self.keep {
+            if let Some(s) = self.shared.upgrade() {
+                lock(&s).rules.remove(self.id);
+            }
+        }
+    }
+}
+
+/// Accepts connections again when dropped.
+#[derive(Debug)]
+#[must_use = "dropping the guard accepts connections again at once"]
+pub struct Refusal {
+    shared: Weak<Mutex<State>>,
+}
+
+impl Drop for Refusal {
+    fn drop(&mut self) {
+        if let Some(s) = self.shared.upgrade() {
+            lock(&s).refusing = false;
+        }
+    }
+}
+
 /// Settings for a [`ZkMock`]; every setter consumes and returns the builder.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
-/// let zk = zk_mock::ZkMock::builder().tick_time(500).start().await.unwrap();
-/// # drop(zk);
+/// use zk_mock::clock::ClockMode;
+/// let zk = zk_mock::ZkMock::builder().tick_time(500).clock(ClockMode::Manual).seed(42).start().await.unwrap();
+/// assert_eq!(zk.seed(), 42);
 /// # }
 /// ```
 #[derive(Debug, Clone)]
@@ -118,6 +451,10 @@ pub struct ZkMockBuilder {
     max_session_timeout: Option<i32>,
     max_packet: usize,
     super_digest: Option<String>,
+    clock: ClockMode,
+    seed: Option<u64>,
+    record: bool,
+    recorder_capacity: usize,
 }
 
 impl Default for ZkMockBuilder {
@@ -129,6 +466,10 @@ impl Default for ZkMockBuilder {
             max_session_timeout: None,
             max_packet: DEFAULT_MAX_PACKET,
             super_digest: None,
+            clock: ClockMode::Real,
+            seed: None,
+            record: true,
+            recorder_capacity: DEFAULT_CAPACITY,
         }
     }
 }
@@ -183,6 +524,33 @@ impl ZkMockBuilder {
         self
     }
 
+    /// The session clock: real time (default) or [`ClockMode::Manual`], where
+    /// only [`ZkMock::advance`] moves it.
+    pub fn clock(mut self, mode: ClockMode) -> Self {
+        self.clock = mode;
+        self
+    }
+
+    /// The seed of every random choice (probabilistic fault rules). Without
+    /// one, a seed is drawn from the time; [`ZkMock::seed`] tells which.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Whether the recorder keeps a log (default true). Counters are kept either way.
+    pub fn record(mut self, on: bool) -> Self {
+        self.record = on;
+        self
+    }
+
+    /// How many records of each kind the recorder keeps before dropping the
+    /// oldest (default 100,000).
+    pub fn recorder_capacity(mut self, records: usize) -> Self {
+        self.recorder_capacity = records;
+        self
+    }
+
     /// Binds the listener and starts the server.
     ///
     /// # Errors
@@ -209,21 +577,19 @@ impl ZkMockBuilder {
                 "min session timeout {min} > max {max}"
             )));
         }
-        let listener = std::net::TcpListener::bind(self.addr).map_err(|source| Error::Bind {
+        let bind_err = |source| Error::Bind {
             addr: self.addr,
             source,
-        })?;
-        listener
-            .set_nonblocking(true)
-            .map_err(|source| Error::Bind {
-                addr: self.addr,
-                source,
-            })?;
-        let addr = listener.local_addr().map_err(|source| Error::Bind {
-            addr: self.addr,
-            source,
-        })?;
-        let clock: Arc<dyn Clock> = Arc::new(SystemClock::default());
+        };
+        let listener = std::net::TcpListener::bind(self.addr).map_err(bind_err)?;
+        listener.set_nonblocking(true).map_err(bind_err)?;
+        let addr = listener.local_addr().map_err(bind_err)?;
+        let seed = self.seed.unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        });
+        let clock = Clock::new(self.clock);
         let id_ms = clock.wall_ms() as u64;
         let sessions = SessionManager::new(id_ms, self.tick_time, min, max);
         let settings = Settings {
@@ -231,12 +597,22 @@ impl ZkMockBuilder {
             max_packet: self.max_packet,
             super_digest: self.super_digest,
         };
-        let shared: Shared = Arc::new(Mutex::new(State::new(clock, sessions, settings)));
+        let recorder = Recorder::new(self.record, self.recorder_capacity);
+        let state = State::new(
+            clock,
+            sessions,
+            settings,
+            recorder,
+            seed,
+            StdRng::seed_from_u64(seed),
+        );
+        let shared: Shared = Arc::new(Mutex::new(state));
         let (tx, rx) = watch::channel(false);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(Error::Runtime)?;
+        let handle = runtime.handle().clone();
         let server_state = shared.clone();
         let thread = std::thread::Builder::new()
             .name(format!("zk-mock-{}", addr.port()))
@@ -250,10 +626,12 @@ impl ZkMockBuilder {
                 // Dropping the runtime cancels every connection task and closes its socket.
             })
             .map_err(Error::Runtime)?;
-        tracing::info!(%addr, "zk-mock listening");
+        tracing::info!(%addr, seed, "zk-mock listening");
         Ok(ZkMock {
             addr,
+            seed,
             shared,
+            handle,
             shutdown: tx,
             thread: Some(thread),
         })

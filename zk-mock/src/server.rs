@@ -20,6 +20,13 @@ pub(crate) async fn run(
         tokio::select! {
             r = listener.accept() => match r {
                 Ok((socket, peer)) => {
+                    if lock(&shared).refusing {
+                        // A `refuse connections` fault: the client sees the
+                        // connection closed before any handshake.
+                        tracing::debug!(%peer, "refusing connection");
+                        drop(socket);
+                        continue;
+                    }
                     tokio::spawn(handler::serve(shared.clone(), socket, peer, shutdown.clone()));
                 }
                 Err(e) => {

@@ -1,5 +1,5 @@
-//! The server's shared state: tree, sessions, watches and connections behind
-//! one `std::sync::Mutex`.
+//! The server's shared state: tree, sessions, watches, connections, fault
+//! rules and the recorder, behind one `std::sync::Mutex`.
 //!
 //! Everything that must be totally ordered — applying a request, queueing the
 //! notifications it causes and queueing its reply — happens under that one
@@ -8,19 +8,23 @@
 //! never waits. They are not lossy: a notification is either queued or its
 //! connection is closed.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use tokio::sync::mpsc;
+use rand::rngs::StdRng;
+use tokio::sync::{mpsc, watch};
 
 use crate::clock::Clock;
 use crate::codec::{frame, Record};
+use crate::fault::RuleSet;
 use crate::proto::{
     ConnectRequest, ConnectResponse, Id, ReplyHeader, WatcherEvent, STATE_SYNC_CONNECTED,
     XID_NOTIFICATION,
 };
+use crate::record::Recorder;
 use crate::session::{ConnId, SessionManager};
 use crate::tree::{DataTree, TreeEvent};
 use crate::watch::{Notification, WatchManager};
@@ -30,15 +34,33 @@ use crate::watch::{Notification, WatchManager};
 pub(crate) enum Outgoing {
     /// Write this whole frame (length prefix included).
     Frame(Bytes),
+    /// Write nothing more for this long (a `delay` fault).
+    Pause(Duration),
     /// Flush what came before, then close the socket.
     Close,
+}
+
+/// Whether a connection may move bytes (a `stall` holds both directions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Gate {
+    /// Reading and writing.
+    Open,
+    /// Nothing is read and nothing written until resumed.
+    Stalled,
+    /// Closed while stalled: what was held is dropped.
+    Closed,
 }
 
 /// A live connection as the state sees it.
 #[derive(Debug)]
 pub(crate) struct Conn {
     pub(crate) tx: mpsc::UnboundedSender<Outgoing>,
+    pub(crate) gate: watch::Sender<Gate>,
     pub(crate) session: Option<i64>,
+    /// The session this connection is stalled for (bound or still handshaking).
+    pub(crate) stalled_for: Option<i64>,
+    /// While set, frames to this connection are dropped (a `lose reply` fault).
+    pub(crate) muted: bool,
     pub(crate) auth: Vec<Id>,
     pub(crate) peer: SocketAddr,
     pub(crate) received: u64,
@@ -54,15 +76,25 @@ pub(crate) struct Settings {
     pub(crate) super_digest: Option<String>,
 }
 
-/// Tree, sessions, watches and connections.
+/// Tree, sessions, watches, connections, rules and the recorder.
 #[derive(Debug)]
 pub(crate) struct State {
     pub(crate) tree: DataTree,
     pub(crate) sessions: SessionManager,
     pub(crate) watches: WatchManager,
     pub(crate) conns: HashMap<ConnId, Conn>,
-    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) clock: Clock,
     pub(crate) settings: Settings,
+    pub(crate) rules: RuleSet,
+    pub(crate) recorder: Recorder,
+    pub(crate) rng: StdRng,
+    pub(crate) seed: u64,
+    /// Sessions stalled by a fault: nothing moves on their connections.
+    pub(crate) stalled: BTreeSet<i64>,
+    /// While true, new connections are closed as soon as they are accepted.
+    pub(crate) refusing: bool,
+    /// Bumped after every request and expiry, for [`ZkMock::wait_until`](crate::ZkMock::wait_until).
+    pub(crate) changes: watch::Sender<u64>,
     next_conn: ConnId,
     pub(crate) packets_received: u64,
     pub(crate) packets_sent: u64,
@@ -88,9 +120,12 @@ pub(crate) enum Flow {
 
 impl State {
     pub(crate) fn new(
-        clock: Arc<dyn Clock>,
+        clock: Clock,
         sessions: SessionManager,
         settings: Settings,
+        recorder: Recorder,
+        seed: u64,
+        rng: StdRng,
     ) -> State {
         State {
             tree: DataTree::new(),
@@ -99,6 +134,13 @@ impl State {
             conns: HashMap::new(),
             clock,
             settings,
+            rules: RuleSet::default(),
+            recorder,
+            rng,
+            seed,
+            stalled: BTreeSet::new(),
+            refusing: false,
+            changes: watch::channel(0).0,
             next_conn: 1,
             packets_received: 0,
             packets_sent: 0,
@@ -110,35 +152,49 @@ impl State {
         &mut self,
         tx: mpsc::UnboundedSender<Outgoing>,
         peer: SocketAddr,
-    ) -> ConnId {
+    ) -> (ConnId, watch::Receiver<Gate>) {
         let id = self.next_conn;
         self.next_conn += 1;
         let auth = vec![Id {
             scheme: "ip".into(),
             id: peer.ip().to_string(),
         }];
+        let (gate, gate_rx) = watch::channel(Gate::Open);
         self.conns.insert(
             id,
             Conn {
                 tx,
+                gate,
                 session: None,
+                stalled_for: None,
+                muted: false,
                 auth,
                 peer,
                 received: 0,
                 sent: 0,
             },
         );
-        id
+        (id, gate_rx)
     }
 
-    /// Queues a frame to a connection (no-op if it is gone).
+    /// Queues a frame to a connection (no-op if it is gone or muted).
     pub(crate) fn send(&mut self, conn: ConnId, body: Bytes) {
         if let Some(c) = self.conns.get_mut(&conn) {
+            if c.muted {
+                return;
+            }
             c.sent += 1;
             self.packets_sent += 1;
             if c.tx.send(Outgoing::Frame(frame(&body))).is_err() {
                 tracing::debug!(conn, "outbox closed");
             }
+        }
+    }
+
+    /// Queues a pause before whatever is queued next on `conn`.
+    pub(crate) fn pause(&mut self, conn: ConnId, d: Duration) {
+        if let Some(c) = self.conns.get(&conn) {
+            let _ = c.tx.send(Outgoing::Pause(d));
         }
     }
 
@@ -156,10 +212,14 @@ impl State {
     }
 
     /// Closes a connection from the server side: the writer flushes what is
-    /// queued and closes; the connection's watches are dropped at once and its
-    /// session (if any) is left without a connection.
+    /// queued and closes (a stalled connection drops what it held); the
+    /// connection's watches are dropped at once and its session (if any) is
+    /// left without a connection.
     pub(crate) fn close_conn(&mut self, conn: ConnId) {
         if let Some(c) = self.conns.remove(&conn) {
+            if *c.gate.borrow() == Gate::Stalled {
+                let _ = c.gate.send(Gate::Closed);
+            }
             let _ = c.tx.send(Outgoing::Close);
             if let Some(s) = c.session.and_then(|s| self.sessions.get_mut(s)) {
                 if s.conn == Some(conn) {
@@ -175,9 +235,14 @@ impl State {
         self.close_conn(conn);
     }
 
-    /// Sends notifications (xid −1, zxid −1 as 3.8 does) to their connections.
-    pub(crate) fn notify(&mut self, notes: Vec<Notification>) {
+    /// Sends notifications (xid −1, zxid −1 as 3.8 does) to their connections
+    /// and records them with the zxid of the transaction that caused them.
+    pub(crate) fn notify(&mut self, notes: Vec<Notification>, zxid: i64) {
+        let now = self.clock.now_ms();
         for n in notes {
+            let session = self.conns.get(&n.conn).and_then(|c| c.session).unwrap_or(0);
+            self.recorder
+                .notification(now, session, &n.path, n.kind, n.event_type, zxid);
             let mut b = BytesMut::with_capacity(32 + n.path.len());
             ReplyHeader {
                 xid: XID_NOTIFICATION,
@@ -196,13 +261,68 @@ impl State {
     }
 
     /// Fires the watches for a transaction's events.
-    pub(crate) fn fire(&mut self, events: &[TreeEvent]) {
+    pub(crate) fn fire(&mut self, events: &[TreeEvent], zxid: i64) {
         if events.is_empty() {
             return;
         }
         let mut notes = Vec::new();
         self.watches.fire(events, &mut notes);
-        self.notify(notes);
+        self.notify(notes, zxid);
+    }
+
+    /// Records the watches registered since the last call.
+    pub(crate) fn record_watches(&mut self, conn: ConnId) {
+        let registered = self.watches.take_registered();
+        if registered.is_empty() {
+            return;
+        }
+        let now = self.clock.now_ms();
+        let session = self.conns.get(&conn).and_then(|c| c.session).unwrap_or(0);
+        for (path, kind) in registered {
+            self.recorder.watch(now, session, &path, kind);
+        }
+    }
+
+    /// Whether a connect for `session` must wait: the session is stalled. The
+    /// connection is then held until [`resume`](Self::resume).
+    pub(crate) fn hold_if_stalled(&mut self, conn: ConnId, session: i64) -> bool {
+        if session == 0 || !self.stalled.contains(&session) {
+            return false;
+        }
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.stalled_for = Some(session);
+            let _ = c.gate.send(Gate::Stalled);
+        }
+        true
+    }
+
+    /// Stalls a session: its connection neither reads nor writes, and new
+    /// connections for it wait, until [`resume`](Self::resume).
+    pub(crate) fn stall(&mut self, session: i64) -> bool {
+        let Some(conn) = self.sessions.get(session).map(|s| s.conn) else {
+            return false;
+        };
+        self.stalled.insert(session);
+        if let Some(c) = conn.and_then(|c| self.conns.get_mut(&c)) {
+            c.stalled_for = Some(session);
+            let _ = c.gate.send(Gate::Stalled);
+        }
+        tracing::debug!(session = format_args!("{session:#x}"), "stalled");
+        true
+    }
+
+    /// Lets a stalled session's connections move again.
+    pub(crate) fn resume(&mut self, session: i64) -> bool {
+        let was = self.stalled.remove(&session);
+        for c in self
+            .conns
+            .values_mut()
+            .filter(|c| c.stalled_for == Some(session))
+        {
+            c.stalled_for = None;
+            let _ = c.gate.send(Gate::Open);
+        }
+        was
     }
 
     /// The first packet: create or re-attach a session
@@ -221,6 +341,7 @@ impl State {
         }
         let timeout = self.sessions.negotiate(req.time_out);
         let now = self.clock.now_ms();
+        let read_only = req.read_only.map(|_| false);
         if req.session_id == 0 {
             // createSession is a transaction: it consumes a zxid.
             self.tree.next_zxid();
@@ -234,15 +355,17 @@ impl State {
             if let Some(c) = self.conns.get_mut(&conn) {
                 c.session = Some(s.id);
             }
-            self.connect_response(
+            let passwd = Some(Bytes::copy_from_slice(&s.passwd));
+            self.send(
                 conn,
                 ConnectResponse {
                     protocol_version: 0,
                     time_out: timeout,
                     session_id: s.id,
-                    passwd: Some(Bytes::copy_from_slice(&s.passwd)),
-                    read_only: req.read_only.map(|_| false),
-                },
+                    passwd,
+                    read_only,
+                }
+                .to_bytes(),
             );
             return Flow::Continue;
         }
@@ -269,17 +392,17 @@ impl State {
             let passwd = self
                 .sessions
                 .get(req.session_id)
-                .map(|s| s.passwd)
-                .unwrap_or_default();
-            self.connect_response(
+                .map(|s| Bytes::copy_from_slice(&s.passwd));
+            self.send(
                 conn,
                 ConnectResponse {
                     protocol_version: 0,
                     time_out: timeout,
                     session_id: req.session_id,
-                    passwd: Some(Bytes::copy_from_slice(&passwd)),
-                    read_only: req.read_only.map(|_| false),
-                },
+                    passwd,
+                    read_only,
+                }
+                .to_bytes(),
             );
             Flow::Continue
         } else {
@@ -288,14 +411,10 @@ impl State {
                 session = format_args!("{:#x}", req.session_id),
                 "unknown, expired or wrong password: expired answer"
             );
-            self.connect_response(conn, ConnectResponse::expired(req.read_only));
+            self.send(conn, ConnectResponse::expired(req.read_only).to_bytes());
             self.close_conn(conn);
             Flow::Close
         }
-    }
-
-    fn connect_response(&mut self, conn: ConnId, resp: ConnectResponse) {
-        self.send(conn, resp.to_bytes());
     }
 
     /// Ends a session as a transaction with its own zxid: its ephemerals are
@@ -306,9 +425,20 @@ impl State {
         let zxid = self.tree.next_zxid();
         let mut events = Vec::new();
         self.tree.kill_session(zxid, session, &mut events);
-        self.fire(&events);
+        self.fire(&events, zxid);
         if let Some(c) = s.conn.and_then(|c| self.conns.get_mut(&c)) {
             c.session = None;
+        }
+        // Connections waiting to re-attach a stalled session may go on: they
+        // will be told it expired. The bound connection stays shut, so what it
+        // held is dropped when it is closed.
+        if self.stalled.remove(&session) {
+            for (&id, c) in self.conns.iter_mut() {
+                if c.stalled_for == Some(session) && Some(id) != s.conn {
+                    c.stalled_for = None;
+                    let _ = c.gate.send(Gate::Open);
+                }
+            }
         }
         Some(zxid)
     }
@@ -320,6 +450,7 @@ impl State {
             return false;
         }
         tracing::info!(session = format_args!("{session:#x}"), "session expired");
+        self.changed();
         if let Some(conn) = conn {
             self.close_conn(conn);
         }
@@ -332,5 +463,10 @@ impl State {
         for id in self.sessions.expired(now) {
             self.expire(id);
         }
+    }
+
+    /// Tells waiters that something was recorded.
+    pub(crate) fn changed(&self) {
+        self.changes.send_modify(|n| *n += 1);
     }
 }

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::proto::event_type::*;
+use crate::record::WatchKind;
 use crate::session::ConnId;
 use crate::tree::{path, DataTree, TreeEvent};
 
@@ -22,6 +23,8 @@ pub(crate) enum Table {
 pub(crate) struct Notification {
     /// The connection to notify.
     pub(crate) conn: ConnId,
+    /// The kind of watch that fired (the registration's, for SetWatches replays).
+    pub(crate) kind: WatchKind,
     /// `EventType` (1–4).
     pub(crate) event_type: i32,
     /// The node's path.
@@ -29,8 +32,8 @@ pub(crate) struct Notification {
 }
 
 /// How a watch fires (`WatcherMode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) enum Mode {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
     /// One-shot: removed when it fires.
     Standard,
     /// addWatch mode 0: stays; fires for the path itself only.
@@ -40,30 +43,40 @@ pub(crate) enum Mode {
     PersistentRecursive,
 }
 
+fn mode(kind: WatchKind) -> Mode {
+    match kind {
+        WatchKind::Persistent => Mode::Persistent,
+        WatchKind::PersistentRecursive => Mode::PersistentRecursive,
+        _ => Mode::Standard,
+    }
+}
+
 /// Every watch of every connection.
 #[derive(Debug, Default)]
 pub(crate) struct WatchManager {
-    data: HashMap<String, BTreeMap<ConnId, Mode>>,
-    child: HashMap<String, BTreeMap<ConnId, Mode>>,
+    data: HashMap<String, BTreeMap<ConnId, WatchKind>>,
+    child: HashMap<String, BTreeMap<ConnId, WatchKind>>,
     by_conn: HashMap<ConnId, BTreeSet<(Table, String)>>,
     /// Recursive entries per table; when 0, triggers skip the ancestor walk.
     recursive: [usize; 2],
+    /// Registrations since the last [`take_registered`](Self::take_registered), for the recorder.
+    registered: Vec<(String, WatchKind)>,
 }
 
 impl WatchManager {
-    fn table(&mut self, t: Table) -> &mut HashMap<String, BTreeMap<ConnId, Mode>> {
+    fn table(&mut self, t: Table) -> &mut HashMap<String, BTreeMap<ConnId, WatchKind>> {
         match t {
             Table::Data => &mut self.data,
             Table::Child => &mut self.child,
         }
     }
 
-    fn count_mode(&mut self, t: Table, old: Option<Mode>, new: Option<Mode>) {
+    fn count_mode(&mut self, t: Table, old: Option<WatchKind>, new: Option<WatchKind>) {
         let i = t as usize;
-        if old == Some(Mode::PersistentRecursive) {
+        if old == Some(WatchKind::PersistentRecursive) {
             self.recursive[i] -= 1;
         }
-        if new == Some(Mode::PersistentRecursive) {
+        if new == Some(WatchKind::PersistentRecursive) {
             self.recursive[i] += 1;
         }
     }
@@ -72,17 +85,26 @@ impl WatchManager {
     /// As in 3.8's `WatcherModeManager`, a registration replaces the mode a
     /// connection had on that path and table: a standard getData/getChildren
     /// watch downgrades a persistent one to one-shot (fixed in 3.9).
-    pub(crate) fn add(&mut self, table: Table, path: &str, conn: ConnId, mode: Mode) {
+    pub(crate) fn add(&mut self, table: Table, path: &str, conn: ConnId, kind: WatchKind) {
         let old = self
             .table(table)
             .entry(path.to_string())
             .or_default()
-            .insert(conn, mode);
-        self.count_mode(table, old, Some(mode));
+            .insert(conn, kind);
+        self.count_mode(table, old, Some(kind));
         self.by_conn
             .entry(conn)
             .or_default()
             .insert((table, path.to_string()));
+        // Persistent watches go into both tables; record them once.
+        if table == Table::Data || kind == WatchKind::Child {
+            self.registered.push((path.to_string(), kind));
+        }
+    }
+
+    /// The registrations made since the last call.
+    pub(crate) fn take_registered(&mut self) -> Vec<(String, WatchKind)> {
+        std::mem::take(&mut self.registered)
     }
 
     fn remove_entry(&mut self, table: Table, path: &str, conn: ConnId) -> bool {
@@ -126,27 +148,27 @@ impl WatchManager {
         path: &str,
         event_type: i32,
         suppress: &BTreeSet<ConnId>,
-    ) -> BTreeSet<ConnId> {
-        let mut found = BTreeSet::new();
+    ) -> BTreeMap<ConnId, WatchKind> {
+        let mut found = BTreeMap::new();
         let walk_up = self.recursive[table as usize] > 0;
         let mut local = Some(path);
         while let Some(lp) = local {
             let at_parent = lp != path;
             let mut fired_standard = Vec::new();
             if let Some(map) = self.table(table).get(lp) {
-                for (&conn, &mode) in map {
-                    match mode {
+                for (&conn, &kind) in map {
+                    match mode(kind) {
                         Mode::PersistentRecursive => {
                             if event_type != NODE_CHILDREN_CHANGED {
-                                found.insert(conn);
+                                found.entry(conn).or_insert(kind);
                             }
                         }
                         _ if at_parent => {}
                         Mode::Persistent => {
-                            found.insert(conn);
+                            found.entry(conn).or_insert(kind);
                         }
                         Mode::Standard => {
-                            found.insert(conn);
+                            found.entry(conn).or_insert(kind);
                             fired_standard.push(conn);
                         }
                     }
@@ -157,7 +179,7 @@ impl WatchManager {
             }
             local = if walk_up { parent(lp) } else { None };
         }
-        found.retain(|c| !suppress.contains(c));
+        found.retain(|c, _| !suppress.contains(c));
         found
     }
 
@@ -207,14 +229,15 @@ impl WatchManager {
         out: &mut Vec<Notification>,
     ) -> BTreeSet<ConnId> {
         let conns = self.trigger(table, path, event_type, suppress);
-        for &conn in &conns {
+        for (&conn, &kind) in &conns {
             out.push(Notification {
                 conn,
+                kind,
                 event_type,
                 path: path.to_string(),
             });
         }
-        conns
+        conns.into_keys().collect()
     }
 
     /// `DataTree.setWatches`: re-registers a reconnected client's watches,
@@ -229,31 +252,34 @@ impl WatchManager {
         child: &[String],
         out: &mut Vec<Notification>,
     ) {
-        let mut note = |event_type, path: &str| {
+        let mut note = |event_type, path: &str, kind| {
             out.push(Notification {
                 conn,
+                kind,
                 event_type,
                 path: path.to_string(),
             })
         };
         for p in data {
             match tree.get(p) {
-                None => note(NODE_DELETED, p),
-                Some(n) if n.mzxid > relative_zxid => note(NODE_DATA_CHANGED, p),
-                Some(_) => self.add(Table::Data, p, conn, Mode::Standard),
+                None => note(NODE_DELETED, p, WatchKind::Data),
+                Some(n) if n.mzxid > relative_zxid => note(NODE_DATA_CHANGED, p, WatchKind::Data),
+                Some(_) => self.add(Table::Data, p, conn, WatchKind::Data),
             }
         }
         for p in exist {
             match tree.get(p) {
-                Some(_) => note(NODE_CREATED, p),
-                None => self.add(Table::Data, p, conn, Mode::Standard),
+                Some(_) => note(NODE_CREATED, p, WatchKind::Exist),
+                None => self.add(Table::Data, p, conn, WatchKind::Exist),
             }
         }
         for p in child {
             match tree.get(p) {
-                None => note(NODE_DELETED, p),
-                Some(n) if n.pzxid > relative_zxid => note(NODE_CHILDREN_CHANGED, p),
-                Some(_) => self.add(Table::Child, p, conn, Mode::Standard),
+                None => note(NODE_DELETED, p, WatchKind::Child),
+                Some(n) if n.pzxid > relative_zxid => {
+                    note(NODE_CHILDREN_CHANGED, p, WatchKind::Child)
+                }
+                Some(_) => self.add(Table::Child, p, conn, WatchKind::Child),
             }
         }
     }
@@ -261,13 +287,26 @@ impl WatchManager {
     /// addWatch, and SetWatches2's persistent lists: 3.8 registers the mode in
     /// both tables. Missed events are not replayed.
     pub(crate) fn add_persistent(&mut self, path: &str, conn: ConnId, recursive: bool) {
-        let mode = if recursive {
-            Mode::PersistentRecursive
+        let kind = if recursive {
+            WatchKind::PersistentRecursive
         } else {
-            Mode::Persistent
+            WatchKind::Persistent
         };
-        self.add(Table::Data, path, conn, mode);
-        self.add(Table::Child, path, conn, mode);
+        self.add(Table::Data, path, conn, kind);
+        self.add(Table::Child, path, conn, kind);
+    }
+
+    /// Every (table, path, connection, kind) entry, for snapshots.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (Table, &str, ConnId, WatchKind)> + '_ {
+        let data = self.data.iter().flat_map(|(p, m)| {
+            m.iter()
+                .map(move |(c, k)| (Table::Data, p.as_str(), *c, *k))
+        });
+        let child = self.child.iter().flat_map(|(p, m)| {
+            m.iter()
+                .map(move |(c, k)| (Table::Child, p.as_str(), *c, *k))
+        });
+        data.chain(child)
     }
 
     /// The tables a `WatcherType` names: 1 children, 2 data, 3 any.
@@ -325,10 +364,10 @@ mod tests {
     #[test]
     fn delete_sends_one_node_deleted_per_connection_then_parent_children_changed() {
         let mut w = WatchManager::default();
-        w.add(Table::Data, "/a/b", 1, Mode::Standard);
-        w.add(Table::Child, "/a/b", 1, Mode::Standard);
-        w.add(Table::Child, "/a/b", 2, Mode::Standard);
-        w.add(Table::Child, "/a", 2, Mode::Standard);
+        w.add(Table::Data, "/a/b", 1, WatchKind::Data);
+        w.add(Table::Child, "/a/b", 1, WatchKind::Data);
+        w.add(Table::Child, "/a/b", 2, WatchKind::Data);
+        w.add(Table::Child, "/a", 2, WatchKind::Data);
         let mut out = Vec::new();
         w.fire(&[TreeEvent::Deleted("/a/b".into())], &mut out);
         let got: Vec<_> = out
@@ -349,14 +388,15 @@ mod tests {
     #[test]
     fn create_under_root_reports_parent_as_slash() {
         let mut w = WatchManager::default();
-        w.add(Table::Child, "/", 3, Mode::Standard);
-        w.add(Table::Data, "/x", 3, Mode::Standard);
+        w.add(Table::Child, "/", 3, WatchKind::Child);
+        w.add(Table::Data, "/x", 3, WatchKind::Data);
         let mut out = Vec::new();
         w.fire(&[TreeEvent::Created("/x".into())], &mut out);
         assert_eq!(
             out[0],
             Notification {
                 conn: 3,
+                kind: WatchKind::Data,
                 event_type: NODE_CREATED,
                 path: "/x".into()
             }
@@ -365,6 +405,7 @@ mod tests {
             out[1],
             Notification {
                 conn: 3,
+                kind: WatchKind::Child,
                 event_type: NODE_CHILDREN_CHANGED,
                 path: "/".into()
             }
@@ -404,7 +445,7 @@ mod tests {
     fn a_standard_watch_downgrades_a_persistent_one_as_in_3_8() {
         let mut w = WatchManager::default();
         w.add_persistent("/a", 1, false);
-        w.add(Table::Data, "/a", 1, Mode::Standard);
+        w.add(Table::Data, "/a", 1, WatchKind::Data);
         let mut out = Vec::new();
         w.fire(&[TreeEvent::DataChanged("/a".into())], &mut out);
         w.fire(&[TreeEvent::DataChanged("/a".into())], &mut out);
@@ -421,9 +462,9 @@ mod tests {
     #[test]
     fn closing_a_connection_drops_its_watches() {
         let mut w = WatchManager::default();
-        w.add(Table::Data, "/x", 3, Mode::Standard);
-        w.add(Table::Data, "/x", 3, Mode::Standard);
-        w.add(Table::Data, "/x", 4, Mode::Standard);
+        w.add(Table::Data, "/x", 3, WatchKind::Data);
+        w.add(Table::Data, "/x", 3, WatchKind::Data);
+        w.add(Table::Data, "/x", 4, WatchKind::Data);
         assert_eq!(w.count(), 2);
         w.remove_conn(3);
         let mut out = Vec::new();

@@ -103,6 +103,13 @@ impl OpCode {
         )
     }
 
+    /// The op whose [`name`](Self::name) is `name` (case-insensitive).
+    pub fn from_name(name: &str) -> Option<OpCode> {
+        (-20..200)
+            .filter_map(OpCode::from_i32)
+            .find(|o| o.name().eq_ignore_ascii_case(name))
+    }
+
     /// A short name, as ZooKeeper's `Request.op2String` prints it.
     pub fn name(self) -> &'static str {
         use OpCode::*;

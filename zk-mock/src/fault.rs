@@ -1,0 +1,473 @@
+//! Fault rules: what the server does to a request instead of (or besides)
+//! answering it normally. Rules are data — matchers plus a [`Verdict`] —
+//! evaluated in install order; the first rule that fires wins.
+
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::proto::{ErrorCode, OpCode};
+
+/// What happens to a request a rule matches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Verdict {
+    /// Apply the request, then hold its reply (and everything after it on
+    /// that connection) for this long.
+    Delay {
+        /// How long, in ms.
+        ms: u64,
+    },
+    /// Apply the request, then close the connection without replying: the
+    /// client sees connection loss and cannot know whether it was applied.
+    LoseReply,
+    /// Close the connection before applying: nothing happened.
+    Disconnect,
+    /// Answer with this ZooKeeper error code instead of applying. The reply
+    /// carries the last zxid; no zxid is consumed.
+    Fail {
+        /// The wire value of a `KeeperException.Code` (e.g. −101 for NoNode).
+        code: i32,
+    },
+    /// Apply the request, then stall its session: replies, pings and
+    /// notifications are held and nothing more is read from it until
+    /// [`ZkMock::resume`](crate::ZkMock::resume). A stall that outlasts the
+    /// session timeout lets the session expire.
+    Stall,
+    /// Expire the request's session instead of applying the request.
+    Expire,
+}
+
+impl Verdict {
+    /// A short name for logs and the recorder.
+    pub fn name(&self) -> String {
+        match self {
+            Verdict::Delay { ms } => format!("delay {ms}ms"),
+            Verdict::LoseReply => "lose reply".into(),
+            Verdict::Disconnect => "disconnect".into(),
+            Verdict::Fail { code } => match ErrorCode::from_i32(*code) {
+                Some(c) => format!("fail {c:?}"),
+                None => format!("fail {code}"),
+            },
+            Verdict::Stall => "stall".into(),
+            Verdict::Expire => "expire".into(),
+        }
+    }
+}
+
+/// How a rule matches a request's path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathMatch {
+    /// Exactly this path.
+    Exact(String),
+    /// This path or anything whose path starts with it.
+    Prefix(String),
+    /// A glob: `*` matches within one path segment, `**` across segments, `?` one character.
+    Glob(String),
+}
+
+impl PathMatch {
+    fn matches(&self, path: &str) -> bool {
+        match self {
+            PathMatch::Exact(p) => p == path,
+            PathMatch::Prefix(p) => path.starts_with(p.as_str()),
+            PathMatch::Glob(g) => glob(g.as_bytes(), path.as_bytes()),
+        }
+    }
+}
+
+fn glob(pat: &[u8], s: &[u8]) -> bool {
+    match pat {
+        [] => s.is_empty(),
+        [b'*', b'*', rest @ ..] => (0..=s.len()).any(|i| glob(rest, &s[i..])),
+        [b'*', rest @ ..] => {
+            for i in 0..=s.len() {
+                if glob(rest, &s[i..]) {
+                    return true;
+                }
+                if i < s.len() && s[i] == b'/' {
+                    return false;
+                }
+            }
+            false
+        }
+        [b'?', rest @ ..] => !s.is_empty() && s[0] != b'/' && glob(rest, &s[1..]),
+        [c, rest @ ..] => !s.is_empty() && s[0] == *c && glob(rest, &s[1..]),
+    }
+}
+
+/// A fault rule: which requests it matches and what it does to them.
+///
+/// Every criterion is optional; a rule with none matches every request except
+/// pings (which are timing-driven; name `OpCode::Ping` to match them).
+///
+/// ```
+/// use zk_mock::fault::Rule;
+/// use zk_mock::proto::OpCode;
+///
+/// // The first create under /locks is applied but its reply is lost.
+/// let rule = Rule::new().op(OpCode::Create2).path_prefix("/locks").nth(1).lose_reply();
+/// # let _ = rule;
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    /// Op codes the rule applies to (any, if empty). In JSON: names such as
+    /// `"create"` or `"getData"`, or numbers.
+    #[serde(default, with = "op_list")]
+    pub ops: Vec<OpCode>,
+    /// The path criterion.
+    #[serde(default)]
+    pub path: Option<PathMatch>,
+    /// Only this session's requests.
+    #[serde(default)]
+    pub session: Option<i64>,
+    /// Fire only on the n-th request that meets the criteria above (1-based).
+    #[serde(default)]
+    pub nth: Option<u64>,
+    /// Fire at most this many times.
+    #[serde(default)]
+    pub times: Option<u64>,
+    /// Fire with this probability (0.0–1.0), drawn from the server's seeded generator.
+    #[serde(default)]
+    pub probability: Option<f64>,
+    /// What to do.
+    pub verdict: Verdict,
+}
+
+impl Default for Rule {
+    fn default() -> Self {
+        Rule::new()
+    }
+}
+
+impl Rule {
+    /// A rule that matches every request (but pings) and passes it: add criteria and a verdict.
+    pub fn new() -> Rule {
+        Rule {
+            ops: Vec::new(),
+            path: None,
+            session: None,
+            nth: None,
+            times: None,
+            probability: None,
+            verdict: Verdict::Delay { ms: 0 },
+        }
+    }
+
+    /// Also match this op code (create2 is what `zookeeper-client` sends for create).
+    pub fn op(mut self, op: OpCode) -> Self {
+        self.ops.push(op);
+        self
+    }
+    /// Match exactly this path.
+    pub fn path(mut self, path: &str) -> Self {
+        self.path = Some(PathMatch::Exact(path.into()));
+        self
+    }
+    /// Match paths starting with `prefix`.
+    pub fn path_prefix(mut self, prefix: &str) -> Self {
+        self.path = Some(PathMatch::Prefix(prefix.into()));
+        self
+    }
+    /// Match paths against a glob (`*`, `**`, `?`).
+    pub fn path_glob(mut self, glob: &str) -> Self {
+        self.path = Some(PathMatch::Glob(glob.into()));
+        self
+    }
+    /// Match only this session.
+    pub fn session(mut self, id: i64) -> Self {
+        self.session = Some(id);
+        self
+    }
+    /// Fire only on the n-th match (1-based).
+    pub fn nth(mut self, n: u64) -> Self {
+        self.nth = Some(n);
+        self
+    }
+    /// Fire at most `n` times.
+    pub fn times(mut self, n: u64) -> Self {
+        self.times = Some(n);
+        self
+    }
+    /// Fire with probability `p`, from the server's seed.
+    pub fn probability(mut self, p: f64) -> Self {
+        self.probability = Some(p);
+        self
+    }
+    /// Verdict: delay the reply.
+    pub fn delay(mut self, d: Duration) -> Self {
+        self.verdict = Verdict::Delay {
+            ms: d.as_millis() as u64,
+        };
+        self
+    }
+    /// Verdict: apply, then close the connection without replying.
+    pub fn lose_reply(mut self) -> Self {
+        self.verdict = Verdict::LoseReply;
+        self
+    }
+    /// Verdict: close the connection before applying.
+    pub fn disconnect(mut self) -> Self {
+        self.verdict = Verdict::Disconnect;
+        self
+    }
+    /// Verdict: answer with an error code.
+    pub fn fail(mut self, code: ErrorCode) -> Self {
+        self.verdict = Verdict::Fail { code: code.code() };
+        self
+    }
+    /// Verdict: apply, then stall the session until resumed.
+    pub fn stall(mut self) -> Self {
+        self.verdict = Verdict::Stall;
+        self
+    }
+    /// Verdict: expire the session.
+    pub fn expire(mut self) -> Self {
+        self.verdict = Verdict::Expire;
+        self
+    }
+
+    /// Checks the rule's values.
+    ///
+    /// # Errors
+    /// A message naming the bad field.
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(p) = self.probability {
+            if !(0.0..=1.0).contains(&p) {
+                return Err(format!("probability must be within 0..=1, got {p}"));
+            }
+        }
+        if self.nth == Some(0) {
+            return Err("nth counts from 1".into());
+        }
+        if let Verdict::Fail { code } = self.verdict {
+            if code == 0 || ErrorCode::from_i32(code).is_none() {
+                return Err(format!("fail code {code} is not a ZooKeeper error code"));
+            }
+        }
+        Ok(())
+    }
+
+    fn criteria_match(&self, r: &RequestView<'_>) -> bool {
+        let op_ok = if self.ops.is_empty() {
+            r.op != OpCode::Ping as i32
+        } else {
+            self.ops.iter().any(|o| *o as i32 == r.op)
+        };
+        op_ok
+            && self.session.is_none_or(|s| s == r.session)
+            && self
+                .path
+                .as_ref()
+                .is_none_or(|m| r.path.is_some_and(|p| m.matches(p)))
+    }
+}
+
+/// What a rule sees of a request.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RequestView<'a> {
+    pub(crate) op: i32,
+    pub(crate) path: Option<&'a str>,
+    pub(crate) session: i64,
+}
+
+#[derive(Debug)]
+struct Installed {
+    id: u64,
+    rule: Rule,
+    matched: u64,
+    fired: u64,
+}
+
+/// The installed rules, in install order.
+#[derive(Debug, Default)]
+pub(crate) struct RuleSet {
+    rules: Vec<Installed>,
+    next_id: u64,
+}
+
+impl RuleSet {
+    pub(crate) fn install(&mut self, rule: Rule) -> u64 {
+        self.next_id += 1;
+        self.rules.push(Installed {
+            id: self.next_id,
+            rule,
+            matched: 0,
+            fired: 0,
+        });
+        self.next_id
+    }
+
+    pub(crate) fn remove(&mut self, id: u64) -> bool {
+        let before = self.rules.len();
+        self.rules.retain(|r| r.id != id);
+        self.rules.len() != before
+    }
+
+    pub(crate) fn fired(&self, id: u64) -> Option<u64> {
+        self.rules.iter().find(|r| r.id == id).map(|r| r.fired)
+    }
+
+    pub(crate) fn list(&self) -> Vec<(u64, Rule, u64)> {
+        self.rules
+            .iter()
+            .map(|r| (r.id, r.rule.clone(), r.fired))
+            .collect()
+    }
+
+    /// The verdict of the first rule that fires for `req`, if any.
+    pub(crate) fn evaluate(&mut self, req: &RequestView<'_>, rng: &mut StdRng) -> Option<Verdict> {
+        if self.rules.is_empty() {
+            return None;
+        }
+        for r in &mut self.rules {
+            if !r.rule.criteria_match(req) {
+                continue;
+            }
+            r.matched += 1;
+            if r.rule.nth.is_some_and(|n| n != r.matched) {
+                continue;
+            }
+            if r.rule.times.is_some_and(|t| r.fired >= t) {
+                continue;
+            }
+            if let Some(p) = r.rule.probability {
+                if !rng.random_bool(p) {
+                    continue;
+                }
+            }
+            r.fired += 1;
+            return Some(r.rule.verdict.clone());
+        }
+        None
+    }
+}
+
+/// Serde for `Vec<OpCode>` as names or numbers.
+mod op_list {
+    use serde::de::Error;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::proto::OpCode;
+
+    pub(super) fn serialize<S: Serializer>(ops: &[OpCode], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(ops.iter().map(|o| o.name()))
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum NameOrCode {
+        Name(String),
+        Code(i32),
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<OpCode>, D::Error> {
+        let raw = Vec::<NameOrCode>::deserialize(d)?;
+        raw.into_iter()
+            .map(|v| match v {
+                NameOrCode::Code(c) => OpCode::from_i32(c)
+                    .ok_or_else(|| D::Error::custom(format!("unknown op code {c}"))),
+                NameOrCode::Name(n) => OpCode::from_name(&n)
+                    .ok_or_else(|| D::Error::custom(format!("unknown op name {n:?}"))),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    fn view(op: OpCode, path: &'static str) -> RequestView<'static> {
+        RequestView {
+            op: op as i32,
+            path: Some(path),
+            session: 1,
+        }
+    }
+
+    #[test]
+    fn globs_respect_segments() {
+        assert!(glob(b"/locks/*", b"/locks/a"));
+        assert!(!glob(b"/locks/*", b"/locks/a/b"));
+        assert!(glob(b"/locks/**", b"/locks/a/b"));
+        assert!(glob(b"/l?cks/*-0*", b"/locks/x-0000000001"));
+        assert!(!glob(b"/locks/?", b"/locks/ab"));
+    }
+
+    #[test]
+    fn first_firing_rule_wins_and_nth_counts_matches() {
+        let mut set = RuleSet::default();
+        let mut rng = StdRng::seed_from_u64(1);
+        set.install(Rule::new().op(OpCode::Create).nth(2).disconnect());
+        set.install(Rule::new().path_prefix("/a").fail(ErrorCode::NoNode));
+        assert_eq!(
+            set.evaluate(&view(OpCode::Create, "/a"), &mut rng),
+            Some(Verdict::Fail { code: -101 })
+        );
+        assert_eq!(
+            set.evaluate(&view(OpCode::Create, "/a"), &mut rng),
+            Some(Verdict::Disconnect)
+        );
+        assert_eq!(set.evaluate(&view(OpCode::Create, "/b"), &mut rng), None);
+    }
+
+    #[test]
+    fn pings_only_match_when_named_and_times_caps_firing() {
+        let mut set = RuleSet::default();
+        let mut rng = StdRng::seed_from_u64(1);
+        let id = set.install(Rule::new().times(1).stall());
+        let ping = RequestView {
+            op: OpCode::Ping as i32,
+            path: None,
+            session: 1,
+        };
+        assert_eq!(set.evaluate(&ping, &mut rng), None);
+        assert_eq!(
+            set.evaluate(&view(OpCode::GetData, "/"), &mut rng),
+            Some(Verdict::Stall)
+        );
+        assert_eq!(set.evaluate(&view(OpCode::GetData, "/"), &mut rng), None);
+        assert_eq!(set.fired(id), Some(1));
+    }
+
+    #[test]
+    fn probability_is_reproducible_from_the_seed() {
+        let run = |seed| {
+            let mut set = RuleSet::default();
+            let mut rng = StdRng::seed_from_u64(seed);
+            set.install(Rule::new().probability(0.5).fail(ErrorCode::NoNode));
+            (0..64)
+                .map(|_| {
+                    set.evaluate(&view(OpCode::GetData, "/"), &mut rng)
+                        .is_some()
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(run(7), run(7));
+        assert_ne!(run(7), run(8));
+    }
+
+    #[test]
+    fn rules_read_from_json_with_op_names() {
+        let r: Rule = serde_json::from_str(r#"{"ops":["create2", 2],"path":{"prefix":"/locks"},"nth":1,"verdict":{"type":"lose_reply"}}"#).unwrap();
+        assert_eq!(
+            r,
+            Rule::new()
+                .op(OpCode::Create2)
+                .op(OpCode::Delete)
+                .path_prefix("/locks")
+                .nth(1)
+                .lose_reply()
+        );
+        assert!(serde_json::from_str::<Rule>(r#"{"verdict":{"type":"nope"}}"#).is_err());
+        assert!(Rule::new().probability(2.0).validate().is_err());
+        assert!(Rule::new().fail(ErrorCode::Ok).validate().is_err());
+    }
+}
