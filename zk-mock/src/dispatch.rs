@@ -6,6 +6,7 @@ use bytes::Bytes;
 
 use std::time::Duration;
 
+use crate::codec::Record;
 use crate::fault::{RequestView, Verdict};
 use crate::proto::*;
 use crate::record::WatchKind;
@@ -231,7 +232,6 @@ impl State {
                 let stat = st.tree.set_acl(&r.path, &r.acl, r.version, caller)?;
                 Ok(Reply::Stat(stat))
             }),
-            Request::Multi(m) => self.multi(conn, xid, &m, caller),
             Request::Check(r) => {
                 // ZooKeeper 3.8.0 treats a standalone check as a transaction: it
                 // consumes a zxid and failures are answered, but a *successful*
@@ -313,7 +313,9 @@ impl State {
             }),
             Request::GetAllChildrenNumber(r) => self.read(conn, xid, |st| {
                 st.tree.read(&r.path, perms::READ, caller)?;
-                let n = if r.path == "/" || r.path.is_empty() {
+                // "/" is special-cased (`nodes.size() - 2`); "" counts every
+                // key starting with "/", i.e. all nodes but the "" alias.
+                let n = if r.path == "/" {
                     st.tree.node_count() - 2
                 } else {
                     let prefix = format!("{}/", r.path);
@@ -324,6 +326,28 @@ impl State {
                 };
                 Ok(Reply::Count(n as i32))
             }),
+            Request::Multi(m) if !m.ops.iter().any(MultiOp::is_read) => {
+                self.multi(conn, xid, &m, caller)
+            }
+            Request::Multi(_) => {
+                // A multi (14) of read ops: MultiOperationRecord marks it a read
+                // and PrepRequestProcessor fails it as a txn (zxid consumed).
+                let zxid = self.tree.next_zxid();
+                let err = ErrorCode::MarshallingError.code();
+                self.reply_header(conn, xid, zxid, err);
+                Applied { err, zxid }
+            }
+            Request::MultiRead(m) if m.ops.iter().any(|op| !op.is_read()) => {
+                // A multiRead (22) of write ops: 3.8.0 answers MARSHALLINGERROR
+                // in the header and still sends an empty MultiResponse body.
+                let zxid = self.tree.last_zxid();
+                let err = ErrorCode::MarshallingError.code();
+                let mut b = bytes::BytesMut::new();
+                ReplyHeader { xid, zxid, err }.encode(&mut b);
+                MultiResponse::default().encode(&mut b);
+                self.send(conn, b.freeze());
+                Applied { err, zxid }
+            }
             Request::MultiRead(m) => {
                 let results = m
                     .ops
@@ -582,16 +606,20 @@ impl State {
         events: &mut Vec<TreeEvent>,
     ) -> Result<MultiResult, ErrorCode> {
         Ok(match op {
-            // ZooKeeper 3.8.0 answers every create variant inside multi with a
-            // CreateResult (type 1, path only); the Stat-carrying type 15 came
-            // with 3.8.2 (ZOOKEEPER-4026).
+            // ZooKeeper 3.8.0 answers create and create2 inside multi with a
+            // CreateResult of type 1 (path only) — create2 getting its Stat
+            // (type 15) came with 3.8.2 (ZOOKEEPER-4026) — while
+            // createContainer and createTTL already answer type 15 with a Stat.
             MultiOp::Create(code, r) => {
-                let (path, _) = self.create(zxid, NewNode::create(*code, r), caller, events)?;
-                MultiResult::Create { path }
+                let (path, stat) = self.create(zxid, NewNode::create(*code, r), caller, events)?;
+                match code {
+                    OpCode::CreateContainer => MultiResult::Create2 { path, stat },
+                    _ => MultiResult::Create { path },
+                }
             }
             MultiOp::CreateTtl(r) => {
-                let (path, _) = self.create(zxid, NewNode::ttl(r), caller, events)?;
-                MultiResult::Create { path }
+                let (path, stat) = self.create(zxid, NewNode::ttl(r), caller, events)?;
+                MultiResult::Create2 { path, stat }
             }
             MultiOp::Delete(r) => {
                 self.tree.delete(zxid, &r.path, r.version, caller, events)?;

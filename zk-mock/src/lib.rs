@@ -33,12 +33,17 @@
 //! --test conformance`) runs the same operations against it and against the
 //! mock and compares every reply, Stat and notification. Where 3.8 point
 //! releases differ, the mock does what 3.8.0 does:
-//! - `exists` does not check READ on the node, and notifications are not
-//!   filtered by READ (both arrived in 3.8.4);
-//! - every create variant inside `multi` answers a type-1 CreateResult with
-//!   the path only (the Stat-carrying type 15 arrived in 3.8.2);
+//! - `exists` does not check READ on the node (3.8.4 added that check), but
+//!   notifications are filtered by READ on the node (the parent's, for
+//!   NodeChildrenChanged), as Debian's 3.8.0 carries the CVE-2024-23944 fix;
+//! - `create` and `create2` inside `multi` answer a type-1 CreateResult with
+//!   the path only (the Stat-carrying type 15 arrived in 3.8.2), while
+//!   `createContainer` and `createTTL` answer type 15 with a Stat;
 //! - a standalone `check` (13) is a transaction: failures are answered, a
-//!   success is not answered at all (3.8.6 answers UNIMPLEMENTED and closes).
+//!   success is not answered at all (3.8.6 answers UNIMPLEMENTED and closes);
+//! - a `multi` (14) of read ops is a failed transaction (MARSHALLINGERROR, a
+//!   zxid consumed); a `multiRead` (22) of write ops answers MARSHALLINGERROR
+//!   followed by an empty result list.
 //!
 //! ## Known differences
 //! - `getChildren` lists children sorted; ZooKeeper uses Java `HashSet`

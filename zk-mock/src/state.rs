@@ -240,7 +240,19 @@ impl State {
     pub(crate) fn notify(&mut self, notes: Vec<Notification>, zxid: i64) {
         let now = self.clock.now_ms();
         for n in notes {
-            let session = self.conns.get(&n.conn).and_then(|c| c.session).unwrap_or(0);
+            let Some(c) = self.conns.get(&n.conn) else {
+                continue;
+            };
+            // The watch fired (and a one-shot one is gone), but a connection
+            // without READ on the node (the parent, for NodeChildrenChanged)
+            // is not told (`NIOServerCnxn.process`, CVE-2024-23944; Debian's
+            // 3.8.0 carries the fix).
+            if let Some(acl) = &n.acl {
+                if crate::acl::check(acl, crate::proto::perms::READ, &c.auth).is_err() {
+                    continue;
+                }
+            }
+            let session = c.session.unwrap_or(0);
             self.recorder
                 .notification(now, session, &n.path, n.kind, n.event_type, zxid);
             let mut b = BytesMut::with_capacity(32 + n.path.len());

@@ -3,8 +3,10 @@
 //! at most one entry per (connection, path, table), one-shot.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use crate::proto::event_type::*;
+use crate::proto::Acl;
 use crate::record::WatchKind;
 use crate::session::ConnId;
 use crate::tree::{path, DataTree, TreeEvent};
@@ -25,6 +27,9 @@ pub(crate) struct Notification {
     pub(crate) conn: ConnId,
     /// The kind of watch that fired (the registration's, for SetWatches replays).
     pub(crate) kind: WatchKind,
+    /// Who may hear of it: the connection needs READ on this ACL. `None` for
+    /// SetWatches replays, which ZooKeeper does not filter.
+    pub(crate) acl: Option<Arc<[Acl]>>,
     /// `EventType` (1–4).
     pub(crate) event_type: i32,
     /// The node's path.
@@ -192,29 +197,41 @@ impl WatchManager {
         let none = BTreeSet::new();
         for ev in events {
             match ev {
-                TreeEvent::Created(p) => {
-                    self.emit(Table::Data, p, NODE_CREATED, &none, out);
+                TreeEvent::Created {
+                    path: p,
+                    acl,
+                    parent_acl,
+                } => {
+                    self.emit(Table::Data, p, NODE_CREATED, &none, acl, out);
+                    let parent = path::parent_for_event(p);
                     self.emit(
                         Table::Child,
-                        path::parent_for_event(p),
+                        parent,
                         NODE_CHILDREN_CHANGED,
                         &none,
+                        parent_acl,
                         out,
                     );
                 }
-                TreeEvent::Deleted(p) => {
-                    let told = self.emit(Table::Data, p, NODE_DELETED, &none, out);
-                    self.emit(Table::Child, p, NODE_DELETED, &told, out);
+                TreeEvent::Deleted {
+                    path: p,
+                    acl,
+                    parent_acl,
+                } => {
+                    let told = self.emit(Table::Data, p, NODE_DELETED, &none, acl, out);
+                    self.emit(Table::Child, p, NODE_DELETED, &told, acl, out);
+                    let parent = path::parent_for_event(p);
                     self.emit(
                         Table::Child,
-                        path::parent_for_event(p),
+                        parent,
                         NODE_CHILDREN_CHANGED,
                         &none,
+                        parent_acl,
                         out,
                     );
                 }
-                TreeEvent::DataChanged(p) => {
-                    self.emit(Table::Data, p, NODE_DATA_CHANGED, &none, out);
+                TreeEvent::DataChanged { path: p, acl } => {
+                    self.emit(Table::Data, p, NODE_DATA_CHANGED, &none, acl, out);
                 }
             }
         }
@@ -226,6 +243,7 @@ impl WatchManager {
         path: &str,
         event_type: i32,
         suppress: &BTreeSet<ConnId>,
+        acl: &Arc<[Acl]>,
         out: &mut Vec<Notification>,
     ) -> BTreeSet<ConnId> {
         let conns = self.trigger(table, path, event_type, suppress);
@@ -235,6 +253,7 @@ impl WatchManager {
                 kind,
                 event_type,
                 path: path.to_string(),
+                acl: Some(acl.clone()),
             });
         }
         conns.into_keys().collect()
@@ -253,11 +272,13 @@ impl WatchManager {
         out: &mut Vec<Notification>,
     ) {
         let mut note = |event_type, path: &str, kind| {
+            // SetWatches events carry no ACL: ZooKeeper does not filter them.
             out.push(Notification {
                 conn,
                 kind,
                 event_type,
                 path: path.to_string(),
+                acl: None,
             })
         };
         for p in data {
@@ -361,6 +382,34 @@ fn parent(p: &str) -> Option<&str> {
 mod tests {
     use super::*;
 
+    /// Events with open ACLs.
+    mod ev {
+        use super::*;
+        fn open() -> Arc<[Acl]> {
+            Acl::open_unsafe().into()
+        }
+        pub(super) fn created(p: &str) -> TreeEvent {
+            TreeEvent::Created {
+                path: p.into(),
+                acl: open(),
+                parent_acl: open(),
+            }
+        }
+        pub(super) fn deleted(p: &str) -> TreeEvent {
+            TreeEvent::Deleted {
+                path: p.into(),
+                acl: open(),
+                parent_acl: open(),
+            }
+        }
+        pub(super) fn changed(p: &str) -> TreeEvent {
+            TreeEvent::DataChanged {
+                path: p.into(),
+                acl: open(),
+            }
+        }
+    }
+
     #[test]
     fn delete_sends_one_node_deleted_per_connection_then_parent_children_changed() {
         let mut w = WatchManager::default();
@@ -369,7 +418,7 @@ mod tests {
         w.add(Table::Child, "/a/b", 2, WatchKind::Data);
         w.add(Table::Child, "/a", 2, WatchKind::Data);
         let mut out = Vec::new();
-        w.fire(&[TreeEvent::Deleted("/a/b".into())], &mut out);
+        w.fire(&[ev::deleted("/a/b")], &mut out);
         let got: Vec<_> = out
             .iter()
             .map(|n| (n.conn, n.event_type, n.path.as_str()))
@@ -391,14 +440,15 @@ mod tests {
         w.add(Table::Child, "/", 3, WatchKind::Child);
         w.add(Table::Data, "/x", 3, WatchKind::Data);
         let mut out = Vec::new();
-        w.fire(&[TreeEvent::Created("/x".into())], &mut out);
+        w.fire(&[ev::created("/x")], &mut out);
         assert_eq!(
             out[0],
             Notification {
                 conn: 3,
                 kind: WatchKind::Data,
                 event_type: NODE_CREATED,
-                path: "/x".into()
+                path: "/x".into(),
+                acl: Some(Acl::open_unsafe().into())
             }
         );
         assert_eq!(
@@ -407,7 +457,8 @@ mod tests {
                 conn: 3,
                 kind: WatchKind::Child,
                 event_type: NODE_CHILDREN_CHANGED,
-                path: "/".into()
+                path: "/".into(),
+                acl: Some(Acl::open_unsafe().into())
             }
         );
     }
@@ -418,13 +469,7 @@ mod tests {
         w.add_persistent("/a", 1, false);
         w.add_persistent("/a", 2, true);
         let mut out = Vec::new();
-        w.fire(
-            &[
-                TreeEvent::Created("/a/b".into()),
-                TreeEvent::DataChanged("/a".into()),
-            ],
-            &mut out,
-        );
+        w.fire(&[ev::created("/a/b"), ev::changed("/a")], &mut out);
         let got: Vec<_> = out
             .iter()
             .map(|n| (n.conn, n.event_type, n.path.as_str()))
@@ -447,8 +492,8 @@ mod tests {
         w.add_persistent("/a", 1, false);
         w.add(Table::Data, "/a", 1, WatchKind::Data);
         let mut out = Vec::new();
-        w.fire(&[TreeEvent::DataChanged("/a".into())], &mut out);
-        w.fire(&[TreeEvent::DataChanged("/a".into())], &mut out);
+        w.fire(&[ev::changed("/a")], &mut out);
+        w.fire(&[ev::changed("/a")], &mut out);
         assert_eq!(out.len(), 1, "the data-table entry became one-shot");
     }
 
@@ -468,7 +513,7 @@ mod tests {
         assert_eq!(w.count(), 2);
         w.remove_conn(3);
         let mut out = Vec::new();
-        w.fire(&[TreeEvent::DataChanged("/x".into())], &mut out);
+        w.fire(&[ev::changed("/x")], &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].conn, 4);
     }

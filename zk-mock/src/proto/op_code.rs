@@ -96,6 +96,7 @@ impl OpCode {
                 | SetData
                 | SetAcl
                 | Multi
+                | Check
                 | Reconfig
                 | CreateSession
                 | CloseSession

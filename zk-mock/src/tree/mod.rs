@@ -18,15 +18,47 @@ pub use node::{Node, NodeKind};
 use crate::acl;
 use crate::proto::{perms, Acl, ErrorCode, Id, Stat};
 
-/// A change to the tree, for the watch manager.
+/// A change to the tree, for the watch manager. Each carries the ACLs that
+/// decide who may hear of it (3.8's notification filter, CVE-2024-23944):
+/// the node's for its own event, the parent's for NodeChildrenChanged.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TreeEvent {
     /// A node was created.
-    Created(String),
+    Created {
+        /// The node's path.
+        path: String,
+        /// The node's ACL.
+        acl: Arc<[Acl]>,
+        /// The parent's ACL.
+        parent_acl: Arc<[Acl]>,
+    },
     /// A node was deleted.
-    Deleted(String),
+    Deleted {
+        /// The node's path.
+        path: String,
+        /// The node's ACL.
+        acl: Arc<[Acl]>,
+        /// The parent's ACL.
+        parent_acl: Arc<[Acl]>,
+    },
     /// A node's data was set.
-    DataChanged(String),
+    DataChanged {
+        /// The node's path.
+        path: String,
+        /// The node's ACL.
+        acl: Arc<[Acl]>,
+    },
+}
+
+impl TreeEvent {
+    /// The changed node's path.
+    pub fn path(&self) -> &str {
+        match self {
+            TreeEvent::Created { path, .. }
+            | TreeEvent::Deleted { path, .. }
+            | TreeEvent::DataChanged { path, .. } => path,
+        }
+    }
 }
 
 /// `CreateMode`, decoded from the request flags (`CreateMode.fromFlag`).
@@ -186,11 +218,14 @@ impl DataTree {
     }
 
     fn insert(&mut self, path: String, node: Node) {
-        if let NodeKind::Ephemeral(s) = node.kind {
-            self.ephemerals.entry(s).or_default().insert(path.clone());
-        }
+        let kind = node.kind;
         if let Some(old) = self.nodes.insert(path.clone(), node) {
             self.forget_ephemeral(&path, &old);
+        }
+        // After forgetting the old version: restoring a saved ephemeral over
+        // itself (a rolled-back multi) must leave it indexed.
+        if let NodeKind::Ephemeral(s) = kind {
+            self.ephemerals.entry(s).or_default().insert(path);
         }
     }
 
@@ -300,6 +335,7 @@ impl DataTree {
             children: BTreeSet::new(),
         };
         let stat = node.stat();
+        let node_acl = node.acl.clone();
         let parent_key = Self::key(parent_path).to_string();
         self.save(&parent_key);
         self.save(&full);
@@ -311,8 +347,13 @@ impl DataTree {
         parent.children.insert(child);
         parent.cversion = parent.cversion.wrapping_add(1);
         parent.pzxid = zxid;
+        let parent_acl = parent.acl.clone();
         self.insert(full.clone(), node);
-        events.push(TreeEvent::Created(full.clone()));
+        events.push(TreeEvent::Created {
+            path: full.clone(),
+            acl: node_acl,
+            parent_acl,
+        });
         Ok((full, stat))
     }
 
@@ -351,14 +392,22 @@ impl DataTree {
         let parent_key = Self::key(parent_path).to_string();
         self.save(&parent_key);
         self.save(path);
+        let mut parent_acl = self.open_acl.clone();
         if let Some(parent) = self.nodes.get_mut(&parent_key) {
             parent.children.remove(child);
             if zxid > parent.pzxid {
                 parent.pzxid = zxid;
             }
+            parent_acl = parent.acl.clone();
         }
-        self.remove(path);
-        events.push(TreeEvent::Deleted(path.to_string()));
+        let acl = self
+            .remove(path)
+            .map_or_else(|| self.open_acl.clone(), |n| n.acl);
+        events.push(TreeEvent::Deleted {
+            path: path.to_string(),
+            acl,
+            parent_acl,
+        });
     }
 
     /// setData: BADARGUMENTS, NONODE, NOAUTH (WRITE), BADVERSION.
@@ -387,7 +436,11 @@ impl DataTree {
         node.mzxid = zxid;
         node.mtime = time;
         let stat = node.stat();
-        events.push(TreeEvent::DataChanged(path.to_string()));
+        let acl = node.acl.clone();
+        events.push(TreeEvent::DataChanged {
+            path: path.to_string(),
+            acl,
+        });
         Ok(stat)
     }
 
@@ -586,6 +639,24 @@ mod tests {
         );
     }
 
+    /// Regression (conformance D7): a rolled-back multi that touched an
+    /// ephemeral dropped it from its session's index, so closeSession leaked it.
+    #[test]
+    fn rollback_over_an_ephemeral_keeps_it_owned() {
+        let mut t = DataTree::new();
+        create(&mut t, "/e", 1).unwrap();
+        t.begin();
+        let z = t.next_zxid();
+        t.set_data(z, 0, "/e", None, -1, ME, &mut Vec::new())
+            .unwrap();
+        t.delete(z, "/e", -1, ME, &mut Vec::new()).unwrap();
+        t.rollback();
+        assert_eq!(t.ephemerals_of(7).collect::<Vec<_>>(), vec!["/e"]);
+        let mut ev = Vec::new();
+        t.kill_session(t.last_zxid() + 1, 7, &mut ev);
+        assert!(t.get("/e").is_none());
+    }
+
     #[test]
     fn kill_session_deletes_only_that_sessions_ephemerals() {
         let mut t = DataTree::new();
@@ -594,7 +665,10 @@ mod tests {
         let mut ev = Vec::new();
         let z = t.next_zxid();
         t.kill_session(z, 7, &mut ev);
-        assert_eq!(ev, vec![TreeEvent::Deleted("/e1".into())]);
+        assert_eq!(
+            ev.iter().map(TreeEvent::path).collect::<Vec<_>>(),
+            vec!["/e1"]
+        );
         assert!(t.get("/p").is_some());
         assert_eq!(t.get("/").unwrap().pzxid, z);
     }
