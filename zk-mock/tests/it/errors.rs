@@ -262,3 +262,56 @@ async fn a_delete_of_an_existing_node_with_the_wrong_version_is_bad_version_even
         .unwrap();
     assert_eq!(del.header.err, NOTEMPTY);
 }
+
+#[tokio::test]
+async fn ttl_nodes_are_unimplemented_by_default_and_still_cost_a_zxid() {
+    let mock = start_mock().await;
+    let c = connect(&mock).await;
+    let zxid = mock.last_zxid();
+    let opts = persistent().with_ttl(std::time::Duration::from_secs(5));
+    assert_eq!(
+        c.create("/ttl", b"", &opts).await,
+        Err(Error::Unimplemented)
+    );
+    assert_eq!(mock.last_zxid(), zxid + 1);
+    let mut r = raw(&mock).await;
+    // create2 with a TTL flag: the same answer.
+    let reply = r
+        .request(OpCode::Create2, &create_req("/ttl2", None, 5))
+        .await
+        .unwrap();
+    assert_eq!(reply.header.err, -6);
+    assert_eq!(c.check_stat("/ttl").await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn reconfig_is_disabled_on_a_standalone_server_as_a_failed_transaction() {
+    let mock = start_mock().await;
+    let mut c = raw(&mock).await;
+    let zxid = mock.last_zxid();
+    // ReconfigRequest{joiningServers, leavingServers, newMembers: ustring; curConfigId: long}
+    let mut body = Vec::new();
+    for _ in 0..3 {
+        body.extend_from_slice(&0i32.to_be_bytes());
+    }
+    body.extend_from_slice(&(-1i64).to_be_bytes());
+    let r = c.request_raw(OpCode::Reconfig as i32, &body).await.unwrap();
+    assert_eq!((r.header.err, r.header.zxid), (-123, zxid + 1));
+}
+
+#[tokio::test]
+async fn exists_rejects_a_nul_in_the_path_and_sync_echoes_any_path() {
+    let mock = start_mock().await;
+    let mut c = raw(&mock).await;
+    assert_eq!(
+        raw_exists(&mut c, "/a\0b", false).await.header.err,
+        BADARGUMENTS
+    );
+    let r = c
+        .request(OpCode::Sync, &path_req("/what/ever"))
+        .await
+        .unwrap();
+    assert_eq!(r.header.err, 0);
+    let echoed: zk_mock::proto::PathRequest = r.decode().unwrap();
+    assert_eq!(echoed.path, "/what/ever");
+}

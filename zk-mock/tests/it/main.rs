@@ -8,6 +8,7 @@ mod errors;
 mod handshake;
 mod mocks;
 mod multi;
+mod persistent;
 mod sessions;
 mod stat;
 mod support;

@@ -166,7 +166,7 @@ async fn a_failed_multi_reports_zero_then_the_error_then_runtime_inconsistency()
 }
 
 #[tokio::test]
-async fn multi_results_are_path_only_for_every_create_variant_on_3_8_0() {
+async fn multi_results_are_path_only_for_create_and_create2_but_carry_a_stat_for_containers() {
     let mock = start_mock().await;
     let mut c = raw(&mock).await;
     raw_create_ok(&mut c, "/x", 0).await;
@@ -190,9 +190,10 @@ async fn multi_results_are_path_only_for_every_create_variant_on_3_8_0() {
     assert_eq!(r.header.err, 0);
     let zxid = r.header.zxid;
     let resp: MultiResponse = r.decode().unwrap();
-    // 3.8.0: type 1 with the path for create, create2 and createContainer alike
-    // (the Stat-carrying type 15 arrived in 3.8.2, ZOOKEEPER-4026).
-    for (i, want) in ["/c1", "/c2", "/c3"].iter().enumerate() {
+    // 3.8.0: type 1 with the path for create and create2 (the Stat-carrying
+    // type 15 arrived for create2 in 3.8.2, ZOOKEEPER-4026), but type 15 with
+    // a Stat for createContainer (recorded from a real 3.8.0).
+    for (i, want) in ["/c1", "/c2"].iter().enumerate() {
         assert_eq!(
             resp.results[i],
             MultiResult::Create {
@@ -202,7 +203,15 @@ async fn multi_results_are_path_only_for_every_create_variant_on_3_8_0() {
     }
     let c2 = raw_stat(&mut c, "/c2").await;
     assert_eq!((c2.czxid, c2.data_length), (zxid, 1));
-    assert_eq!(raw_stat(&mut c, "/c3").await.ephemeral_owner, 0);
+    let MultiResult::Create2 { path, stat } = &resp.results[2] else {
+        panic!("createContainer in multi should answer type 15: {resp:?}")
+    };
+    assert_eq!(path, "/c3");
+    assert_eq!((stat.czxid, stat.mzxid, stat.pzxid), (zxid, zxid, zxid));
+    assert_eq!(
+        (stat.ephemeral_owner, stat.data_length, stat.version),
+        (0, 0, 0)
+    );
     assert_eq!(resp.results[3], MultiResult::Check);
     let MultiResult::SetData { stat } = &resp.results[4] else {
         panic!("{resp:?}")
@@ -328,4 +337,31 @@ async fn multi_operations_fire_watches_before_the_multi_reply() {
             (NODE_CREATED, "/w2".to_string())
         ]
     );
+}
+
+#[tokio::test]
+async fn an_ephemeral_touched_by_a_failed_multi_still_dies_with_its_session() {
+    let mock = start_mock().await;
+    let observer = connect(&mock).await;
+    let owner = connect(&mock).await;
+    owner.create("/e", b"", &ephemeral()).await.unwrap();
+    let mut w = owner.new_multi_writer();
+    w.add_set_data("/e", b"x", None).unwrap();
+    w.add_create("/e", b"", &persistent()).unwrap();
+    assert_eq!(
+        w.commit().await.unwrap_err(),
+        MultiWriteError::OperationFailed {
+            index: 1,
+            source: Error::NodeExists
+        }
+    );
+    assert_eq!(owner.list_ephemerals("/").await.unwrap(), ["/e"]);
+    let (_, _, gone) = observer.get_and_watch_data("/e").await.unwrap();
+    drop(owner);
+    let ev = with_timeout(QUICK, "NodeDeleted /e", gone.changed()).await;
+    assert_eq!(
+        ev,
+        node_event(zookeeper_client::EventType::NodeDeleted, "/e")
+    );
+    observer.create("/e", b"", &persistent()).await.unwrap();
 }
