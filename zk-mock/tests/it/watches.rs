@@ -422,3 +422,27 @@ async fn a_real_client_reregisters_its_watches_after_a_reconnect_and_gets_missed
     // And the session is the same one.
     assert_eq!(mock.session_ids().len(), 2);
 }
+
+#[tokio::test]
+async fn notifications_are_filtered_by_the_nodes_read_acl() {
+    // Debian's 3.8.0 carries the ZOOKEEPER-4799 filter (recorded from the real server).
+    let mock = start_mock().await;
+    let mut w = raw(&mock).await;
+    let mut c = raw(&mock).await;
+    raw_exists(&mut w, "/hidden", true).await;
+    w.request(OpCode::GetChildren, &path_watch("/", true))
+        .await
+        .unwrap();
+    let write_only = zk_mock::proto::CreateRequest {
+        acl: vec![zk_mock::proto::Acl::new(2, "world", "anyone")],
+        ..create_req("/hidden", None, 0)
+    };
+    let r = c.request(OpCode::Create, &write_only).await.unwrap();
+    assert_eq!(r.header.err, 0);
+    // The parent's ACL is open: its NodeChildrenChanged is delivered; the
+    // unreadable node's NodeCreated is not.
+    assert_eq!(
+        kinds(&events_after_barrier(&mut w).await),
+        [(NODE_CHILDREN_CHANGED, "/".to_string())]
+    );
+}
