@@ -404,3 +404,54 @@ async fn creator_acls_after_digest_auth_lock_out_other_sessions() {
     bob.auth("digest", b"alice:secret").await.unwrap();
     assert_eq!(bob.get_data("/private").await.unwrap().0, b"s");
 }
+
+#[tokio::test]
+async fn concurrent_requests_from_one_client_are_answered_in_send_order() {
+    let mock = start_mock().await;
+    let c = connect(&mock).await;
+    c.create("/load", b"", &persistent()).await.unwrap();
+    let opts = sequential();
+    let futures: Vec<_> = (0..200).map(|_| c.create("/load/n-", b"", &opts)).collect();
+    let results = futures::future::join_all(futures).await;
+    for (i, r) in results.into_iter().enumerate() {
+        let (stat, seq) = r.unwrap();
+        assert_eq!(
+            seq.into_i64(),
+            i as i64,
+            "the i-th request sent gets suffix i"
+        );
+        assert_eq!(stat.czxid, 3 + i as i64);
+    }
+    assert_eq!(c.count_descendants_number("/load").await.unwrap(), 200);
+}
+
+#[tokio::test]
+async fn a_chrooted_client_sees_paths_relative_to_its_root() {
+    let mock = start_mock().await;
+    let plain = connect(&mock).await;
+    plain.create("/app", b"", &persistent()).await.unwrap();
+    let rooted = connect_to(&format!("{}/app", mock.connect_string())).await;
+    let (_, seq) = rooted
+        .create("/job-", b"", &ephemeral_sequential())
+        .await
+        .unwrap();
+    assert_eq!(seq.into_i64(), 0);
+    assert_eq!(
+        plain.list_children("/app").await.unwrap(),
+        ["job-0000000000"]
+    );
+    assert_eq!(
+        rooted.list_ephemerals("/").await.unwrap(),
+        ["/job-0000000000"]
+    );
+    let (_, w) = rooted.check_and_watch_stat("/later").await.unwrap();
+    plain
+        .create("/app/later", b"", &persistent())
+        .await
+        .unwrap();
+    let ev = with_timeout(QUICK, "NodeCreated", w.changed()).await;
+    assert_eq!(
+        ev,
+        node_event(zookeeper_client::EventType::NodeCreated, "/later")
+    );
+}

@@ -313,3 +313,45 @@ async fn a_session_closed_by_a_second_client_shows_up_as_expired_in_the_first() 
     assert_eq!(expired, SessionState::Expired);
     assert_eq!(victim.check_stat("/").await, Err(Error::SessionExpired));
 }
+
+#[tokio::test]
+async fn a_real_client_cut_off_past_its_timeout_is_told_its_session_expired() {
+    // A short tick makes the server expire the session well before the
+    // client's own 7/5 x timeout deadline, so the Expired comes from the
+    // server's answer to the re-attach.
+    init_tracing();
+    let mock = ZkMock::builder()
+        .tick_time(200)
+        .min_session_timeout(4000)
+        .start()
+        .await
+        .unwrap();
+    let proxy = Proxy::start(mock.addr()).await;
+    let client = Client::connector()
+        .with_session_timeout(Duration::from_secs(4))
+        .connect(&proxy.connect_string())
+        .await
+        .unwrap();
+    assert_eq!(client.session_timeout(), Duration::from_secs(4));
+    client.create("/lease", b"", &ephemeral()).await.unwrap();
+    let observer = connect(&mock).await;
+    let (_, _, gone) = observer.get_and_watch_data("/lease").await.unwrap();
+    let mut state = client.state_watcher();
+
+    let cut = Instant::now();
+    proxy.pause_and_cut();
+    let ev = with_timeout(Duration::from_secs(8), "server-side expiry", gone.changed()).await;
+    assert_eq!(ev, node_event(EventType::NodeDeleted, "/lease"));
+    let elapsed = cut.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(3500) && elapsed <= Duration::from_millis(5500),
+        "expired {elapsed:?} after the cut"
+    );
+    assert!(!mock.session_ids().contains(&client.session_id().0));
+    proxy.resume();
+    with_timeout(QUICK, "Expired", async {
+        while state.changed().await != SessionState::Expired {}
+    })
+    .await;
+    assert_eq!(client.check_stat("/").await, Err(Error::SessionExpired));
+}
