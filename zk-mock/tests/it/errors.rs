@@ -1,6 +1,6 @@
 //! Error codes and the order in which ZooKeeper checks them.
 
-use zk_mock::proto::{DeleteRequest, OpCode, SetDataRequest};
+use zk_mock::proto::{perms, Acl, DeleteRequest, OpCode, SetAclRequest, SetDataRequest};
 use zookeeper_client::Error;
 
 use crate::support::*;
@@ -51,7 +51,7 @@ async fn creating_under_a_missing_parent_is_no_node() {
 }
 
 #[tokio::test]
-async fn an_ephemeral_cannot_have_children_but_existence_is_checked_first() {
+async fn an_ephemeral_cannot_have_children() {
     let mock = start_mock().await;
     let c = connect(&mock).await;
     c.create("/e", b"", &ephemeral()).await.unwrap();
@@ -122,10 +122,6 @@ async fn the_config_node_is_read_only() {
     assert_eq!(c.get_config().await.unwrap().0, b"");
     assert_eq!(
         c.set_data("/zookeeper/config", b"x", None).await,
-        Err(Error::NoAuth)
-    );
-    assert_eq!(
-        c.create("/zookeeper/config/x", b"", &persistent()).await,
         Err(Error::NoAuth)
     );
     assert_eq!(
@@ -204,11 +200,10 @@ async fn set_data_validates_the_path_but_delete_and_reads_only_look_it_up() {
 }
 
 #[tokio::test]
-async fn create_checks_acl_before_existence() {
+async fn the_parents_acl_is_checked_before_the_childs_existence() {
     let mock = start_mock().await;
     let mut c = raw(&mock).await;
-    // /zookeeper/config is READ-only: a create under it is NoAuth even where
-    // the name is otherwise fine, and an existing path elsewhere is NodeExists.
+    // /zookeeper/config is READ-only: NoAuth comes before the full path check.
     assert_eq!(
         raw_create(&mut c, "/zookeeper/config/x", None, 0)
             .await
@@ -221,8 +216,45 @@ async fn create_checks_acl_before_existence() {
             .await
             .header
             .err,
-        NOAUTH,
-        "NoAuth comes before the full path check"
+        NOAUTH
+    );
+    raw_create_ok(&mut c, "/locked", 0).await;
+    raw_create_ok(&mut c, "/locked/c", 0).await;
+    let r = c
+        .request(
+            OpCode::SetAcl,
+            &SetAclRequest {
+                path: "/locked".into(),
+                acl: vec![Acl::new(perms::READ | perms::ADMIN, "world", "anyone")],
+                version: 0,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.header.err, 0);
+    // create: NoAuth on the parent beats NodeExists.
+    assert_eq!(
+        raw_create(&mut c, "/locked/c", None, 0).await.header.err,
+        NOAUTH
+    );
+    // delete: NoAuth on the parent beats NoNode and BadVersion.
+    for (path, version) in [("/locked/missing", -1), ("/locked/c", 7)] {
+        let r = c
+            .request(
+                OpCode::Delete,
+                &DeleteRequest {
+                    path: path.into(),
+                    version,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.header.err, NOAUTH, "delete {path}");
+    }
+    // But a missing parent is NoNode first.
+    assert_eq!(
+        raw_create(&mut c, "/nowhere/x", None, 0).await.header.err,
+        NONODE
     );
     assert_eq!(
         raw_create(&mut c, "/zookeeper/quota", None, 0)
