@@ -983,6 +983,8 @@ fn set_watches(v2: bool) -> Vec<Op> {
                 data: v(data),
                 exist: v(exist),
                 child: v(child),
+                persistent: vec![],
+                recursive: vec![],
             },
         )
     };
@@ -1432,5 +1434,314 @@ pub(crate) fn fresh_server_tree() -> Vec<Op> {
         ls2(1, "/zookeeper", false),
         del(1, "/zookeeper/x", -1),
         ls2(1, "/zookeeper", false),
+    ]
+}
+
+/// A multi that fails after touching ephemerals must leave them exactly as
+/// they were, owned by the session (found by the random sequences).
+pub(crate) fn multi_rollback_keeps_ephemerals() -> Vec<Op> {
+    let eph = |s: Slot| r(s, Req::GetEphemerals { prefix: "@".into() });
+    vec![
+        conn(0),
+        conn(1),
+        create(0, "@/e1", NULL, 1),
+        create(0, "@/e2", NULL, 1),
+        create(0, "@/e3", NULL, 1),
+        multi(0, vec![ms("@/e1", NULL, -1), mc("@/e1", NULL, 0)]),
+        multi(0, vec![md("@/e2", -1), mk("@/e2", 0)]),
+        multi(
+            0,
+            vec![md("@/e3", -1), mc("@/e3", NULL, 1), mk("@/nope", 0)],
+        ),
+        multi(1, vec![md("@/e1", -1), mc("@/x", NULL, 0), mk("@/x", 3)]),
+        eph(0),
+        eph(1),
+        exists(1, "@/e1", true),
+        exists(1, "@/e2", true),
+        exists(1, "@/e3", true),
+        close(0),
+        ls2(1, "@", false),
+        create(1, "@/e1", NULL, 0),
+    ]
+}
+
+fn auth(s: Slot, scheme: &str, a: &str) -> Op {
+    r(
+        s,
+        Req::Auth {
+            scheme: scheme.into(),
+            auth: a.as_bytes().to_vec(),
+        },
+    )
+}
+fn whoami(s: Slot) -> Op {
+    r(s, Req::WhoAmI)
+}
+fn add_watch(s: Slot, path: &str, mode: i32) -> Op {
+    r(
+        s,
+        Req::AddWatch {
+            path: path.into(),
+            mode,
+        },
+    )
+}
+fn check_watches(s: Slot, path: &str, ty: i32) -> Op {
+    r(
+        s,
+        Req::CheckWatches {
+            path: path.into(),
+            ty,
+        },
+    )
+}
+fn remove_watches(s: Slot, path: &str, ty: i32) -> Op {
+    r(
+        s,
+        Req::RemoveWatches {
+            path: path.into(),
+            ty,
+        },
+    )
+}
+
+pub(crate) fn auth_and_whoami() -> Vec<Op> {
+    let creator = || vec![acl(perms::ALL, "auth", "")];
+    vec![
+        conn(0),
+        conn(1),
+        whoami(0),
+        auth(0, "digest", "alice:secret"),
+        whoami(0),
+        create_acl(0, 15, "@/d", d("d"), creator(), 0),
+        get_acl(0, "@/d"),
+        get(0, "@/d", false),
+        get(1, "@/d", false),
+        get_acl(1, "@/d"),
+        create_acl(1, 1, "@/x", NULL, creator(), 0),
+        // ip auth works, but does not count for `auth` ACLs.
+        auth(1, "ip", "whatever"),
+        whoami(1),
+        create_acl(1, 1, "@/x", NULL, creator(), 0),
+        // digest auth never fails; the wrong password just gives another id.
+        auth(1, "digest", "alice:wrong"),
+        get(1, "@/d", false),
+        auth(1, "digest", "alice:secret"),
+        get(1, "@/d", false),
+        whoami(1),
+        auth(0, "digest", "bob"),
+        auth(0, "digest", ""),
+        whoami(0),
+        create_acl(0, 1, "@/multi", NULL, creator(), 0),
+        get_acl(0, "@/multi"),
+        // Unknown schemes: AUTHFAILED, then the connection is closed; the
+        // session lives on, and auth is per connection.
+        auth(1, "nosuch", "x"),
+        reconnect(1, Passwd::Good),
+        whoami(1),
+        get(1, "@/d", false),
+        auth(0, "world", "anyone"),
+        reconnect(0, Passwd::Good),
+        get(0, "@/d", false),
+        auth(0, "super", "x"),
+        reconnect(0, Passwd::Good),
+        auth(0, "auth", ""),
+        reconnect(0, Passwd::Good),
+        sync(0, "@"),
+    ]
+}
+
+pub(crate) fn add_watch_persistent() -> Vec<Op> {
+    vec![
+        conn(0),
+        conn(1),
+        add_watch(1, "@/p", 0),
+        create(0, "@/p", d("p"), 0),
+        set(0, "@/p", d("q"), -1),
+        set(0, "@/p", d("r"), -1),
+        create(0, "@/p/c", NULL, 0),
+        create(0, "@/p/c/d", NULL, 0),
+        set(0, "@/p/c", d("x"), -1),
+        del(0, "@/p/c/d", -1),
+        del(0, "@/p/c", -1),
+        del(0, "@/p", -1),
+        create(0, "@/p", NULL, 0),
+        check_watches(1, "@/p", 1),
+        check_watches(1, "@/p", 2),
+        check_watches(1, "@/p", 3),
+        check_watches(0, "@/p", 3),
+        check_watches(1, "@/nothing", 3),
+        remove_watches(1, "@/p", 2),
+        set(0, "@/p", d("s"), -1),
+        create(0, "@/p/x", NULL, 0),
+        remove_watches(1, "@/p", 1),
+        create(0, "@/p/y", NULL, 0),
+        remove_watches(1, "@/p", 3),
+        check_watches(1, "@/p", 3),
+        // A missing node may be watched; bad modes and types.
+        add_watch(1, "@/missing/deep", 0),
+        create(0, "@/missing", NULL, 0),
+        create(0, "@/missing/deep", NULL, 0),
+        add_watch(1, "@/q", 7),
+        check_watches(1, "@/p", 9),
+        remove_watches(1, "@/p", 0),
+        sync(1, "@"),
+        // 3.8 quirk: a standard watch on the same path downgrades that table.
+        add_watch(1, "@/p", 0),
+        get(1, "@/p", true),
+        set(0, "@/p", d("t"), -1),
+        set(0, "@/p", d("u"), -1),
+        create(0, "@/p/z", NULL, 0),
+        create(0, "@/p/w", NULL, 0),
+        // Both kinds fire before the writer's own reply.
+        add_watch(0, "@/p", 0),
+        set(0, "@/p", d("v"), -1),
+        // Persistent watches belong to the connection.
+        reconnect(1, Passwd::Good),
+        set(0, "@/p", d("w"), -1),
+        check_watches(1, "@/p", 3),
+    ]
+}
+
+pub(crate) fn add_watch_recursive() -> Vec<Op> {
+    vec![
+        conn(0),
+        conn(1),
+        add_watch(1, "@/r", 1),
+        create(0, "@/r", NULL, 0),
+        create(0, "@/r/a", NULL, 0),
+        create(0, "@/r/a/b", d("b"), 0),
+        set(0, "@/r/a/b", d("c"), -1),
+        del(0, "@/r/a/b", -1),
+        set(0, "@/r", d("r"), -1),
+        create(0, "@/rx", NULL, 0),
+        multi(
+            0,
+            vec![
+                mc("@/r/m", NULL, 0),
+                mc("@/r/m/n", NULL, 0),
+                ms("@/r/a", d("m"), -1),
+            ],
+        ),
+        create(0, "@/r/e", NULL, 1),
+        create(0, "@/r/s", NULL, 3),
+        check_watches(1, "@/r", 1),
+        check_watches(1, "@/r/a", 3),
+        // A standard child watch on the same path: the child table is now standard.
+        ls(1, "@/r", true),
+        create(0, "@/r/x", NULL, 0),
+        create(0, "@/r/y", NULL, 0),
+        // A standard data watch on the path: the recursive one stops matching below.
+        get(1, "@/r", true),
+        create(0, "@/r/z", NULL, 0),
+        set(0, "@/r", d("s"), -1),
+        set(0, "@/r", d("t"), -1),
+        // A second recursive watch, and a closeSession deleting ephemerals under it.
+        add_watch(1, "@/r", 1),
+        close(0),
+        ls2(1, "@/r", false),
+        remove_watches(1, "@/r", 3),
+        remove_watches(1, "@/r", 3),
+    ]
+}
+
+pub(crate) fn set_watches2_persistent() -> Vec<Op> {
+    let sw2 = |rel: Zx, data: &[&str], persistent: &[&str], recursive: &[&str]| {
+        let v = |l: &[&str]| l.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        r(
+            1,
+            Req::SetWatches {
+                v2: true,
+                rel,
+                data: v(data),
+                exist: vec![],
+                child: vec![],
+                persistent: v(persistent),
+                recursive: v(recursive),
+            },
+        )
+    };
+    vec![
+        conn(0),
+        conn(1),
+        create(0, "@/p", NULL, 0),
+        create(0, "@/r", NULL, 0),
+        sync(1, "@"),
+        set(0, "@/p", d("missed"), -1),
+        create(0, "@/r/missed", NULL, 0),
+        // Missed events are not replayed for persistent watches.
+        sw2(Zx::Last, &[], &["@/p"], &["@/r"]),
+        set(0, "@/p", d("seen"), -1),
+        create(0, "@/p/c", NULL, 0),
+        create(0, "@/r/x", NULL, 0),
+        create(0, "@/r/x/y", NULL, 0),
+        del(0, "@/p/c", -1),
+        del(0, "@/p", -1),
+        create(0, "@/p", NULL, 0),
+        check_watches(1, "@/p", 3),
+        check_watches(1, "@/r", 3),
+        sw2(Zx::Zero, &["@/p"], &["@/q"], &[]),
+        create(0, "@/q", NULL, 0),
+        set(0, "@/q", NULL, -1),
+    ]
+}
+
+pub(crate) fn pipelined_ordering() -> Vec<Op> {
+    let p = |s: Slot, reqs: Vec<Op>| {
+        Op::Pipeline(
+            s,
+            reqs.into_iter()
+                .map(|o| match o {
+                    Op::Req(_, r) => r,
+                    _ => unreachable!(),
+                })
+                .collect(),
+        )
+    };
+    vec![
+        conn(0),
+        conn(1),
+        create(0, "@/a", d("a"), 0),
+        get(0, "@/a", true),
+        get(1, "@/a", true),
+        p(
+            0,
+            vec![
+                set(0, "@/a", d("b"), -1),
+                get(0, "@/a", true),
+                set(0, "@/a", d("c"), -1),
+                create(0, "@/b", NULL, 0),
+                ls(0, "@", true),
+                create(0, "@/c", NULL, 0),
+                create(0, "@/c", NULL, 0),
+                sync(0, "@"),
+                exists(0, "@/c", true),
+                del(0, "@/c", -1),
+                r(0, Req::Ping),
+                get(0, "@/a", false),
+            ],
+        ),
+        p(
+            1,
+            vec![
+                exists(1, "@/n", true),
+                create(1, "@/n", NULL, 1),
+                multi(1, vec![ms("@/n", d("x"), -1), mk("@/n", 1)]),
+                get(1, "@/n", true),
+                del(1, "@/n", -1),
+            ],
+        ),
+        // Nothing after a closeSession is answered.
+        p(
+            1,
+            vec![
+                get(1, "@/a", false),
+                create(1, "@/e", NULL, 1),
+                close(1),
+                get(1, "@/a", false),
+                sync(1, "@"),
+            ],
+        ),
+        exists(0, "@/e", false),
     ]
 }

@@ -148,14 +148,38 @@ pub(crate) enum Req {
     Ping,
     Multi(Vec<MOp>),
     MultiRead(Vec<MOp>),
-    /// setWatches (101), or setWatches2 (105) when `v2`.
+    /// setWatches (101), or setWatches2 (105) when `v2` (only setWatches2
+    /// carries the persistent lists).
     SetWatches {
         v2: bool,
         rel: Zx,
         data: Vec<String>,
         exist: Vec<String>,
         child: Vec<String>,
+        persistent: Vec<String>,
+        recursive: Vec<String>,
     },
+    /// auth (100), sent with a ping behind it (an AUTHFAILED closes the connection).
+    Auth {
+        scheme: String,
+        auth: Vec<u8>,
+    },
+    /// addWatch (106): mode 0 persistent, 1 persistent recursive.
+    AddWatch {
+        path: String,
+        mode: i32,
+    },
+    /// checkWatches (17): type 1 children, 2 data, 3 any.
+    CheckWatches {
+        path: String,
+        ty: i32,
+    },
+    /// removeWatches (18).
+    RemoveWatches {
+        path: String,
+        ty: i32,
+    },
+    WhoAmI,
     GetEphemerals {
         prefix: String,
     },
@@ -200,6 +224,9 @@ pub(crate) enum Op {
     },
     /// A request on the slot's current connection.
     Req(Slot, Req),
+    /// Requests written back to back before any reply is read: checks reply
+    /// order and where notifications fall between the replies.
+    Pipeline(Slot, Vec<Req>),
 }
 
 impl fmt::Display for Op {
@@ -240,6 +267,11 @@ impl fmt::Display for Op {
             )
             }
             Op::Req(s, r) => write!(f, "s{s} {}", req_text(r)),
+            Op::Pipeline(s, rs) => write!(
+                f,
+                "s{s} pipelined [{}]",
+                rs.iter().map(req_text).collect::<Vec<_>>().join("; ")
+            ),
         }
     }
 }
@@ -332,10 +364,27 @@ fn req_text(r: &Req) -> String {
             data,
             exist,
             child,
-        } => format!(
-            "setWatches{} rel={rel:?} data={data:?} exist={exist:?} child={child:?}",
-            if *v2 { "2" } else { "" }
-        ),
+            persistent,
+            recursive,
+        } => {
+            let mut t = format!(
+                "setWatches{} rel={rel:?} data={data:?} exist={exist:?} child={child:?}",
+                if *v2 { "2" } else { "" }
+            );
+            if *v2 {
+                t.push_str(&format!(
+                    " persistent={persistent:?} recursive={recursive:?}"
+                ));
+            }
+            t
+        }
+        Req::Auth { scheme, auth } => {
+            format!("auth {scheme:?} {:?}", String::from_utf8_lossy(auth))
+        }
+        Req::AddWatch { path, mode } => format!("addWatch {path:?} mode={mode}"),
+        Req::CheckWatches { path, ty } => format!("checkWatches {path:?} type={ty}"),
+        Req::RemoveWatches { path, ty } => format!("removeWatches {path:?} type={ty}"),
+        Req::WhoAmI => "whoAmI".into(),
         Req::GetEphemerals { prefix } => format!("getEphemerals {prefix:?}"),
         Req::GetAllChildrenNumber { path } => format!("getAllChildrenNumber {path:?}"),
         Req::CloseSession => "closeSession".into(),
@@ -658,7 +707,7 @@ impl Run {
                 }
                 let (opcode, body) = self.encode(s, req);
                 let mut conn = self.slots[s].conn.take().unwrap();
-                let r = if let Req::Raw { .. } | Req::Check { .. } = req {
+                let r = if let Req::Raw { .. } | Req::Check { .. } | Req::Auth { .. } = req {
                     match raw_request(&mut conn, opcode, &body).await {
                         Ok(RawOutcome::Reply(r)) => Ok(r),
                         Ok(RawOutcome::NoReply) => {
@@ -696,6 +745,61 @@ impl Run {
                         out.push(format!("  -> {}", conn_state::<()>(&Err(e))));
                         self.slots[s].conn = None;
                     }
+                }
+                s
+            }
+            Op::Pipeline(s, reqs) => {
+                let s = *s;
+                self.slot(s);
+                let Some(mut conn) = self.slots[s].conn.take() else {
+                    out.push("  -> (no open connection: not sent)".into());
+                    return out;
+                };
+                let mut all = BytesMut::new();
+                for (i, req) in reqs.iter().enumerate() {
+                    let (opcode, body) = self.encode(s, req);
+                    let mut b = BytesMut::new();
+                    RequestHeader {
+                        xid: PIPELINE_XID + i as i32,
+                        op_type: opcode,
+                    }
+                    .encode(&mut b);
+                    b.extend_from_slice(&body);
+                    all.extend_from_slice(&zk_mock::codec::frame(&b));
+                }
+                // One write: the server sees every request before answering any.
+                let sent = conn.send_raw(&all).await;
+                let mut ok = sent.is_ok();
+                for _ in 0..reqs.len() {
+                    if !ok {
+                        break;
+                    }
+                    let r = conn.next_reply().await;
+                    for n in conn.take_events() {
+                        out.push(self.event_line(s, "", &n));
+                    }
+                    match r {
+                        Ok(Some(reply)) => {
+                            let i = (reply.header.xid - PIPELINE_XID) as usize;
+                            self.note_zxid(Some(s), reply.header.zxid);
+                            let line = match reqs.get(i) {
+                                Some(req) => self.reply_line(req, &reply),
+                                None => format!("  -> unexpected reply xid={}", reply.header.xid),
+                            };
+                            out.push(format!("  [{i}]{}", line.trim_start_matches(' ')));
+                        }
+                        Ok(None) => {
+                            out.push("  -> closed".into());
+                            ok = false;
+                        }
+                        Err(e) => {
+                            out.push(format!("  -> {}", conn_state::<()>(&Err(e))));
+                            ok = false;
+                        }
+                    }
+                }
+                if ok {
+                    self.slots[s].conn = Some(conn);
                 }
                 s
             }
@@ -834,6 +938,8 @@ impl Run {
                 data,
                 exist,
                 child,
+                persistent,
+                recursive,
             } => {
                 let v = |l: &Vec<String>| l.iter().map(|x| p(x)).collect::<Vec<_>>();
                 let rel = self.zx(s, *rel);
@@ -845,8 +951,8 @@ impl Run {
                             data_watches: v(data),
                             exist_watches: v(exist),
                             child_watches: v(child),
-                            persistent_watches: vec![],
-                            persistent_recursive_watches: vec![],
+                            persistent_watches: v(persistent),
+                            persistent_recursive_watches: v(recursive),
                         }
                         .to_bytes(),
                     )
@@ -872,6 +978,40 @@ impl Run {
                 PathRequest { path: p(path) }.to_bytes(),
             ),
             Req::CloseSession => (OpCode::CloseSession, Bytes::new()),
+            Req::Auth { scheme, auth } => (
+                OpCode::Auth,
+                AuthPacket {
+                    auth_type: 0,
+                    scheme: scheme.clone(),
+                    auth: Some(Bytes::from(auth.clone())),
+                }
+                .to_bytes(),
+            ),
+            Req::AddWatch { path, mode } => (
+                OpCode::AddWatch,
+                AddWatchRequest {
+                    path: p(path),
+                    mode: *mode,
+                }
+                .to_bytes(),
+            ),
+            Req::CheckWatches { path, ty } => (
+                OpCode::CheckWatches,
+                WatchesRequest {
+                    path: p(path),
+                    watcher_type: *ty,
+                }
+                .to_bytes(),
+            ),
+            Req::RemoveWatches { path, ty } => (
+                OpCode::RemoveWatches,
+                WatchesRequest {
+                    path: p(path),
+                    watcher_type: *ty,
+                }
+                .to_bytes(),
+            ),
+            Req::WhoAmI => (OpCode::WhoAmI, Bytes::new()),
             Req::Check { path, version } => (
                 OpCode::Check,
                 CheckVersionRequest {
@@ -1015,6 +1155,17 @@ impl Run {
                     .total_number
             ),
             Req::Multi(_) | Req::MultiRead(_) => self.multi_text(b)?,
+            Req::AddWatch { .. } => format!("errbody={}", ErrorResponse::decode(b).map_err(e)?.err),
+            Req::WhoAmI => {
+                let mut v: Vec<String> = WhoAmIResponse::decode(b)
+                    .map_err(e)?
+                    .client_info
+                    .iter()
+                    .map(|c| format!("{}:{}", c.auth_scheme, c.user))
+                    .collect();
+                v.sort();
+                format!("clientInfo={v:?}")
+            }
             _ => format!("body={}", hex(b)),
         })
     }
@@ -1114,6 +1265,8 @@ impl Run {
 
 /// xid of raw requests (sent by hand, not through `RawClient::request`).
 const RAW_XID: i32 = 7777;
+/// First xid of a pipeline (one more per request).
+const PIPELINE_XID: i32 = 9000;
 
 enum RawOutcome {
     Reply(Reply),
@@ -1126,7 +1279,12 @@ enum RawOutcome {
 async fn raw_request(c: &mut RawClient, op: i32, body: &[u8]) -> io::Result<RawOutcome> {
     let mut b = BytesMut::new();
     RequestHeader {
-        xid: RAW_XID,
+        // Auth packets carry −4, as every client sends them.
+        xid: if op == OpCode::Auth as i32 {
+            XID_AUTH
+        } else {
+            RAW_XID
+        },
         op_type: op,
     }
     .encode(&mut b);
@@ -1165,6 +1323,9 @@ fn expects_body(req: &Req) -> bool {
             | Req::CloseSession
             | Req::SetWatches { .. }
             | Req::Check { .. }
+            | Req::Auth { .. }
+            | Req::CheckWatches { .. }
+            | Req::RemoveWatches { .. }
             | Req::Raw { .. }
     )
 }

@@ -209,6 +209,12 @@ shared_cases!(
     failed_writes_consume_zxids,
     session_creation_consumes_zxid,
     ephemeral_children_and_owner,
+    multi_rollback_keeps_ephemerals,
+    auth_and_whoami,
+    add_watch_persistent,
+    add_watch_recursive,
+    set_watches2_persistent,
+    pipelined_ordering,
 );
 
 fresh_cases!(fresh_server_tree);
