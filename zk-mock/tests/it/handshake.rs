@@ -198,3 +198,23 @@ async fn a_four_letter_word_after_the_handshake_is_just_a_bad_frame() {
     c.send_raw(b"ruok").await.unwrap();
     assert_eq!(c.read_frame().await.unwrap(), None);
 }
+
+#[tokio::test]
+async fn a_bad_first_frame_is_closed_with_nothing_sent() {
+    let mock = start_mock().await;
+    for bytes in [
+        &[0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0][..], // too short for a ConnectRequest
+        &[0x7f, 0xff, 0xff, 0xff, 1, 2, 3][..],           // oversize length prefix
+        &[0, 0, 0, 0][..],                                // empty frame
+    ] {
+        let mut s = TcpStream::connect(mock.addr()).await.unwrap();
+        s.write_all(bytes).await.unwrap();
+        let mut out = Vec::new();
+        with_timeout(QUICK, "close", s.read_to_end(&mut out))
+            .await
+            .unwrap();
+        assert!(out.is_empty(), "{bytes:?} got {out:?}");
+    }
+    assert!(mock.session_ids().is_empty());
+    assert_eq!(mock.last_zxid(), 0);
+}

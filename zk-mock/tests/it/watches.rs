@@ -446,3 +446,42 @@ async fn notifications_are_filtered_by_the_nodes_read_acl() {
         [(NODE_CHILDREN_CHANGED, "/".to_string())]
     );
 }
+
+#[tokio::test]
+async fn set_watches2_reregisters_persistent_watches_without_replaying_missed_events() {
+    let mock = start_mock().await;
+    let mut c = raw(&mock).await;
+    raw_create_ok(&mut c, "/s", 0).await;
+    raw_create_ok(&mut c, "/s/a", 0).await;
+    let rel = c.last_zxid;
+    raw_set(&mut c, "/s/a", b"x", -1).await;
+    raw_create_ok(&mut c, "/s/a/k", 0).await;
+    let mut w = raw(&mock).await;
+    let sw = zk_mock::proto::SetWatches2 {
+        relative_zxid: rel,
+        persistent_watches: vec!["/s/a".into()],
+        persistent_recursive_watches: vec!["/s".into()],
+        ..Default::default()
+    };
+    let r = w
+        .request_with_xid(
+            -8,
+            OpCode::SetWatches2 as i32,
+            &zk_mock::codec::Record::to_bytes(&sw),
+        )
+        .await
+        .unwrap();
+    assert_eq!((r.header.xid, r.header.err), (-8, 0));
+    assert!(w.take_events().is_empty(), "missed events are not replayed");
+    raw_set(&mut c, "/s/a", b"y", -1).await;
+    raw_create_ok(&mut c, "/s/a/k2", 0).await;
+    // One NodeDataChanged although both watches match (one per connection).
+    assert_eq!(
+        kinds(&events_after_barrier(&mut w).await),
+        [
+            (NODE_DATA_CHANGED, "/s/a".to_string()),
+            (NODE_CREATED, "/s/a/k2".to_string()),
+            (NODE_CHILDREN_CHANGED, "/s/a".to_string()),
+        ]
+    );
+}
