@@ -355,3 +355,17 @@ async fn a_real_client_cut_off_past_its_timeout_is_told_its_session_expired() {
     .await;
     assert_eq!(client.check_stat("/").await, Err(Error::SessionExpired));
 }
+
+#[tokio::test]
+async fn an_unknown_auth_scheme_fails_the_real_clients_session_but_not_the_servers() {
+    let mock = start_mock().await;
+    let client = connect(&mock).await;
+    let mut state = client.state_watcher();
+    assert_eq!(client.auth("nosuch", b"x").await, Err(Error::AuthFailed));
+    assert_eq!(
+        with_timeout(QUICK, "AuthFailed", state.changed()).await,
+        SessionState::AuthFailed
+    );
+    // The server closed the connection but keeps the session until it times out.
+    assert_eq!(mock.session_ids(), [client.session_id().0]);
+}
