@@ -59,6 +59,8 @@
 #![warn(missing_docs)]
 
 pub mod acl;
+#[cfg(feature = "admin")]
+pub mod admin;
 pub mod client;
 pub mod clock;
 pub mod codec;
@@ -79,5 +81,5 @@ mod watch;
 
 pub use error::Error;
 pub use four_letter::VERSION;
-pub use mock::{Metrics, Refusal, RuleGuard, ZkMock, ZkMockBuilder};
+pub use mock::{Control, Metrics, Refusal, RuleGuard, ZkMock, ZkMockBuilder};
 pub use session::password_for;

@@ -2,25 +2,51 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use tracing_subscriber::EnvFilter;
+use zk_mock::clock::ClockMode;
 
-/// An in-process-fast, wire-compatible Apache ZooKeeper 3.8 server for tests.
+/// A wire-compatible Apache ZooKeeper 3.8 server for tests: starts at once,
+/// needs no Java, and takes fault rules over an HTTP admin interface.
 #[derive(Debug, Parser)]
 #[command(name = "zk-mock", version)]
 struct Args {
     /// Client port (0 picks a free one; the chosen address is printed).
     #[arg(long, default_value_t = 2181)]
     port: u16,
-    /// Address to listen on.
+    /// Address to listen on (client and admin ports).
     #[arg(long, default_value = "127.0.0.1")]
     host: IpAddr,
+    /// Serve the HTTP+JSON admin interface on this port (0 picks a free one).
+    #[arg(long = "admin-port")]
+    admin_port: Option<u16>,
     /// ZooKeeper tickTime in ms; session timeouts are bounded by 2 and 20 ticks.
     #[arg(long = "tick-time", default_value_t = 2000)]
     tick_time: u64,
+    /// minSessionTimeout in ms (default 2 × tick time).
+    #[arg(long = "min-session-timeout")]
+    min_session_timeout: Option<i32>,
+    /// maxSessionTimeout in ms (default 20 × tick time).
+    #[arg(long = "max-session-timeout")]
+    max_session_timeout: Option<i32>,
     /// Largest accepted packet in bytes (jute.maxbuffer).
     #[arg(long = "max-packet-size", default_value_t = 0xfffff)]
     max_packet_size: usize,
+    /// Super user digest, `user:base64(sha1(user:password))`.
+    #[arg(long = "super-digest")]
+    super_digest: Option<String>,
+    /// Session clock: `real`, or `manual` (time moves only by `POST /clock/advance`).
+    #[arg(long, value_enum, default_value_t = ClockArg::Real)]
+    clock: ClockArg,
+    /// Seed of every random choice (probabilistic fault rules).
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ClockArg {
+    Real,
+    Manual,
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -31,12 +57,36 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
-    let mock = zk_mock::ZkMock::builder()
+    let mut builder = zk_mock::ZkMock::builder()
         .listen(SocketAddr::new(args.host, args.port))
         .tick_time(args.tick_time)
         .max_packet_size(args.max_packet_size)
-        .start_blocking()?;
-    println!("zk-mock listening on {}", mock.connect_string());
+        .clock(match args.clock {
+            ClockArg::Real => ClockMode::Real,
+            ClockArg::Manual => ClockMode::Manual,
+        });
+    if let Some(ms) = args.min_session_timeout {
+        builder = builder.min_session_timeout(ms);
+    }
+    if let Some(ms) = args.max_session_timeout {
+        builder = builder.max_session_timeout(ms);
+    }
+    if let Some(d) = args.super_digest {
+        builder = builder.super_digest(d);
+    }
+    if let Some(s) = args.seed {
+        builder = builder.seed(s);
+    }
+    let mock = builder.start_blocking()?;
+    println!(
+        "zk-mock listening on {} (seed {})",
+        mock.connect_string(),
+        mock.seed()
+    );
+    if let Some(port) = args.admin_port {
+        let admin = mock.serve_admin(SocketAddr::new(args.host, port))?;
+        println!("zk-mock admin interface on http://{admin}");
+    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

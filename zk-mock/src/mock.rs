@@ -34,14 +34,34 @@ use crate::state::{lock, Settings, Shared, State};
 /// assert!(zk.connect_string().starts_with("127.0.0.1:"));
 /// # }
 /// ```
+///
+/// Every control and introspection method lives on [`Control`], which
+/// `ZkMock` dereferences to; [`ZkMock::control`] hands out a cheap clone for
+/// other tasks and threads.
 #[derive(Debug)]
 pub struct ZkMock {
-    addr: SocketAddr,
-    seed: u64,
-    shared: Shared,
+    control: Control,
     handle: tokio::runtime::Handle,
     shutdown: watch::Sender<bool>,
     thread: Option<JoinHandle<()>>,
+}
+
+/// The controls of a running server: fault rules and verbs, the session
+/// clock, the recorder, snapshots and metrics. Cheap to clone; every clone
+/// controls the same server, and does nothing once the server has stopped.
+#[derive(Debug, Clone)]
+pub struct Control {
+    addr: SocketAddr,
+    seed: u64,
+    shared: Shared,
+}
+
+impl std::ops::Deref for ZkMock {
+    type Target = Control;
+
+    fn deref(&self) -> &Control {
+        &self.control
+    }
 }
 
 /// Counters and gauges of a running server.
@@ -89,6 +109,36 @@ impl ZkMock {
         ZkMockBuilder::default()
     }
 
+    /// A handle on this server's controls for other tasks or threads.
+    pub fn control(&self) -> Control {
+        self.control.clone()
+    }
+
+    /// The Tokio runtime the server runs on (for serving extra endpoints such as the admin API).
+    pub fn runtime(&self) -> &tokio::runtime::Handle {
+        &self.handle
+    }
+
+    /// Stops the server now (the same as dropping the handle).
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        let _ = self.shutdown.send(true);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for ZkMock {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl Control {
     /// The address the server listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
@@ -354,29 +404,6 @@ impl ZkMock {
             }
         }
     }
-
-    /// The Tokio runtime the server runs on (for serving extra endpoints such as the admin API).
-    pub fn runtime(&self) -> &tokio::runtime::Handle {
-        &self.handle
-    }
-
-    /// Stops the server now (the same as dropping the handle).
-    pub fn shutdown(mut self) {
-        self.stop();
-    }
-
-    fn stop(&mut self) {
-        let _ = self.shutdown.send(true);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for ZkMock {
-    fn drop(&mut self) {
-        self.stop();
-    }
 }
 
 /// Uninstalls its fault rule when dropped.
@@ -628,9 +655,7 @@ impl ZkMockBuilder {
             .map_err(Error::Runtime)?;
         tracing::info!(%addr, seed, "zk-mock listening");
         Ok(ZkMock {
-            addr,
-            seed,
-            shared,
+            control: Control { addr, seed, shared },
             handle,
             shutdown: tx,
             thread: Some(thread),

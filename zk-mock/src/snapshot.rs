@@ -57,8 +57,17 @@ pub struct SessionSnapshot {
     pub stalled: bool,
     /// Its ephemeral nodes.
     pub ephemerals: Vec<String>,
-    /// Its current connection's watches: (path, kind).
-    pub watches: Vec<(String, WatchKind)>,
+    /// Its current connection's watches.
+    pub watches: Vec<SessionWatch>,
+}
+
+/// A watch as a session holds it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct SessionWatch {
+    /// The watched path.
+    pub path: String,
+    /// The kind.
+    pub kind: WatchKind,
 }
 
 /// One watch on a path.

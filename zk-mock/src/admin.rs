@@ -1,0 +1,311 @@
+//! The HTTP+JSON admin interface: the same controls as [`Control`], for test
+//! suites written in other languages. Served by `zk-mock --admin-port PORT`
+//! or [`ZkMock::serve_admin`].
+//!
+//! | method and path | does |
+//! |---|---|
+//! | `GET /sessions` | live sessions: id (decimal), timeout, ephemerals, watches |
+//! | `POST /sessions/{id}/expire` | expire a session (404 if unknown) |
+//! | `POST /sessions/{id}/disconnect` | close its connection |
+//! | `POST /sessions/{id}/stall`, `/resume` | hold / release its traffic |
+//! | `POST /sessions/expire`, `POST /sessions/disconnect` | every session |
+//! | `GET /rules`, `POST /rules`, `DELETE /rules/{id}` | fault rules |
+//! | `POST /connections/refuse`, `POST /connections/accept` | refuse new connections |
+//! | `POST /clock/advance` with `{"ms": N}`, `GET /clock` | the session clock |
+//! | `GET /snapshot` | tree, sessions and watches |
+//! | `GET /recorder/requests?session=&path=&op=` | recorded requests |
+//! | `GET /recorder/notifications?session=&path=&event=` | recorded notifications |
+//! | `DELETE /recorder` | forget the recording |
+//! | `GET /metrics` | counters |
+//!
+//! Session ids are accepted in decimal (as clients print them) or `0x` hex.
+//! Errors are 4xx with `{"error": "..."}`.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::fault::Rule;
+use crate::proto::OpCode;
+use crate::{Control, Error, ZkMock};
+
+type ApiResult = Result<Response, ApiError>;
+
+struct ApiError(StatusCode, String);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(json!({ "error": self.1 }))).into_response()
+    }
+}
+
+fn bad(msg: impl Into<String>) -> ApiError {
+    ApiError(StatusCode::BAD_REQUEST, msg.into())
+}
+
+fn not_found(msg: impl Into<String>) -> ApiError {
+    ApiError(StatusCode::NOT_FOUND, msg.into())
+}
+
+fn session_id(text: &str) -> Result<i64, ApiError> {
+    let parsed = match text.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).map(|v| v as i64).ok(),
+        None => text.parse::<i64>().ok(),
+    };
+    parsed.ok_or_else(|| {
+        bad(format!(
+            "session id {text:?} is not a decimal or 0x-hex integer"
+        ))
+    })
+}
+
+fn ok(v: impl Serialize) -> ApiResult {
+    Ok(Json(v).into_response())
+}
+
+/// The admin routes over a server's controls.
+pub fn router(control: Control) -> Router {
+    Router::new()
+        .route("/sessions", get(sessions))
+        .route("/sessions/expire", post(expire_all))
+        .route("/sessions/disconnect", post(disconnect_all))
+        .route("/sessions/{id}/{verb}", post(session_verb))
+        .route("/rules", get(rules).post(add_rule))
+        .route("/rules/{id}", delete(remove_rule))
+        .route("/connections/{verb}", post(connections))
+        .route("/clock", get(clock))
+        .route("/clock/advance", post(advance))
+        .route("/snapshot", get(snapshot))
+        .route("/recorder/requests", get(requests))
+        .route("/recorder/notifications", get(notifications))
+        .route("/recorder", delete(clear))
+        .route("/metrics", get(metrics))
+        .fallback(|| async {
+            not_found("no such endpoint; see the zk-mock README for the admin API")
+        })
+        .with_state(control)
+}
+
+impl ZkMock {
+    /// Serves the admin interface on `addr` (port 0 picks a free one) on the
+    /// server's own runtime, for as long as the server runs.
+    ///
+    /// # Errors
+    /// [`Error::Bind`] if the address cannot be bound.
+    pub fn serve_admin(&self, addr: SocketAddr) -> Result<SocketAddr, Error> {
+        let bind_err = |source| Error::Bind { addr, source };
+        let listener = std::net::TcpListener::bind(addr).map_err(bind_err)?;
+        listener.set_nonblocking(true).map_err(bind_err)?;
+        let local = listener.local_addr().map_err(bind_err)?;
+        let app = router(self.control());
+        self.runtime().spawn(async move {
+            match tokio::net::TcpListener::from_std(listener) {
+                Ok(l) => {
+                    if let Err(e) = axum::serve(l, app).await {
+                        tracing::error!(%e, "admin server failed");
+                    }
+                }
+                Err(e) => tracing::error!(%e, "cannot register admin listener"),
+            }
+        });
+        tracing::info!(addr = %local, "zk-mock admin interface listening");
+        Ok(local)
+    }
+}
+
+async fn sessions(State(c): State<Control>) -> ApiResult {
+    ok(c.snapshot().sessions.into_values().collect::<Vec<_>>())
+}
+
+async fn session_verb(
+    State(c): State<Control>,
+    Path((id, verb)): Path<(String, String)>,
+) -> ApiResult {
+    let id = session_id(&id)?;
+    let done = match verb.as_str() {
+        "expire" => c.expire_session(id),
+        "disconnect" => c.disconnect(id),
+        "stall" => c.stall(id),
+        "resume" => c.resume(id),
+        other => {
+            return Err(not_found(format!(
+                "unknown session verb {other:?}: expire, disconnect, stall or resume"
+            )))
+        }
+    };
+    if done {
+        ok(json!({ "session": id, verb: true }))
+    } else if c.session_ids().contains(&id) {
+        Err(ApiError(
+            StatusCode::CONFLICT,
+            format!("session {id} cannot {verb} now (not connected, or not stalled)"),
+        ))
+    } else {
+        Err(not_found(format!("no live session {id}")))
+    }
+}
+
+async fn expire_all(State(c): State<Control>) -> ApiResult {
+    ok(json!({ "expired": c.expire_all() }))
+}
+
+async fn disconnect_all(State(c): State<Control>) -> ApiResult {
+    ok(json!({ "disconnected": c.disconnect_all() }))
+}
+
+#[derive(Serialize)]
+struct RuleView {
+    id: u64,
+    fired: u64,
+    #[serde(flatten)]
+    rule: Rule,
+}
+
+async fn rules(State(c): State<Control>) -> ApiResult {
+    ok(c.rules()
+        .into_iter()
+        .map(|(id, rule, fired)| RuleView { id, fired, rule })
+        .collect::<Vec<_>>())
+}
+
+async fn add_rule(State(c): State<Control>, body: Result<Json<Rule>, JsonRejection>) -> ApiResult {
+    let Json(rule) = body.map_err(|e| bad(format!("bad rule: {}", e.body_text())))?;
+    let guard = c
+        .try_rule(rule)
+        .map_err(|e| bad(format!("bad rule: {e}")))?;
+    let id = guard.id();
+    guard.forget();
+    Ok((StatusCode::CREATED, Json(json!({ "id": id }))).into_response())
+}
+
+async fn remove_rule(State(c): State<Control>, Path(id): Path<String>) -> ApiResult {
+    let id: u64 = id
+        .parse()
+        .map_err(|_| bad(format!("rule id {id:?} is not an integer")))?;
+    if c.remove_rule(id) {
+        Ok(StatusCode::NO_CONTENT.into_response())
+    } else {
+        Err(not_found(format!("no rule {id}")))
+    }
+}
+
+async fn connections(State(c): State<Control>, Path(verb): Path<String>) -> ApiResult {
+    match verb.as_str() {
+        "refuse" => {
+            std::mem::forget(c.refuse_connections());
+            ok(json!({ "refusing": true }))
+        }
+        "accept" => {
+            c.accept_connections();
+            ok(json!({ "refusing": false }))
+        }
+        other => Err(not_found(format!(
+            "unknown verb {other:?}: refuse or accept"
+        ))),
+    }
+}
+
+async fn clock(State(c): State<Control>) -> ApiResult {
+    ok(json!({ "clock_ms": c.clock_ms(), "mode": format!("{:?}", c.clock_mode()).to_lowercase() }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Advance {
+    ms: u64,
+}
+
+async fn advance(
+    State(c): State<Control>,
+    body: Result<Json<Advance>, JsonRejection>,
+) -> ApiResult {
+    let Json(a) = body.map_err(|e| bad(format!("expected {{\"ms\": N}}: {}", e.body_text())))?;
+    c.advance(Duration::from_millis(a.ms));
+    ok(json!({ "clock_ms": c.clock_ms() }))
+}
+
+async fn snapshot(State(c): State<Control>) -> ApiResult {
+    ok(c.snapshot())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Filter {
+    session: Option<String>,
+    path: Option<String>,
+    op: Option<String>,
+    event: Option<String>,
+}
+
+async fn requests(
+    State(c): State<Control>,
+    q: Result<Query<Filter>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult {
+    let Query(f) = q.map_err(|e| bad(e.body_text()))?;
+    if f.event.is_some() {
+        return Err(bad(
+            "requests filter by session, path and op; event is for notifications",
+        ));
+    }
+    let mut r = c.requests();
+    if let Some(s) = &f.session {
+        r = r.by_session(session_id(s)?);
+    }
+    if let Some(p) = &f.path {
+        r = r.by_path(p);
+    }
+    if let Some(op) = &f.op {
+        let code = OpCode::from_name(op)
+            .or_else(|| op.parse().ok().and_then(OpCode::from_i32))
+            .ok_or_else(|| bad(format!("unknown op {op:?}")))?;
+        r = r.op(code);
+    }
+    ok(r)
+}
+
+async fn notifications(
+    State(c): State<Control>,
+    q: Result<Query<Filter>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult {
+    let Query(f) = q.map_err(|e| bad(e.body_text()))?;
+    if f.op.is_some() {
+        return Err(bad(
+            "notifications filter by session, path and event; op is for requests",
+        ));
+    }
+    let mut n = c.notifications();
+    if let Some(s) = &f.session {
+        n = n.to_session(session_id(s)?);
+    }
+    if let Some(p) = &f.path {
+        n = n.by_path(p);
+    }
+    if let Some(e) = &f.event {
+        let t = match e.as_str() {
+            "NodeCreated" | "created" | "1" => 1,
+            "NodeDeleted" | "deleted" | "2" => 2,
+            "NodeDataChanged" | "data_changed" | "changed" | "3" => 3,
+            "NodeChildrenChanged" | "children_changed" | "4" => 4,
+            other => return Err(bad(format!("unknown event {other:?}: NodeCreated, NodeDeleted, NodeDataChanged or NodeChildrenChanged"))),
+        };
+        n = n.event(t);
+    }
+    ok(n)
+}
+
+async fn clear(State(c): State<Control>) -> ApiResult {
+    c.clear_recording();
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+async fn metrics(State(c): State<Control>) -> ApiResult {
+    ok(c.metrics())
+}
