@@ -144,12 +144,15 @@ impl Snapshot {
             .sessions
             .iter()
             .map(|s| {
-                let mut w: Vec<(String, WatchKind)> = watches
+                let mut w: Vec<SessionWatch> = watches
                     .iter()
                     .flat_map(|(p, ws)| {
                         ws.iter()
                             .filter(|w| w.session == s.id)
-                            .map(move |w| (p.clone(), w.kind))
+                            .map(move |w| SessionWatch {
+                                path: p.clone(),
+                                kind: w.kind,
+                            })
                     })
                     .collect();
                 w.sort();
