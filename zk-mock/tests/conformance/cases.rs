@@ -1745,3 +1745,34 @@ pub(crate) fn pipelined_ordering() -> Vec<Op> {
         exists(0, "@/e", false),
     ]
 }
+
+/// Session expiry (the one case that waits: 4 s timeout, rounded up to the
+/// next 2 s tick on both servers). The expired session's connection is closed
+/// with nothing sent; its ephemerals go in one closeSession txn.
+pub(crate) fn session_expiry() -> Vec<Op> {
+    vec![
+        Op::Connect {
+            s: 0,
+            timeout: 4000,
+            read_only_byte: true,
+            last_zxid: Zx::Zero,
+        },
+        conn(1),
+        create(0, "@/p", NULL, 0),
+        create(0, "@/p/e1", NULL, 1),
+        create(0, "@/e2", NULL, 3),
+        get(0, "@/p", true),
+        exists(1, "@/p/e1", true),
+        ls(1, "@/p", true),
+        ls(1, "@", true),
+        Op::AwaitEvents {
+            s: 1,
+            count: 3,
+            max_ms: 20000,
+        },
+        ls2(1, "@/p", false),
+        ls2(1, "@", false),
+        reconnect(0, Passwd::Good),
+        sync(1, "@"),
+    ]
+}

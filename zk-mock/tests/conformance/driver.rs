@@ -227,6 +227,10 @@ pub(crate) enum Op {
     /// Requests written back to back before any reply is read: checks reply
     /// order and where notifications fall between the replies.
     Pipeline(Slot, Vec<Req>),
+    /// Reads slot `s`'s connection (sending nothing anywhere) until `count`
+    /// notifications have arrived or `max_ms` passed: for server-side events
+    /// no request triggers, such as session expiry. The only bounded wait.
+    AwaitEvents { s: Slot, count: usize, max_ms: u64 },
 }
 
 impl fmt::Display for Op {
@@ -267,6 +271,12 @@ impl fmt::Display for Op {
             )
             }
             Op::Req(s, r) => write!(f, "s{s} {}", req_text(r)),
+            Op::AwaitEvents { s, count, max_ms } => {
+                write!(
+                    f,
+                    "s{s} await {count} notification(s) (at most {max_ms} ms)"
+                )
+            }
             Op::Pipeline(s, rs) => write!(
                 f,
                 "s{s} pipelined [{}]",
@@ -745,6 +755,58 @@ impl Run {
                         out.push(format!("  -> {}", conn_state::<()>(&Err(e))));
                         self.slots[s].conn = None;
                     }
+                }
+                s
+            }
+            Op::AwaitEvents { s, count, max_ms } => {
+                let s = *s;
+                self.slot(s);
+                let Some(mut conn) = self.slots[s].conn.take() else {
+                    out.push("  -> (no open connection)".into());
+                    return out;
+                };
+                let deadline = tokio::time::Instant::now() + Duration::from_millis(*max_ms);
+                let mut got = conn.take_events();
+                let mut open = true;
+                // The client's own read timeout must not end the wait early.
+                conn.set_read_timeout(Duration::from_millis(*max_ms + 1000));
+                while got.len() < *count {
+                    let Ok(r) = tokio::time::timeout_at(deadline, conn.read_frame()).await else {
+                        break;
+                    };
+                    match r {
+                        Ok(Some(f)) => match ReplyHeader::parse(&f) {
+                            Ok((body, h)) if h.xid == XID_NOTIFICATION => {
+                                if let Ok(event) = WatcherEvent::decode(body) {
+                                    got.push(Notification {
+                                        zxid: h.zxid,
+                                        event,
+                                    });
+                                }
+                            }
+                            Ok((_, h)) => out.push(format!(
+                                "  s{s} unexpected reply xid={} err={}",
+                                h.xid, h.err
+                            )),
+                            Err(_) => out.push(format!("  s{s} undecodable frame")),
+                        },
+                        _ => {
+                            open = false;
+                            break;
+                        }
+                    }
+                }
+                conn.set_read_timeout(READ_TIMEOUT);
+                for n in &got {
+                    out.push(self.event_line(s, "", n));
+                }
+                if got.len() < *count {
+                    out.push(format!("  s{s} only {} notification(s) arrived", got.len()));
+                }
+                if open {
+                    self.slots[s].conn = Some(conn);
+                } else {
+                    out.push(format!("  s{s} connection closed by server"));
                 }
                 s
             }

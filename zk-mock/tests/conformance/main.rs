@@ -215,6 +215,7 @@ shared_cases!(
     add_watch_recursive,
     set_watches2_persistent,
     pipelined_ordering,
+    session_expiry,
 );
 
 fresh_cases!(fresh_server_tree);
