@@ -452,6 +452,35 @@ impl State {
                 st.watches.add_persistent(&r.path, conn, recursive);
                 Ok(Reply::AddWatch)
             }),
+            Request::Reconfig => {
+                // reconfigEnabled is false on a standalone server: a failed
+                // transaction (a zxid is consumed), the connection stays open.
+                let zxid = self.tree.next_zxid();
+                let err = ErrorCode::ReconfigDisabled.code();
+                self.reply_header(conn, xid, zxid, err);
+                Applied { err, zxid }
+            }
+            Request::InternalOp(code) => {
+                // What 3.8.0 answers a client that sends these server-internal
+                // ops: deleteContainer is BADARGUMENTS, createSession (no body
+                // a client could send) MARSHALLINGERROR; both consume a zxid.
+                let zxid = self.tree.next_zxid();
+                let err = if code == OpCode::DeleteContainer {
+                    ErrorCode::BadArguments
+                } else {
+                    ErrorCode::MarshallingError
+                }
+                .code();
+                self.reply_header(conn, xid, zxid, err);
+                Applied { err, zxid }
+            }
+            Request::Sasl(_) => {
+                // No SASL is configured: the server answers inline with an
+                // empty (null) token and nothing is authenticated.
+                let zxid = self.tree.last_zxid();
+                self.reply(conn, xid, zxid, &SaslResponse { token: None });
+                Applied { err: 0, zxid }
+            }
             Request::SetWatches(w) => {
                 let mut notes: Vec<Notification> = Vec::new();
                 self.watches.set_watches(

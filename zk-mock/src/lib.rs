@@ -50,10 +50,9 @@
 //!   order. Neither is a contract, and clients must not depend on it.
 //! - `createTTL` with a non-TTL mode and ttl −1 answers BADARGUMENTS; the
 //!   real 3.8.0 server process exits on it.
-//! - Not served (answered UNIMPLEMENTED, then the connection is closed, as
-//!   ZooKeeper does for an op it does not know): SASL (102) and reconfig (16).
-//!   TTL nodes are off, as on a default ZooKeeper; containers are not reaped
-//!   yet.
+//! - SASL (102) is answered as by a server with no SASL configured (an empty
+//!   token); reconfig (16) as by a standalone server (RECONFIGDISABLED). TTL
+//!   nodes are off, as on a default ZooKeeper; containers are not reaped yet.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

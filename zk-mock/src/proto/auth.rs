@@ -14,6 +14,13 @@ record! {
 }
 
 record! {
+    /// `SetSASLResponse {buffer token}` (op 102); also the layout of `GetSASLRequest`.
+    pub struct SaslResponse {
+        pub token: Option<Bytes>,
+    }
+}
+
+record! {
     /// `ClientInfo {ustring authScheme; ustring user}`.
     pub struct ClientInfo {
         pub auth_scheme: String,
@@ -40,6 +47,7 @@ mod tests {
             scheme: "digest".into(),
             auth: Some(Bytes::from_static(b"u:p")),
         });
+        assert_round_trip(&SaslResponse { token: None });
         assert_round_trip(&WhoAmIResponse {
             client_info: vec![ClientInfo {
                 auth_scheme: "ip".into(),

@@ -13,7 +13,7 @@ pub mod stat;
 pub mod watch;
 
 pub use acl::{perms, Acl, Id};
-pub use auth::{AuthPacket, ClientInfo, WhoAmIResponse};
+pub use auth::{AuthPacket, ClientInfo, SaslResponse, WhoAmIResponse};
 pub use connect::{ConnectRequest, ConnectResponse};
 pub use data::*;
 pub use error_code::ErrorCode;
@@ -62,6 +62,14 @@ pub enum Request {
     WhoAmI,
     Auth(AuthPacket),
     AddWatch(AddWatchRequest),
+    /// reconfig (16): its `ReconfigRequest` decoded (joining, leaving and new
+    /// members may be null) but not kept — a standalone server refuses it.
+    Reconfig,
+    /// sasl (102), with its token.
+    Sasl(Option<bytes::Bytes>),
+    /// deleteContainer (20) or createSession (−10) sent by a client: valid op
+    /// codes that a standalone server fails as transactions.
+    InternalOp(OpCode),
 }
 
 impl Request {
@@ -90,7 +98,10 @@ impl Request {
             | Request::CloseSession
             | Request::SetWatches(_)
             | Request::WhoAmI
-            | Request::Auth(_) => return None,
+            | Request::Auth(_)
+            | Request::Reconfig
+            | Request::Sasl(_)
+            | Request::InternalOp(_) => return None,
         })
     }
 }
@@ -149,6 +160,24 @@ pub fn decode_request(op: i32, body: &[u8]) -> Result<Request, RequestError> {
         OpCode::CheckWatches => Request::CheckWatches(WatchesRequest::decode(body).map_err(bad)?),
         OpCode::RemoveWatches => Request::RemoveWatches(WatchesRequest::decode(body).map_err(bad)?),
         OpCode::WhoAmI => Request::WhoAmI,
+        OpCode::Reconfig => {
+            use crate::codec::jute;
+            let parse = |i| -> crate::codec::Parse<'_, ()> {
+                let (i, _joining) = jute::ustring_opt(i)?;
+                let (i, _leaving) = jute::ustring_opt(i)?;
+                let (i, _new_members) = jute::ustring_opt(i)?;
+                let (i, _cur_config_id) = jute::long(i)?;
+                Ok((i, ()))
+            };
+            parse(body).map_err(|e| bad(jute::into_decode_error(e)))?;
+            Request::Reconfig
+        }
+        OpCode::Sasl => {
+            let (_, token) = crate::codec::jute::buffer(body)
+                .map_err(|e| bad(crate::codec::jute::into_decode_error(e)))?;
+            Request::Sasl(token)
+        }
+        OpCode::DeleteContainer | OpCode::CreateSession => Request::InternalOp(code),
         OpCode::AddWatch => Request::AddWatch(AddWatchRequest::decode(body).map_err(bad)?),
         OpCode::Auth => Request::Auth(AuthPacket::decode(body).map_err(bad)?),
         _ => return Err(RequestError::Unimplemented(op)),

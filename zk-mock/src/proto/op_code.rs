@@ -97,7 +97,6 @@ impl OpCode {
                 | SetAcl
                 | Multi
                 | Check
-                | Reconfig
                 | CreateSession
                 | CloseSession
                 | DeleteContainer
