@@ -11,6 +11,8 @@
 //! - session ids (ConnectResponse, ephemeralOwner) are shown as the slot that
 //!   created them (`s0`, `s0'1` for the slot's second session, `ctl`);
 //! - ctime and mtime are dropped, children and ephemeral lists are sorted;
+//! - notifications caused by a session's end (closeSession, expiry) are
+//!   sorted: ZooKeeper deletes the ephemerals in Java `HashSet` order;
 //! - everything else (err codes, data incl. null vs empty, every other Stat
 //!   field, paths, body lengths, connection closes) is kept.
 //!
@@ -867,6 +869,9 @@ impl Run {
             }
         };
         self.barrier(issuer, &mut out).await;
+        if unordered_events(op) {
+            sort_event_runs(&mut out);
+        }
         out
     }
 
@@ -1371,6 +1376,35 @@ async fn raw_request(c: &mut RawClient, op: i32, body: &[u8]) -> io::Result<RawO
         let _ = c.next_reply().await;
     }
     Ok(RawOutcome::Reply(first))
+}
+
+/// Ops whose notifications come in no specified order: a session's end
+/// deletes its ephemerals in Java `HashSet` order, which depends on the
+/// paths' hashes (and so on the case prefix).
+fn unordered_events(op: &Op) -> bool {
+    match op {
+        Op::Req(_, Req::CloseSession) | Op::AwaitEvents { .. } => true,
+        Op::Pipeline(_, reqs) => reqs.iter().any(|r| matches!(r, Req::CloseSession)),
+        _ => false,
+    }
+}
+
+/// Sorts each run of consecutive notification lines (a session's events for
+/// one op stay together: lines start with the session).
+fn sort_event_runs(lines: &mut [String]) {
+    let is_event = |l: &String| l.starts_with("  s") && l.contains(" event");
+    let mut i = 0;
+    while i < lines.len() {
+        if is_event(&lines[i]) {
+            let start = i;
+            while i < lines.len() && is_event(&lines[i]) {
+                i += 1;
+            }
+            lines[start..i].sort();
+        } else {
+            i += 1;
+        }
+    }
 }
 
 fn pw(path: String, watch: bool) -> Bytes {

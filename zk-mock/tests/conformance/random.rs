@@ -575,7 +575,11 @@ pub(crate) fn run() {
             );
         }
         if real != mock {
-            return Err(TestCaseError::fail(format!("diverged ({} ops)", ops.len())));
+            return Err(TestCaseError::fail(format!(
+                "diverged ({} ops); that run, real vs mock:\n{}",
+                ops.len(),
+                crate::side_by_side(&real, &mock)
+            )));
         }
         Ok(())
     });
@@ -589,6 +593,11 @@ pub(crate) fn run() {
             let ops = to_ops(n, &rops);
             let prefix = format!("/rnd{}", NEXT_PREFIX.fetch_add(1, Ordering::SeqCst));
             let (real, mock) = crate::run_shared(&rt, &prefix, &ops);
+            let rerun = if real == mock {
+                "the re-run below did NOT diverge (timing-dependent?)"
+            } else {
+                "re-run of the shrunk sequence"
+            };
             let script: Vec<String> = ops
                 .iter()
                 .enumerate()
@@ -596,7 +605,7 @@ pub(crate) fn run() {
                 .collect();
             panic!(
                 "random sequence diverged: {why}\nseed: CONFORMANCE_SEED={seed:#x} CONFORMANCE_LEN={len}\n\
-                 shrunk sequence ({} sessions, {} ops):\n{}\n\nreal vs mock:\n{}\n--- full real transcript:\n{}\n--- full mock transcript:\n{}",
+                 shrunk sequence ({} sessions, {} ops):\n{}\n\n{rerun}, real vs mock:\n{}\n--- full real transcript:\n{}\n--- full mock transcript:\n{}",
                 n,
                 ops.len(),
                 script.join("\n"),
