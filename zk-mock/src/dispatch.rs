@@ -254,9 +254,16 @@ impl State {
                     return Err(ErrorCode::BadArguments);
                 }
                 // The watch is registered even when the node is missing
-                // (`DataTree.statNode` adds it before the null check).
+                // (`DataTree.statNode` adds it before the null check). The
+                // server keeps it in the data table either way; the recorder
+                // calls a watch on a missing node an exist watch.
                 if r.watch {
-                    st.watches.add(Table::Data, &r.path, conn, WatchKind::Data);
+                    let kind = if st.tree.get(&r.path).is_some() {
+                        WatchKind::Data
+                    } else {
+                        WatchKind::Exist
+                    };
+                    st.watches.add(Table::Data, &r.path, conn, kind);
                 }
                 let node = st.tree.get(&r.path).ok_or(ErrorCode::NoNode)?;
                 Ok(Reply::Stat(node.stat()))

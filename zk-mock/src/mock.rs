@@ -230,6 +230,21 @@ impl Control {
     /// Expires a session now, exactly as the server's own expiry does: its
     /// ephemerals are deleted in one transaction, watchers are told, and its
     /// connection is closed with nothing sent. False if there is no such session.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// use zk_mock::{client::RawClient, proto::*, ZkMock};
+    /// let zk = ZkMock::start().await;
+    /// let mut owner = RawClient::connect(zk.addr(), 10_000).await?;
+    /// let eph = CreateRequest { path: "/e".into(), data: None, acl: Acl::open_unsafe(), flags: 1 };
+    /// owner.request(OpCode::Create, &eph).await?;
+    /// assert!(zk.expire_session(owner.session_id));
+    /// assert!(zk.snapshot().tree.get("/e").is_none(), "ephemerals go with the session");
+    /// assert_eq!(owner.read_frame().await?, None, "its connection is closed, nothing sent");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn expire_session(&self, id: i64) -> bool {
         self.state().expire(id)
     }
@@ -243,6 +258,18 @@ impl Control {
 
     /// Closes a session's connection (the session lives on: the client sees
     /// connection loss and reconnects). False if it has no connection.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let zk = zk_mock::ZkMock::start().await;
+    /// let mut c = zk_mock::client::RawClient::connect(zk.addr(), 10_000).await?;
+    /// assert!(zk.disconnect(c.session_id));
+    /// assert_eq!(c.read_frame().await?, None);
+    /// assert_eq!(zk.session_ids(), vec![c.session_id], "the session lives on");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn disconnect(&self, id: i64) -> bool {
         let mut st = self.state();
         match st.sessions.get(id).and_then(|s| s.conn) {
@@ -268,6 +295,28 @@ impl Control {
     /// nothing more is read from it; a reconnect for it waits too. The client
     /// times out and retries; if the stall outlasts the session timeout, the
     /// session expires. False if there is no such session.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// use std::time::Duration;
+    /// use zk_mock::{client::RawClient, proto::*};
+    /// let zk = zk_mock::ZkMock::start().await;
+    /// let mut c = RawClient::connect(zk.addr(), 10_000).await?;
+    /// zk.stall(c.session_id);
+    /// let sync = RequestHeader { xid: 1, op_type: OpCode::Sync as i32 };
+    /// let mut frame = bytes::BytesMut::new();
+    /// zk_mock::codec::Record::encode(&sync, &mut frame);
+    /// zk_mock::codec::Record::encode(&PathRequest { path: "/".into() }, &mut frame);
+    /// c.send_frame(&frame).await?;
+    /// c.set_read_timeout(Duration::from_millis(200));
+    /// assert!(c.read_frame().await.is_err(), "held while stalled");
+    /// zk.resume(c.session_id);
+    /// c.set_read_timeout(Duration::from_secs(5));
+    /// assert!(c.next_reply().await?.is_some(), "delivered on resume");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn stall(&self, id: i64) -> bool {
         self.state().stall(id)
     }
@@ -280,6 +329,18 @@ impl Control {
     /// Closes new connections as soon as they are accepted until the guard is
     /// dropped (or [`accept_connections`](Self::accept_connections)).
     /// Existing connections are not touched.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use zk_mock::client::RawClient;
+    /// let zk = zk_mock::ZkMock::start().await;
+    /// let refusal = zk.refuse_connections();
+    /// assert!(RawClient::connect(zk.addr(), 10_000).await.is_err());
+    /// drop(refusal);
+    /// assert!(RawClient::connect(zk.addr(), 10_000).await.is_ok());
+    /// # }
+    /// ```
     pub fn refuse_connections(&self) -> Refusal {
         self.state().refusing = true;
         Refusal {
@@ -297,6 +358,21 @@ impl Control {
     /// Moves the session clock forward, then expires every session whose
     /// deadline has passed, before returning. With [`ClockMode::Manual`] this
     /// is the only way time passes for sessions.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// use std::time::Duration;
+    /// use zk_mock::{clock::ClockMode, client::RawClient, ZkMock};
+    /// let zk = ZkMock::builder().clock(ClockMode::Manual).start().await.unwrap();
+    /// let c = RawClient::connect(zk.addr(), 4000).await?; // silent from now on
+    /// zk.advance(Duration::from_millis(4000));
+    /// assert_eq!(zk.session_ids(), vec![c.session_id], "deadlines round up to the next tick");
+    /// zk.advance(Duration::from_millis(2000));
+    /// assert!(zk.session_ids().is_empty(), "expired when advance returned");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn advance(&self, by: Duration) {
         let mut st = self.state();
         st.clock.advance(by);
@@ -316,6 +392,21 @@ impl Control {
     // ---- introspection ------------------------------------------------------
 
     /// Everything recorded so far, as an owned copy.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// use zk_mock::{client::RawClient, proto::*};
+    /// let zk = zk_mock::ZkMock::start().await;
+    /// let mut c = RawClient::connect(zk.addr(), 10_000).await?;
+    /// c.request(OpCode::Exists, &PathWatchRequest { path: "/x".into(), watch: true }).await?;
+    /// let rec = zk.recorded();
+    /// assert_eq!(rec.requests.op(OpCode::Exists).errors().count(), 1);
+    /// assert_eq!(rec.watches[0].kind, zk_mock::record::WatchKind::Exist);
+    /// print!("{rec}"); // one line per request, watch and notification
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn recorded(&self) -> Recording {
         let st = self.state();
         st.recorder.snapshot(st.seed)
@@ -347,11 +438,29 @@ impl Control {
     }
 
     /// The tree, sessions and watches, as an owned, printable copy.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let zk = zk_mock::ZkMock::start().await;
+    /// let snap = zk.snapshot();
+    /// assert_eq!(snap.tree["/"].stat.cversion, -1);
+    /// assert!(snap.to_string().contains("/zookeeper/config"));
+    /// # }
+    /// ```
     pub fn snapshot(&self) -> Snapshot {
         Snapshot::of(&self.state())
     }
 
     /// Counters and gauges.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let zk = zk_mock::ZkMock::start().await;
+    /// assert_eq!(zk.metrics().znodes, 5);
+    /// # }
+    /// ```
     pub fn metrics(&self) -> Metrics {
         let st = self.state();
         Metrics {
@@ -377,6 +486,20 @@ impl Control {
     ///
     /// # Errors
     /// On timeout, a message with the seed and the recording as it stood.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// use std::time::Duration;
+    /// use zk_mock::{client::RawClient, proto::*};
+    /// let zk = zk_mock::ZkMock::start().await;
+    /// let mut c = RawClient::connect(zk.addr(), 10_000).await?;
+    /// c.request(OpCode::Sync, &PathRequest { path: "/".into() }).await?;
+    /// let rec = zk.wait_until(Duration::from_secs(5), |r| r.requests.op(OpCode::Sync).count() == 1).await.unwrap();
+    /// assert_eq!(rec.total.requests, 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn wait_until(
         &self,
         timeout: Duration,

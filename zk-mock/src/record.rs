@@ -410,31 +410,31 @@ pub fn event_name(t: i32) -> &'static str {
 pub struct Requests(pub Vec<RequestRecord>);
 
 impl Requests {
-    fn keep(self, f: impl Fn(&RequestRecord) -> bool) -> Self {
-        Requests(self.0.into_iter().filter(|r| f(r)).collect())
+    fn keep(&self, f: impl Fn(&RequestRecord) -> bool) -> Self {
+        Requests(self.0.iter().filter(|r| f(r)).cloned().collect())
     }
     /// Only this session's.
-    pub fn by_session(self, id: i64) -> Self {
+    pub fn by_session(&self, id: i64) -> Self {
         self.keep(|r| r.session == id)
     }
     /// Only those naming exactly this path.
-    pub fn by_path(self, path: &str) -> Self {
+    pub fn by_path(&self, path: &str) -> Self {
         self.keep(|r| r.path.as_deref() == Some(path))
     }
     /// Only those whose path starts with `prefix`.
-    pub fn under(self, prefix: &str) -> Self {
+    pub fn under(&self, prefix: &str) -> Self {
         self.keep(|r| r.path.as_deref().is_some_and(|p| p.starts_with(prefix)))
     }
     /// Only this op.
-    pub fn op(self, op: OpCode) -> Self {
+    pub fn op(&self, op: OpCode) -> Self {
         self.keep(|r| r.op_code == op as i32)
     }
     /// Only those answered with an error.
-    pub fn errors(self) -> Self {
+    pub fn errors(&self) -> Self {
         self.keep(|r| r.err != 0)
     }
     /// Only those a fault rule acted on.
-    pub fn faulted(self) -> Self {
+    pub fn faulted(&self) -> Self {
         self.keep(|r| r.verdict.is_some())
     }
     /// How many.
@@ -459,27 +459,27 @@ impl Requests {
 pub struct Notifications(pub Vec<NotificationRecord>);
 
 impl Notifications {
-    fn keep(self, f: impl Fn(&NotificationRecord) -> bool) -> Self {
-        Notifications(self.0.into_iter().filter(|r| f(r)).collect())
+    fn keep(&self, f: impl Fn(&NotificationRecord) -> bool) -> Self {
+        Notifications(self.0.iter().filter(|r| f(r)).cloned().collect())
     }
     /// Only those sent to this session.
-    pub fn to_session(self, id: i64) -> Self {
+    pub fn to_session(&self, id: i64) -> Self {
         self.keep(|n| n.session == id)
     }
     /// Only those about exactly this path.
-    pub fn by_path(self, path: &str) -> Self {
+    pub fn by_path(&self, path: &str) -> Self {
         self.keep(|n| n.path == path)
     }
     /// Only those about paths starting with `prefix`.
-    pub fn under(self, prefix: &str) -> Self {
+    pub fn under(&self, prefix: &str) -> Self {
         self.keep(|n| n.path.starts_with(prefix))
     }
     /// Only this event type (1 created, 2 deleted, 3 data changed, 4 children changed).
-    pub fn event(self, event_type: i32) -> Self {
+    pub fn event(&self, event_type: i32) -> Self {
         self.keep(|n| n.event_type == event_type)
     }
     /// Only those caused by the transaction with this zxid.
-    pub fn zxid(self, zxid: i64) -> Self {
+    pub fn zxid(&self, zxid: i64) -> Self {
         self.keep(|n| n.zxid == zxid)
     }
     /// How many.
