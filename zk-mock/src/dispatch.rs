@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::codec::Record;
 use crate::fault::{RequestView, Verdict};
 use crate::proto::*;
-use crate::record::WatchKind;
+use crate::record::{SessionEvent, WatchKind};
 use crate::session::ConnId;
 use crate::state::{Flow, State};
 use crate::tree::{Caller, CreateArgs, CreateMode, TreeEvent};
@@ -197,7 +197,7 @@ impl State {
             }
             Request::CloseSession => {
                 let zxid = self
-                    .close_session(session)
+                    .close_session(session, SessionEvent::Closed)
                     .unwrap_or_else(|| self.tree.last_zxid());
                 self.reply_header(conn, xid, zxid, 0);
                 self.close_conn(conn);

@@ -740,7 +740,10 @@ impl ZkMockBuilder {
                 .map_or(0, |d| d.as_nanos() as u64)
         });
         let clock = Clock::new(self.clock);
-        let id_ms = clock.wall_ms() as u64;
+        // Session ids have ZooKeeper's layout (server id 1, 40 bits of a ms
+        // clock, a 16-bit counter); with an explicit seed the clock bits come
+        // from the seed, so a replayed run sees the same ids.
+        let id_ms = self.seed.unwrap_or(clock.wall_ms() as u64);
         let sessions = SessionManager::new(id_ms, self.tick_time, min, max);
         let settings = Settings {
             tick_time: self.tick_time,

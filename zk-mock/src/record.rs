@@ -92,6 +92,40 @@ pub struct NotificationRecord {
     pub zxid: i64,
 }
 
+/// What happened to a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum SessionEvent {
+    /// A new session was created (a zxid consumed).
+    Created,
+    /// A new connection re-attached it with its id and password.
+    Reattached,
+    /// A connection's re-attach was refused: unknown, expired or wrong password.
+    Refused,
+    /// Its connection was closed (by the client, a fault or a reconnect elsewhere).
+    Disconnected,
+    /// The client closed it (closeSession).
+    Closed,
+    /// The server expired it.
+    Expired,
+}
+
+/// A session lifecycle record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionRecord {
+    /// Position in the server's history.
+    pub seq: u64,
+    /// Session-clock ms.
+    pub at_ms: u64,
+    /// The session.
+    pub session: i64,
+    /// What happened.
+    pub event: SessionEvent,
+    /// The zxid of the transaction, for Created, Closed and Expired (else the last zxid).
+    pub zxid: i64,
+}
+
 /// Totals that survive the log's bound.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Counters {
@@ -114,6 +148,7 @@ pub(crate) struct Recorder {
     requests: VecDeque<RequestRecord>,
     watches: VecDeque<WatchRecord>,
     notifications: VecDeque<NotificationRecord>,
+    sessions: VecDeque<SessionRecord>,
     dropped: u64,
     per_session: BTreeMap<i64, Counters>,
     per_path: BTreeMap<String, Counters>,
@@ -129,6 +164,7 @@ impl Recorder {
             requests: VecDeque::new(),
             watches: VecDeque::new(),
             notifications: VecDeque::new(),
+            sessions: VecDeque::new(),
             dropped: 0,
             per_session: BTreeMap::new(),
             per_path: BTreeMap::new(),
@@ -240,7 +276,23 @@ impl Recorder {
         Self::push(&mut self.notifications, self.capacity, &mut self.dropped, r);
     }
 
+    pub(crate) fn session(&mut self, at_ms: u64, session: i64, event: SessionEvent, zxid: i64) {
+        if !self.enabled {
+            return;
+        }
+        let seq = self.next_seq();
+        let r = SessionRecord {
+            seq,
+            at_ms,
+            session,
+            event,
+            zxid,
+        };
+        Self::push(&mut self.sessions, self.capacity, &mut self.dropped, r);
+    }
+
     pub(crate) fn clear(&mut self) {
+        self.sessions.clear();
         self.requests.clear();
         self.watches.clear();
         self.notifications.clear();
@@ -256,6 +308,7 @@ impl Recorder {
             requests: Requests(self.requests.iter().cloned().collect()),
             watches: self.watches.iter().cloned().collect(),
             notifications: Notifications(self.notifications.iter().cloned().collect()),
+            sessions: self.sessions.iter().cloned().collect(),
             dropped: self.dropped,
             per_session: self.per_session.clone(),
             per_path: self.per_path.clone(),
@@ -287,6 +340,8 @@ pub struct Recording {
     pub watches: Vec<WatchRecord>,
     /// Notifications, oldest first.
     pub notifications: Notifications,
+    /// Session lifecycle events, oldest first.
+    pub sessions: Vec<SessionRecord>,
     /// Records dropped because the log was full.
     pub dropped: u64,
     /// Totals per session (never dropped).
@@ -299,7 +354,7 @@ pub struct Recording {
 
 impl Recording {
     /// Every record as one JSON object per line, in history order, each with
-    /// a `"type"` of `request`, `watch` or `notification`.
+    /// a `"type"` of `request`, `watch`, `notification` or `session`.
     pub fn to_json_lines(&self) -> String {
         #[derive(Serialize)]
         #[serde(tag = "type", rename_all = "snake_case")]
@@ -307,10 +362,12 @@ impl Recording {
             Request(&'a RequestRecord),
             Watch(&'a WatchRecord),
             Notification(&'a NotificationRecord),
+            Session(&'a SessionRecord),
         }
         let mut lines: Vec<(u64, Line<'_>)> = Vec::new();
         lines.extend(self.requests.iter().map(|r| (r.seq, Line::Request(r))));
         lines.extend(self.watches.iter().map(|r| (r.seq, Line::Watch(r))));
+        lines.extend(self.sessions.iter().map(|r| (r.seq, Line::Session(r))));
         lines.extend(
             self.notifications
                 .iter()
@@ -375,6 +432,15 @@ impl fmt::Display for Recording {
                     n.path,
                     n.kind,
                     n.zxid
+                ),
+            ));
+        }
+        for r in &self.sessions {
+            lines.push((
+                r.seq,
+                format!(
+                    "{:>6} sess  {:#x} {:?} zxid={:#x}",
+                    r.seq, r.session, r.event, r.zxid
                 ),
             ));
         }

@@ -24,7 +24,7 @@ use crate::proto::{
     ConnectRequest, ConnectResponse, Id, ReplyHeader, WatcherEvent, STATE_SYNC_CONNECTED,
     XID_NOTIFICATION,
 };
-use crate::record::Recorder;
+use crate::record::{Recorder, SessionEvent};
 use crate::session::{ConnId, SessionManager};
 use crate::tree::{DataTree, TreeEvent};
 use crate::watch::{Notification, WatchManager};
@@ -224,6 +224,9 @@ impl State {
             if let Some(s) = c.session.and_then(|s| self.sessions.get_mut(s)) {
                 if s.conn == Some(conn) {
                     s.conn = None;
+                    let (id, now, zxid) = (s.id, self.clock.now_ms(), self.tree.last_zxid());
+                    self.recorder
+                        .session(now, id, SessionEvent::Disconnected, zxid);
                 }
             }
         }
@@ -367,6 +370,9 @@ impl State {
             if let Some(c) = self.conns.get_mut(&conn) {
                 c.session = Some(s.id);
             }
+            let zxid = self.tree.last_zxid();
+            self.recorder
+                .session(now, s.id, SessionEvent::Created, zxid);
             let passwd = Some(Bytes::copy_from_slice(&s.passwd));
             self.send(
                 conn,
@@ -401,6 +407,9 @@ impl State {
             if let Some(c) = self.conns.get_mut(&conn) {
                 c.session = Some(req.session_id);
             }
+            let zxid = self.tree.last_zxid();
+            self.recorder
+                .session(now, req.session_id, SessionEvent::Reattached, zxid);
             let passwd = self
                 .sessions
                 .get(req.session_id)
@@ -423,6 +432,9 @@ impl State {
                 session = format_args!("{:#x}", req.session_id),
                 "unknown, expired or wrong password: expired answer"
             );
+            let zxid = self.tree.last_zxid();
+            self.recorder
+                .session(now, req.session_id, SessionEvent::Refused, zxid);
             self.send(conn, ConnectResponse::expired(req.read_only).to_bytes());
             self.close_conn(conn);
             Flow::Close
@@ -432,9 +444,11 @@ impl State {
     /// Ends a session as a transaction with its own zxid: its ephemerals are
     /// deleted with that zxid and watchers told (`DataTree.killSession`).
     /// Returns the zxid, or `None` if the session was already gone.
-    pub(crate) fn close_session(&mut self, session: i64) -> Option<i64> {
+    pub(crate) fn close_session(&mut self, session: i64, how: SessionEvent) -> Option<i64> {
         let s = self.sessions.remove(session)?;
         let zxid = self.tree.next_zxid();
+        let now = self.clock.now_ms();
+        self.recorder.session(now, session, how, zxid);
         let mut events = Vec::new();
         self.tree.kill_session(zxid, session, &mut events);
         self.fire(&events, zxid);
@@ -458,7 +472,7 @@ impl State {
     /// Server-side expiry: closeSession, then close the connection with nothing sent.
     pub(crate) fn expire(&mut self, session: i64) -> bool {
         let conn = self.sessions.get(session).and_then(|s| s.conn);
-        if self.close_session(session).is_none() {
+        if self.close_session(session, SessionEvent::Expired).is_none() {
             return false;
         }
         tracing::info!(session = format_args!("{session:#x}"), "session expired");
