@@ -44,6 +44,8 @@ enum ROp {
         path: usize,
         flags: i32,
         data: u8,
+        /// See [`acl`].
+        acl: u8,
     },
     Delete {
         s: Slot,
@@ -97,13 +99,54 @@ enum ROp {
         s: Slot,
         ops: Vec<(bool, usize)>,
     },
-    /// ACLs that always include READ (so no notification is filtered).
+    /// See [`acl`].
     SetAcl {
         s: Slot,
         path: usize,
         acl: u8,
         version: i32,
     },
+    /// check (13) outside a multi.
+    Check {
+        s: Slot,
+        path: usize,
+        version: i32,
+    },
+    /// Requests written back to back (only simple ones: create, delete,
+    /// setData, reads, sync; their own slots are ignored).
+    Pipeline {
+        s: Slot,
+        ops: Vec<ROp>,
+    },
+    /// 0: addWatch persistent, 1: addWatch recursive, 2..=4: removeWatches
+    /// type 1..=3, 5..=7: checkWatches type 1..=3.
+    Watches {
+        s: Slot,
+        kind: u8,
+        path: usize,
+    },
+    /// digest auth as user `u0` or `u1`.
+    Auth {
+        s: Slot,
+        user: u8,
+    },
+    /// 0: wrong password, 1: lastZxidSeen ahead, 2: unknown session id;
+    /// then a good reconnect.
+    BadReconnect {
+        s: Slot,
+        kind: u8,
+    },
+}
+
+/// 0-4 open, 5 read-only, 6 creator (`auth`, InvalidACL without auth),
+/// 7 WRITE only (no READ: notifications are filtered, reads NoAuth).
+fn acl(a: u8) -> Vec<Acl> {
+    match a % 8 {
+        0..=4 => Acl::open_unsafe(),
+        5 => Acl::read_unsafe(),
+        6 => vec![Acl::new(perms::ALL, "auth", "")],
+        _ => vec![Acl::new(perms::WRITE, "world", "anyone")],
+    }
 }
 
 fn data(d: u8) -> Option<Vec<u8>> {
@@ -138,17 +181,50 @@ fn rm_strategy() -> impl Strategy<Value = RM> {
     ]
 }
 
+fn simple_rop() -> impl Strategy<Value = ROp> {
+    let p = 0..PATHS.len();
+    let v = prop_oneof![Just(-1), Just(0), Just(1)];
+    prop_oneof![
+        (p.clone(), 0..4i32, 0..4u8).prop_map(|(path, flags, data)| ROp::Create {
+            s: 0,
+            op: 1,
+            path,
+            flags,
+            data,
+            acl: 0
+        }),
+        (p.clone(), v.clone()).prop_map(|(path, version)| ROp::Delete {
+            s: 0,
+            path,
+            version
+        }),
+        (p.clone(), 0..4u8, v).prop_map(|(path, data, version)| ROp::Set {
+            s: 0,
+            path,
+            data,
+            version
+        }),
+        (0..4u8, p.clone(), any::<bool>()).prop_map(|(kind, path, watch)| ROp::Read {
+            s: 0,
+            kind,
+            path,
+            watch
+        }),
+        p.prop_map(|path| ROp::Sync { s: 0, path }),
+    ]
+}
+
 fn rop_strategy(n: usize) -> impl Strategy<Value = ROp> {
     let s = 0..n;
     let p = 0..PATHS.len();
     let v = prop_oneof![Just(-1), Just(0), Just(1)];
     prop_oneof![
-        6 => (s.clone(), prop_oneof![Just(1), Just(15)], p.clone(), 0..4i32, 0..4u8).prop_map(
-            |(s, op, path, flags, data)| ROp::Create { s, op, path, flags, data }
+        6 => (s.clone(), prop_oneof![Just(1), Just(15)], p.clone(), 0..4i32, 0..4u8, 0..8u8).prop_map(
+            |(s, op, path, flags, data, acl)| ROp::Create { s, op, path, flags, data, acl }
         ),
         4 => (s.clone(), p.clone(), v.clone())
             .prop_map(|(s, path, version)| ROp::Delete { s, path, version }),
-        4 => (s.clone(), p.clone(), 0..4u8, v)
+        4 => (s.clone(), p.clone(), 0..4u8, v.clone())
             .prop_map(|(s, path, data, version)| ROp::Set { s, path, data, version }),
         8 => (s.clone(), 0..4u8, p.clone(), any::<bool>())
             .prop_map(|(s, kind, path, watch)| ROp::Read { s, kind, path, watch }),
@@ -168,8 +244,15 @@ fn rop_strategy(n: usize) -> impl Strategy<Value = ROp> {
         2 => (s.clone(), 0..3u8, p.clone()).prop_map(|(s, kind, path)| ROp::Info { s, kind, path }),
         1 => (s.clone(), prop::collection::vec((any::<bool>(), p.clone()), 1..4))
             .prop_map(|(s, ops)| ROp::MultiRead { s, ops }),
-        1 => (s, p, 0..3u8, prop_oneof![Just(-1), Just(0), Just(1)])
+        1 => (s.clone(), p.clone(), 0..8u8, v.clone())
             .prop_map(|(s, path, acl, version)| ROp::SetAcl { s, path, acl, version }),
+        1 => (s.clone(), p.clone(), v)
+            .prop_map(|(s, path, version)| ROp::Check { s, path, version }),
+        1 => (s.clone(), prop::collection::vec(simple_rop(), 2..5))
+            .prop_map(|(s, ops)| ROp::Pipeline { s, ops }),
+        2 => (s.clone(), 0..8u8, p).prop_map(|(s, kind, path)| ROp::Watches { s, kind, path }),
+        1 => (s.clone(), 0..2u8).prop_map(|(s, user)| ROp::Auth { s, user }),
+        1 => (s, 0..3u8).prop_map(|(s, kind)| ROp::BadReconnect { s, kind }),
     ]
 }
 
@@ -306,13 +389,19 @@ impl ROp {
             ROp::Info { .. } => "info",
             ROp::MultiRead { .. } => "multiread",
             ROp::SetAcl { .. } => "setacl",
+            ROp::Check { .. } => "check",
+            ROp::Pipeline { .. } => "pipeline",
+            ROp::Watches { .. } => "watches",
+            ROp::Auth { .. } => "auth",
+            ROp::BadReconnect { .. } => "badreconnect",
         }
     }
 }
 
 /// `CONFORMANCE_SKIP`: comma-separated op kinds to leave out (create, delete,
 /// set, read, multi, sync, close, reattach, setwatches, info, multiread,
-/// setacl), to look past a known divergence.
+/// setacl, check, pipeline, watches, auth, badreconnect), to look past a
+/// known divergence.
 fn skipped() -> Vec<String> {
     std::env::var("CONFORMANCE_SKIP")
         .unwrap_or_default()
@@ -352,13 +441,14 @@ fn to_ops(n: usize, rops: &[ROp]) -> Vec<Op> {
                 path: p,
                 flags,
                 data: d,
+                acl: a,
             } => ops.push(Op::Req(
                 *s,
                 Req::Create {
                     op: *op,
                     path: path(*p),
                     data: data(*d),
-                    acl: Acl::open_unsafe(),
+                    acl: acl(*a),
                     flags: *flags,
                 },
             )),
@@ -489,15 +579,7 @@ fn to_ops(n: usize, rops: &[ROp]) -> Vec<Op> {
                 acl,
                 version,
             } => {
-                let acl = match acl % 3 {
-                    0 => Acl::open_unsafe(),
-                    1 => Acl::read_unsafe(),
-                    _ => vec![Acl::new(
-                        perms::READ | perms::CREATE | perms::WRITE,
-                        "world",
-                        "anyone",
-                    )],
-                };
+                let acl = self::acl(*acl);
                 ops.push(Op::Req(
                     *s,
                     Req::SetAcl {
@@ -506,6 +588,75 @@ fn to_ops(n: usize, rops: &[ROp]) -> Vec<Op> {
                         version: *version,
                     },
                 ));
+            }
+            ROp::Check {
+                s,
+                path: p,
+                version,
+            } => ops.push(Op::Req(
+                *s,
+                Req::Check {
+                    path: path(*p),
+                    version: *version,
+                },
+            )),
+            ROp::Pipeline { s, ops: inner } => {
+                let reqs = to_ops(0, inner)
+                    .into_iter()
+                    .skip(1)
+                    .filter_map(|o| match o {
+                        Op::Req(_, r) => Some(r),
+                        _ => None,
+                    })
+                    .collect();
+                ops.push(Op::Pipeline(*s, reqs));
+            }
+            ROp::Watches { s, kind, path: p } => {
+                let path = path(*p);
+                let req = match kind % 8 {
+                    k @ 0..=1 => Req::AddWatch {
+                        path,
+                        mode: i32::from(k),
+                    },
+                    k @ 2..=4 => Req::RemoveWatches {
+                        path,
+                        ty: i32::from(k) - 1,
+                    },
+                    k => Req::CheckWatches {
+                        path,
+                        ty: i32::from(k) - 4,
+                    },
+                };
+                ops.push(Op::Req(*s, req));
+            }
+            ROp::Auth { s, user } => ops.push(Op::Req(
+                *s,
+                Req::Auth {
+                    scheme: "digest".into(),
+                    auth: format!("u{user}:pw").into_bytes(),
+                },
+            )),
+            ROp::BadReconnect { s, kind } => {
+                ops.push(Op::Reconnect {
+                    s: *s,
+                    passwd: if *kind == 0 {
+                        Passwd::Wrong
+                    } else {
+                        Passwd::Good
+                    },
+                    last_zxid: if *kind == 1 { Zx::Ahead(3) } else { Zx::Last },
+                    timeout: 30000,
+                    read_only_byte: true,
+                    unknown: *kind == 2,
+                });
+                ops.push(Op::Reconnect {
+                    s: *s,
+                    passwd: Passwd::Good,
+                    last_zxid: Zx::Last,
+                    timeout: 30000,
+                    read_only_byte: true,
+                    unknown: false,
+                });
             }
             ROp::Reattach { s } => ops.push(Op::Reconnect {
                 s: *s,
