@@ -1423,6 +1423,9 @@ pub(crate) fn fresh_server_tree() -> Vec<Op> {
         r(0, Req::GetEphemerals { prefix: "".into() }),
         conn(1),
         sync(1, "/"),
+        ls(1, "/", true),
+        exists(1, "/", true),
+        get(1, "/a", true),
         close(0),
         ls2(1, "/", false),
         r(1, Req::GetAllChildrenNumber { path: "/".into() }),
@@ -1774,5 +1777,33 @@ pub(crate) fn session_expiry() -> Vec<Op> {
         ls2(1, "@", false),
         reconnect(0, Passwd::Good),
         sync(1, "@"),
+    ]
+}
+
+/// jute.maxbuffer: a frame of 1048575 bytes (after the length prefix) is
+/// served, one byte more closes the connection with no reply (checked by
+/// hand against 3.8.0 with raw sockets too).
+pub(crate) fn big_frames() -> Vec<Op> {
+    let path = "@/big";
+    let path_len = "/big_frames/big".len();
+    // create: header 8, path 4+len, data 4+n, ACL vector 4+(4+4+5+4+6), flags 4.
+    let create_max = 1_048_575 - (8 + 4 + path_len + 4 + 27 + 4);
+    // setData: header 8, path 4+len, data 4+n, version 4.
+    let set_max = 1_048_575 - (8 + 4 + path_len + 4 + 4);
+    vec![
+        conn(0),
+        conn(1),
+        exists(1, path, true),
+        create(0, path, Some(vec![b'x'; create_max + 1]), 0),
+        reconnect(0, Passwd::Good),
+        exists(0, path, false),
+        create(0, path, Some(vec![b'y'; create_max]), 0),
+        get(0, path, false),
+        get(1, path, true),
+        set(0, path, Some(vec![b'z'; set_max + 1]), -1),
+        reconnect(0, Passwd::Good),
+        set(0, path, Some(vec![b'w'; set_max]), -1),
+        get(1, path, false),
+        del(0, path, -1),
     ]
 }

@@ -291,6 +291,7 @@ impl fmt::Display for Op {
 fn data_text(d: &Option<Vec<u8>>) -> String {
     match d {
         None => "null".into(),
+        Some(b) if b.len() > 40 => format!("<{} bytes>", b.len()),
         Some(b) => format!("{:?}", String::from_utf8_lossy(b)),
     }
 }
@@ -512,6 +513,7 @@ impl Run {
     fn data(&self, d: &Option<Bytes>) -> String {
         match d {
             None => "null".into(),
+            Some(b) if b.len() > 40 => format!("<{} bytes>", b.len()),
             Some(b) => format!("{:?}", String::from_utf8_lossy(b)),
         }
     }

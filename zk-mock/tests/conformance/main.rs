@@ -216,6 +216,7 @@ shared_cases!(
     set_watches2_persistent,
     pipelined_ordering,
     session_expiry,
+    big_frames,
 );
 
 fresh_cases!(fresh_server_tree);
