@@ -1734,16 +1734,12 @@ pub(crate) fn pipelined_ordering() -> Vec<Op> {
                 del(1, "@/n", -1),
             ],
         ),
-        // Nothing after a closeSession is answered.
+        // closeSession last: what happens to requests pipelined after it is
+        // timing-dependent on the real server (sometimes answered −112
+        // SESSIONEXPIRED, sometimes dropped when the socket closes).
         p(
             1,
-            vec![
-                get(1, "@/a", false),
-                create(1, "@/e", NULL, 1),
-                close(1),
-                get(1, "@/a", false),
-                sync(1, "@"),
-            ],
+            vec![get(1, "@/a", false), create(1, "@/e", NULL, 1), close(1)],
         ),
         exists(0, "@/e", false),
     ]

@@ -303,16 +303,16 @@ fn mop_text(m: &MOp) -> String {
             path,
             data,
             flags,
-        } => format!("create(op={op}) {path} {} flags={flags}", data_text(data)),
-        MOp::Delete { path, version } => format!("delete {path} v={version}"),
+        } => format!("create(op={op}) {path:?} {} flags={flags}", data_text(data)),
+        MOp::Delete { path, version } => format!("delete {path:?} v={version}"),
         MOp::SetData {
             path,
             data,
             version,
-        } => format!("setData {path} {} v={version}", data_text(data)),
-        MOp::Check { path, version } => format!("check {path} v={version}"),
-        MOp::GetData { path } => format!("getData {path}"),
-        MOp::GetChildren { path } => format!("getChildren {path}"),
+        } => format!("setData {path:?} {} v={version}", data_text(data)),
+        MOp::Check { path, version } => format!("check {path:?} v={version}"),
+        MOp::GetData { path } => format!("getData {path:?}"),
+        MOp::GetChildren { path } => format!("getChildren {path:?}"),
     }
 }
 
@@ -336,7 +336,7 @@ fn req_text(r: &Req) -> String {
             } else {
                 format!(" acl={}", acl_text(acl))
             };
-            format!("{name} {path} {} flags={flags}{acl}", data_text(data))
+            format!("{name} {path:?} {} flags={flags}{acl}", data_text(data))
         }
         Req::CreateTtl {
             path,
@@ -344,10 +344,10 @@ fn req_text(r: &Req) -> String {
             flags,
             ttl,
         } => format!(
-            "createTTL {path} {} flags={flags} ttl={ttl}",
+            "createTTL {path:?} {} flags={flags} ttl={ttl}",
             data_text(data)
         ),
-        Req::Delete { path, version } => format!("delete {path} v={version}"),
+        Req::Delete { path, version } => format!("delete {path:?} v={version}"),
         Req::Exists { path, watch } => format!("exists {path:?} watch={watch}"),
         Req::GetData { path, watch } => format!("getData {path:?} watch={watch}"),
         Req::SetData {
@@ -753,6 +753,8 @@ impl Run {
                         out.push(line);
                         if matches!(req, Req::CloseSession) && reply.header.err == 0 {
                             self.slots[s].alive = false;
+                            let conn = self.slots[s].conn.take().unwrap();
+                            self.await_close(s, conn, &mut out).await;
                         }
                     }
                     Err(e) => {
@@ -864,7 +866,10 @@ impl Run {
                         }
                     }
                 }
-                if ok {
+                if ok && matches!(reqs.last(), Some(Req::CloseSession)) {
+                    self.slots[s].alive = false;
+                    self.await_close(s, conn, &mut out).await;
+                } else if ok {
                     self.slots[s].conn = Some(conn);
                 }
                 s
@@ -875,6 +880,34 @@ impl Run {
             sort_event_runs(&mut out);
         }
         out
+    }
+
+    /// After a closeSession reply the server closes the socket. Waits for that
+    /// instead of pinging a closed session (what a request there gets is
+    /// timing-dependent on 3.8.0: dropped or answered −112).
+    async fn await_close(&mut self, s: Slot, mut conn: RawClient, out: &mut Vec<String>) {
+        let r = conn.next_reply().await;
+        for n in conn.take_events() {
+            out.push(self.event_line(s, "[after reply]", &n));
+        }
+        match r {
+            Ok(None) => out.push(format!("  s{s} connection closed by server")),
+            Err(e) if is_closed(&e) => out.push(format!("  s{s} connection closed by server")),
+            Ok(Some(r)) => {
+                out.push(format!(
+                    "  s{s} unexpected frame after closeSession: xid={} err={}",
+                    r.header.xid, r.header.err
+                ));
+                self.slots[s].conn = Some(conn);
+            }
+            Err(e) => {
+                out.push(format!(
+                    "  s{s} still open after closeSession ({:?})",
+                    e.kind()
+                ));
+                self.slots[s].conn = Some(conn);
+            }
+        }
     }
 
     /// Pings every open connection (pipelined) and collects the notifications

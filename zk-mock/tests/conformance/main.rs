@@ -12,8 +12,26 @@
 //! - `CONFORMANCE_PRINT=1`: print every transcript, also of passing cases;
 //! - `ZK_CLASSPATH`, `ZK_JAVA`: where the real server comes from.
 //!
-//! The real server is the judge: where it differs from the fact sheet (which
-//! describes 3.8.6), the cases expect what 3.8.0 does; see `cases.rs`.
+//! The real server is the judge: where it differs from the fact sheet
+//! (`zk-protocol-facts.md`, read from 3.8.6), the cases expect what the
+//! Debian 3.8.0 server does. Differences found so far:
+//! - check (13) outside a multi is a transaction, not UNIMPLEMENTED: it
+//!   consumes a zxid (also with a malformed body), failures are answered
+//!   normally, a successful check is never answered and the connection stays
+//!   open;
+//! - inside a multi, create2 (15) answers result type 1 (path only), but
+//!   createContainer (19) answers type 15 with a Stat;
+//! - exists does not check READ (a node with an ADMIN-only ACL answers exists);
+//! - notifications ARE filtered by READ ACL (Debian backported
+//!   ZOOKEEPER-4799): NodeCreated of a WRITE-only node is not delivered, the
+//!   parent's NodeChildrenChanged is;
+//! - a multi of only reads answers err −5 (no body, a zxid consumed); a
+//!   multiRead holding a write or a check answers err −5 plus an empty
+//!   MultiResponse body (just the end marker);
+//! - getAllChildrenNumber("") counts every node but the "" alias (4 on a
+//!   fresh server), "/" counts 3;
+//! - createTTL with a non-TTL mode and ttl −1 kills the server (SyncThread
+//!   "Severe unrecoverable error"), so it is never sent.
 
 mod cases;
 mod driver;
