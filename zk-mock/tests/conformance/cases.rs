@@ -12,7 +12,7 @@
 
 use bytes::BytesMut;
 use zk_mock::codec::Record;
-use zk_mock::proto::{perms, Acl, MultiHeader, PathRequest};
+use zk_mock::proto::{perms, Acl, MultiHeader, PathRequest, SetWatches, SetWatches2};
 
 use crate::driver::{MOp, Op, Passwd, Req, Slot, Zx};
 
@@ -1426,6 +1426,22 @@ pub(crate) fn fresh_server_tree() -> Vec<Op> {
         ls(1, "/", true),
         exists(1, "/", true),
         get(1, "/a", true),
+        // Containers (the ContainerManager runs every 60 s: not during this case).
+        create_acl(0, 19, "/k", d("k"), Acl::open_unsafe(), 4),
+        create(0, "/k/c", NULL, 0),
+        create(0, "/k/e", NULL, 1),
+        create(0, "/k/c/d", NULL, 0),
+        del(0, "/k/c/d", -1),
+        del(0, "/k/c", -1),
+        ls2(0, "/k", false),
+        multi(
+            0,
+            vec![mc_op(19, "/k2", 4), mc("/k2/x", NULL, 0), md("/k2/x", -1)],
+        ),
+        ls2(0, "/k2", false),
+        create_acl(0, 19, "/k3", NULL, Acl::open_unsafe(), 0),
+        create_acl(0, 19, "/k4", NULL, Acl::open_unsafe(), 1),
+        get(0, "/k3", false),
         close(0),
         ls2(1, "/", false),
         r(1, Req::GetAllChildrenNumber { path: "/".into() }),
@@ -1801,5 +1817,41 @@ pub(crate) fn big_frames() -> Vec<Op> {
         set(0, path, Some(vec![b'w'; set_max]), -1),
         get(1, path, false),
         del(0, path, -1),
+    ]
+}
+
+/// SetWatches / SetWatches2 with xid −8, as the C and Rust clients send them:
+/// the server echoes −8, and the events it fires come before that reply.
+pub(crate) fn set_watches_xid_minus_8() -> Vec<Op> {
+    let p = |x: &str| format!("/set_watches_xid_minus_8{x}");
+    let v1 = SetWatches {
+        relative_zxid: 0,
+        data_watches: vec![p("/a"), p("/gone")],
+        exist_watches: vec![p("/a"), p("/none")],
+        child_watches: vec![p("")],
+    }
+    .to_bytes()
+    .to_vec();
+    let v2 = SetWatches2 {
+        relative_zxid: 0,
+        data_watches: vec![p("/a")],
+        exist_watches: vec![],
+        child_watches: vec![],
+        persistent_watches: vec![p("/pers")],
+        persistent_recursive_watches: vec![p("")],
+    }
+    .to_bytes()
+    .to_vec();
+    vec![
+        conn(0),
+        conn(1),
+        create(0, "@/a", d("a"), 0),
+        raw(1, 101, v1),
+        create(0, "@/none", NULL, 0),
+        set(0, "@/a", d("b"), -1),
+        raw(1, 105, v2),
+        create(0, "@/pers", NULL, 0),
+        set(0, "@/pers", d("p"), -1),
+        create(0, "@/pers/x", NULL, 0),
     ]
 }

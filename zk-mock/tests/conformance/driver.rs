@@ -402,6 +402,11 @@ fn req_text(r: &Req) -> String {
         Req::GetAllChildrenNumber { path } => format!("getAllChildrenNumber {path:?}"),
         Req::CloseSession => "closeSession".into(),
         Req::Check { path, version } => format!("check(standalone) {path:?} v={version}"),
+        Req::Raw { op, body } if body.len() > 32 => format!(
+            "raw op={op} body={}... ({} bytes)",
+            hex(&body[..32]),
+            body.len()
+        ),
         Req::Raw { op, body } => format!("raw op={op} body={}", hex(body)),
     }
 }
@@ -1381,9 +1386,12 @@ enum RawOutcome {
 async fn raw_request(c: &mut RawClient, op: i32, body: &[u8]) -> io::Result<RawOutcome> {
     let mut b = BytesMut::new();
     RequestHeader {
-        // Auth packets carry −4, as every client sends them.
+        // Auth packets carry −4 and SetWatches −8, as the C and Rust clients
+        // send them (the server just echoes the xid).
         xid: if op == OpCode::Auth as i32 {
             XID_AUTH
+        } else if op == OpCode::SetWatches as i32 || op == OpCode::SetWatches2 as i32 {
+            XID_SET_WATCHES
         } else {
             RAW_XID
         },

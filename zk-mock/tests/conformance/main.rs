@@ -235,6 +235,7 @@ shared_cases!(
     pipelined_ordering,
     session_expiry,
     big_frames,
+    set_watches_xid_minus_8,
 );
 
 fresh_cases!(fresh_server_tree);
