@@ -10,7 +10,7 @@
 //!   (−1 on notifications and UNIMPLEMENTED replies) are shown as they are;
 //! - session ids (ConnectResponse, ephemeralOwner) are shown as the slot that
 //!   created them (`s0`, `s0'1` for the slot's second session, `ctl`);
-//! - ctime and mtime are dropped, children and ephemeral lists are sorted;
+//! - ctime and mtime are dropped; children, ephemeral and ACL lists are sorted;
 //! - notifications caused by a session's end (closeSession, expiry) are
 //!   sorted: ZooKeeper deletes the ephemerals in Java `HashSet` order;
 //! - everything else (err codes, data incl. null vs empty, every other Stat
@@ -409,6 +409,18 @@ fn req_text(r: &Req) -> String {
         ),
         Req::Raw { op, body } => format!("raw op={op} body={}", hex(body)),
     }
+}
+
+/// An ACL list as a set. Real 3.8.0 expands an `auth` ACL into one entry per
+/// authenticated id of the connection in hash order (digest `u0` before `u1`
+/// whatever order they were added in), which a mock need not copy.
+fn acl_set_text(acl: &[Acl]) -> String {
+    let mut v: Vec<String> = acl
+        .iter()
+        .map(|a| format!("{}:{}:{}", a.id.scheme, a.id.id, a.perms))
+        .collect();
+    v.sort();
+    format!("{{{}}}", v.join(","))
 }
 
 fn acl_text(acl: &[Acl]) -> String {
@@ -1229,7 +1241,9 @@ impl Run {
             }
             Req::GetAcl { .. } => {
                 let g = GetAclResponse::decode(b).map_err(e)?;
-                format!("acl={} stat={}", acl_text(&g.acl), self.stat(&g.stat))
+                // Sorted: an `auth` ACL expands to the connection's ids in
+                // Java hash order (see `acl_set_text`).
+                format!("acl={} stat={}", acl_set_text(&g.acl), self.stat(&g.stat))
             }
             Req::GetChildren { .. } => {
                 let mut c = GetChildrenResponse::decode(b).map_err(e)?.children;
