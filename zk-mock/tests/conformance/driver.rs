@@ -583,17 +583,15 @@ impl Run {
         match resp {
             None => "  -> connection closed, no ConnectResponse".into(),
             Some(r) => {
-                if r.time_out > 0 && r.session_id != 0 {
-                    if fresh {
-                        let st = self.slot(s);
-                        st.generation += 1;
-                        let label = if st.generation == 1 {
-                            format!("s{s}")
-                        } else {
-                            format!("s{s}'{}", st.generation - 1)
-                        };
-                        self.labels.push((r.session_id, label));
-                    }
+                if r.time_out > 0 && r.session_id != 0 && fresh {
+                    let st = self.slot(s);
+                    st.generation += 1;
+                    let label = if st.generation == 1 {
+                        format!("s{s}")
+                    } else {
+                        format!("s{s}'{}", st.generation - 1)
+                    };
+                    self.labels.push((r.session_id, label));
                 }
                 let pw = match &r.passwd {
                     None => "null".to_string(),
