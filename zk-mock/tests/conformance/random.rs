@@ -30,10 +30,25 @@ const PATHS: &[&str] = &[
 
 #[derive(Debug, Clone)]
 enum RM {
-    Create { path: usize, flags: i32, data: u8 },
-    Delete { path: usize, version: i32 },
-    Set { path: usize, data: u8, version: i32 },
-    Check { path: usize, version: i32 },
+    Create {
+        op: i32,
+        path: usize,
+        flags: i32,
+        data: u8,
+    },
+    Delete {
+        path: usize,
+        version: i32,
+    },
+    Set {
+        path: usize,
+        data: u8,
+        version: i32,
+    },
+    Check {
+        path: usize,
+        version: i32,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -85,6 +100,8 @@ enum ROp {
     SetWatches {
         s: Slot,
         v2: bool,
+        /// 0: the session's last zxid, 1: zero, 2: the server's current zxid.
+        rel: u8,
         data: Vec<usize>,
         exist: Vec<usize>,
         child: Vec<usize>,
@@ -166,11 +183,14 @@ fn rm_strategy() -> impl Strategy<Value = RM> {
     let p = 0..PATHS.len();
     let v = prop_oneof![Just(-1), Just(0), Just(1)];
     prop_oneof![
-        (p.clone(), 0..4i32, 0..4u8).prop_map(|(path, flags, data)| RM::Create {
-            path,
-            flags,
-            data
-        }),
+        (prop_oneof![Just(1), Just(15)], p.clone(), 0..4i32, 0..4u8).prop_map(
+            |(op, path, flags, data)| RM::Create {
+                op,
+                path,
+                flags,
+                data
+            }
+        ),
         (p.clone(), v.clone()).prop_map(|(path, version)| RM::Delete { path, version }),
         (p.clone(), 0..4u8, v.clone()).prop_map(|(path, data, version)| RM::Set {
             path,
@@ -236,11 +256,19 @@ fn rop_strategy(n: usize) -> impl Strategy<Value = ROp> {
         1 => (
             s.clone(),
             any::<bool>(),
+            0..3u8,
             prop::collection::vec(p.clone(), 0..3),
             prop::collection::vec(p.clone(), 0..3),
             prop::collection::vec(p.clone(), 0..3)
         )
-            .prop_map(|(s, v2, data, exist, child)| ROp::SetWatches { s, v2, data, exist, child }),
+            .prop_map(|(s, v2, rel, data, exist, child)| ROp::SetWatches {
+                s,
+                v2,
+                rel,
+                data,
+                exist,
+                child
+            }),
         2 => (s.clone(), 0..3u8, p.clone()).prop_map(|(s, kind, path)| ROp::Info { s, kind, path }),
         1 => (s.clone(), prop::collection::vec((any::<bool>(), p.clone()), 1..4))
             .prop_map(|(s, ops)| ROp::MultiRead { s, ops }),
@@ -496,11 +524,12 @@ fn to_ops(n: usize, rops: &[ROp]) -> Vec<Op> {
                     .iter()
                     .map(|x| match x {
                         RM::Create {
+                            op,
                             path: p,
                             flags,
                             data: d,
                         } => MOp::Create {
-                            op: 1,
+                            op: *op,
                             path: path(*p),
                             data: data(*d),
                             flags: *flags,
@@ -534,6 +563,7 @@ fn to_ops(n: usize, rops: &[ROp]) -> Vec<Op> {
             ROp::SetWatches {
                 s,
                 v2,
+                rel,
                 data,
                 exist,
                 child,
@@ -543,7 +573,11 @@ fn to_ops(n: usize, rops: &[ROp]) -> Vec<Op> {
                     *s,
                     Req::SetWatches {
                         v2: *v2,
-                        rel: Zx::Last,
+                        rel: match rel % 3 {
+                            0 => Zx::Last,
+                            1 => Zx::Zero,
+                            _ => Zx::Ahead(0),
+                        },
                         data: v(data),
                         exist: v(exist),
                         child: v(child),

@@ -105,10 +105,15 @@ impl RealZk {
         .map_err(|e| format!("write zoo.cfg: {e}"))?;
         let log = dir.join("zookeeper.log");
         let script = r#"log="$1"; dir="$2"; shift 2
-"$@" </dev/null >"$log" 2>&1 &
-j=$!
+(
+  "$@" </dev/null >"$log" 2>&1 &
+  echo $! >"$dir/jvm.pid"
+  wait $!
+  echo "zk-conformance: JVM exited with status $?" >>"$log"
+) &
 read _ || true
-kill $j 2>/dev/null; wait $j 2>/dev/null
+kill "$(cat "$dir/jvm.pid" 2>/dev/null)" 2>/dev/null
+wait
 case "$dir" in */zk-conformance-*) rm -rf "$dir" ;; esac
 "#;
         let mut child = Command::new("sh")
@@ -145,6 +150,14 @@ case "$dir" in */zk-conformance-*) rm -rf "$dir" ;; esac
         loop {
             if zk.serving() {
                 return Ok(zk);
+            }
+            if zk.died() {
+                return Err(format!(
+                    "real ZooKeeper did not start (java {}, classpath {}); log:\n{}",
+                    java(),
+                    classpath(),
+                    zk.log_tail(60)
+                ));
             }
             if let Some(status) = zk.exited() {
                 return Err(format!(
@@ -193,7 +206,9 @@ case "$dir" in */zk-conformance-*) rm -rf "$dir" ;; esac
     /// Whether the log shows the JVM has shut down.
     pub(crate) fn died(&self) -> bool {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        text.contains("Severe unrecoverable error") || text.contains("shutting down")
+        text.contains("zk-conformance: JVM exited")
+            || text.contains("Severe unrecoverable error")
+            || text.contains("shutting down")
     }
 
     /// The client address.
