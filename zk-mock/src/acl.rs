@@ -128,27 +128,18 @@ pub fn check(acl: &[Acl], perm: i32, auth_info: &[Id]) -> Result<(), ErrorCode> 
     if acl.is_empty() || auth_info.iter().any(|id| id.scheme == "super") {
         return Ok(());
     }
-    for a in acl.iter().filter(|a| a.perms & perm != 0) {
-        match a.id.scheme.as_str() {
-            "world" if a.id.id == "anyone" => return Ok(()),
-            "digest" => {
-                if auth_info
-                    .iter()
-                    .any(|id| id.scheme == "digest" && id.id == a.id.id)
-                {
-                    return Ok(());
-                }
-            }
-            "ip" => {
-                if auth_info
-                    .iter()
-                    .any(|id| id.scheme == "ip" && ip_matches(&a.id.id, &id.id))
-                {
-                    return Ok(());
-                }
-            }
-            _ => {}
-        }
+    let granted = |a: &Acl| match a.id.scheme.as_str() {
+        "world" => a.id.id == "anyone",
+        "digest" => auth_info
+            .iter()
+            .any(|id| id.scheme == "digest" && id.id == a.id.id),
+        "ip" => auth_info
+            .iter()
+            .any(|id| id.scheme == "ip" && ip_matches(&a.id.id, &id.id)),
+        _ => false,
+    };
+    if acl.iter().any(|a| a.perms & perm != 0 && granted(a)) {
+        return Ok(());
     }
     Err(ErrorCode::NoAuth)
 }

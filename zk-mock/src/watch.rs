@@ -261,6 +261,7 @@ impl WatchManager {
 
     /// `DataTree.setWatches`: re-registers a reconnected client's watches,
     /// firing at once the events it missed since `relative_zxid`.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn set_watches(
         &mut self,
         tree: &DataTree,

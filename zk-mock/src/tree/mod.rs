@@ -411,6 +411,7 @@ impl DataTree {
     }
 
     /// setData: BADARGUMENTS, NONODE, NOAUTH (WRITE), BADVERSION.
+    #[allow(clippy::too_many_arguments)]
     pub fn set_data(
         &mut self,
         zxid: i64,
