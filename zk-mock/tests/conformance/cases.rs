@@ -1855,3 +1855,52 @@ pub(crate) fn set_watches_xid_minus_8() -> Vec<Op> {
         create(0, "@/pers/x", NULL, 0),
     ]
 }
+
+/// The Rust client writes ConnectRequest, auth, setWatches and a ping before
+/// it has the ConnectResponse: they are served, in order, after the session
+/// is set up.
+pub(crate) fn pipelined_connect() -> Vec<Op> {
+    let sw = Req::SetWatches {
+        v2: false,
+        rel: Zx::Zero,
+        data: vec!["@/a".into()],
+        exist: vec!["@/none".into()],
+        child: vec!["@".into()],
+        persistent: vec![],
+        recursive: vec![],
+    };
+    let getr = |p: &str| Req::GetData {
+        path: p.into(),
+        watch: true,
+    };
+    vec![
+        conn(0),
+        create(0, "@/a", d("a"), 0),
+        Op::PipelinedConnect {
+            s: 1,
+            reqs: vec![
+                Req::Auth {
+                    scheme: "digest".into(),
+                    auth: b"u:p".to_vec(),
+                },
+                sw,
+                Req::Ping,
+                getr("@/a"),
+                Req::Create {
+                    op: 1,
+                    path: "@/e".into(),
+                    data: None,
+                    acl: vec![acl(perms::ALL, "auth", "")],
+                    flags: 1,
+                },
+                Req::WhoAmI,
+            ],
+        },
+        exists(0, "@/e", false),
+        reconnect(1, Passwd::Good),
+        r(1, Req::WhoAmI),
+        get(1, "@/e", false),
+        close(1),
+        exists(0, "@/e", false),
+    ]
+}

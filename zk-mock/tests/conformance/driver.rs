@@ -229,6 +229,12 @@ pub(crate) enum Op {
     /// Requests written back to back before any reply is read: checks reply
     /// order and where notifications fall between the replies.
     Pipeline(Slot, Vec<Req>),
+    /// A new session in `s` whose ConnectRequest and `reqs` go out in one
+    /// write, before the ConnectResponse is read (as the Rust client does):
+    /// the requests must be served after the session is set up. Auth uses xid
+    /// −4, setWatches −8, ping −2, the rest 1, 2, …; the socket is closed
+    /// afterwards (the session stays alive; reconnect to use it).
+    PipelinedConnect { s: Slot, reqs: Vec<Req> },
     /// Reads slot `s`'s connection (sending nothing anywhere) until `count`
     /// notifications have arrived or `max_ms` passed: for server-side events
     /// no request triggers, such as session expiry. The only bounded wait.
@@ -273,6 +279,11 @@ impl fmt::Display for Op {
             )
             }
             Op::Req(s, r) => write!(f, "s{s} {}", req_text(r)),
+            Op::PipelinedConnect { s, reqs } => write!(
+                f,
+                "s{s} connect with pipelined [{}]",
+                reqs.iter().map(req_text).collect::<Vec<_>>().join("; ")
+            ),
             Op::AwaitEvents { s, count, max_ms } => {
                 write!(
                     f,
@@ -779,6 +790,11 @@ impl Run {
                 }
                 s
             }
+            Op::PipelinedConnect { s, reqs } => {
+                let s = *s;
+                self.pipelined_connect(s, reqs, &mut out).await;
+                s
+            }
             Op::AwaitEvents { s, count, max_ms } => {
                 let s = *s;
                 self.slot(s);
@@ -895,6 +911,139 @@ impl Run {
             sort_event_runs(&mut out);
         }
         out
+    }
+
+    async fn pipelined_connect(&mut self, s: Slot, reqs: &[Req], out: &mut Vec<String>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let st = self.slot(s);
+        if st.alive {
+            let (id, pw) = (st.session_id, st.passwd.clone());
+            self.orphans.push((id, pw));
+        }
+        let st = self.slot(s);
+        st.conn = None;
+        st.alive = false;
+        let mut all = BytesMut::new();
+        let req = ConnectRequest {
+            protocol_version: 0,
+            last_zxid_seen: 0,
+            time_out: 30000,
+            session_id: 0,
+            passwd: Some(Bytes::from_static(&[0; 16])),
+            read_only: Some(false),
+        };
+        all.extend_from_slice(&zk_mock::codec::frame(&req.to_bytes()));
+        let mut xids = Vec::new();
+        let mut next = 1;
+        for r in reqs {
+            let (op, body) = self.encode(s, r);
+            let xid = match r {
+                Req::Auth { .. } => XID_AUTH,
+                Req::SetWatches { .. } => XID_SET_WATCHES,
+                Req::Ping => XID_PING,
+                _ => {
+                    next += 1;
+                    next - 1
+                }
+            };
+            xids.push(xid);
+            let mut b = BytesMut::new();
+            RequestHeader { xid, op_type: op }.encode(&mut b);
+            b.extend_from_slice(&body);
+            all.extend_from_slice(&zk_mock::codec::frame(&b));
+        }
+        let mut stream = match tokio::net::TcpStream::connect(self.addr).await {
+            Ok(x) => x,
+            Err(e) => {
+                out.push(format!("  -> connect error {:?}", e.kind()));
+                return;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        if let Err(e) = stream.write_all(&all).await {
+            out.push(format!("  -> write error {:?}", e.kind()));
+            return;
+        }
+        let mut buf = BytesMut::new();
+        let mut frames = Vec::new();
+        // The ConnectResponse, then one reply per request (notifications counted apart).
+        let mut replies = 0;
+        while frames.is_empty() || replies < reqs.len() {
+            match zk_mock::codec::split_frame(&mut buf, usize::MAX >> 1) {
+                Ok(Some(f)) => {
+                    if !frames.is_empty() {
+                        let is_event = ReplyHeader::parse(&f)
+                            .map(|(_, h)| h.xid == XID_NOTIFICATION)
+                            .unwrap_or(false);
+                        if !is_event {
+                            replies += 1;
+                        }
+                    }
+                    frames.push(f);
+                    continue;
+                }
+                Ok(None) => {}
+                Err(_) => break,
+            }
+            match tokio::time::timeout(READ_TIMEOUT, stream.read_buf(&mut buf)).await {
+                Ok(Ok(n)) if n > 0 => {}
+                Ok(_) => {
+                    out.push("  -> connection closed".into());
+                    break;
+                }
+                Err(_) => {
+                    out.push("  -> timed out waiting for replies".into());
+                    break;
+                }
+            }
+        }
+        let mut it = frames.into_iter();
+        match it.next().map(|f| ConnectResponse::decode(&f)) {
+            Some(Ok(r)) => {
+                let line = self.connect_line(s, &Some(r.clone()), true);
+                out.push(line);
+                if r.time_out > 0 {
+                    let st = self.slot(s);
+                    st.session_id = r.session_id;
+                    st.passwd = r.passwd.clone().unwrap_or_default();
+                    st.alive = true;
+                }
+            }
+            Some(Err(e)) => out.push(format!("  -> undecodable ConnectResponse: {e}")),
+            None => out.push("  -> no ConnectResponse".into()),
+        }
+        for f in it {
+            let Ok((body, h)) = ReplyHeader::parse(&f) else {
+                out.push("  -> short frame".into());
+                continue;
+            };
+            if h.xid == XID_NOTIFICATION {
+                if let Ok(event) = WatcherEvent::decode(body) {
+                    out.push(self.event_line(
+                        s,
+                        "",
+                        &Notification {
+                            zxid: h.zxid,
+                            event,
+                        },
+                    ));
+                }
+                continue;
+            }
+            self.note_zxid(Some(s), h.zxid);
+            let reply = Reply {
+                header: h.clone(),
+                body: Bytes::copy_from_slice(body),
+            };
+            let line = match xids.iter().position(|x| *x == h.xid) {
+                Some(i) => format!(
+                    "  [{i}]{}",
+                    self.reply_line(&reqs[i], &reply).trim_start_matches(' ')
+                ),
+                None => format!("  -> unexpected reply xid={}", h.xid),
+            };
+            out.push(line);
+        }
     }
 
     /// After a closeSession reply the server closes the socket. Waits for that

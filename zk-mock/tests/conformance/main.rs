@@ -236,6 +236,7 @@ shared_cases!(
     session_expiry,
     big_frames,
     set_watches_xid_minus_8,
+    pipelined_connect,
 );
 
 fresh_cases!(fresh_server_tree);
