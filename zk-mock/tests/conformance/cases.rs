@@ -1904,3 +1904,35 @@ pub(crate) fn pipelined_connect() -> Vec<Op> {
         exists(0, "@/e", false),
     ]
 }
+
+/// Op codes clients do not normally send: reconfig (16, disabled on a
+/// standalone server), deleteContainer (20, server-internal), createSession
+/// (-10), sasl (102), and invalid ones. Each may close the connection; the
+/// session is re-attached after each.
+pub(crate) fn other_op_codes() -> Vec<Op> {
+    let mut reconfig = Vec::new();
+    for s in ["", "", ""] {
+        reconfig.extend_from_slice(&(s.len() as i32).to_be_bytes());
+    }
+    reconfig.extend_from_slice(&(-1i64).to_be_bytes());
+    let container_path = b"/other_op_codes/k".to_vec();
+    let mut ops = vec![
+        conn(0),
+        conn(1),
+        create_acl(0, 19, "@/k", NULL, Acl::open_unsafe(), 4),
+        exists(1, "@/k", true),
+    ];
+    for (op, body) in [
+        (16, reconfig),
+        (20, container_path.clone()),
+        (20, b"/other_op_codes/missing".to_vec()),
+        (-10, vec![]),
+        (102, vec![0, 0, 0, 0]),
+        (-11, vec![]),
+    ] {
+        ops.push(raw(0, op, body));
+        ops.push(reconnect(0, Passwd::Good));
+    }
+    ops.extend([exists(1, "@/k", false), sync(0, "@")]);
+    ops
+}

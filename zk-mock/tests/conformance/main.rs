@@ -237,6 +237,7 @@ shared_cases!(
     big_frames,
     set_watches_xid_minus_8,
     pipelined_connect,
+    other_op_codes,
 );
 
 fresh_cases!(fresh_server_tree);
