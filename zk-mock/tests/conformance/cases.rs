@@ -1936,3 +1936,54 @@ pub(crate) fn other_op_codes() -> Vec<Op> {
     ops.extend([exists(1, "@/k", false), sync(0, "@")]);
     ops
 }
+
+fn lw(word: &str, keep: &[&str]) -> Op {
+    Op::FourLetter {
+        word: word.into(),
+        keep: keep.iter().map(|k| k.to_string()).collect(),
+    }
+}
+
+/// Four-letter words (both servers allow all of them: the real one runs with
+/// `zookeeper.4lw.commands.whitelist=*`). Needs a fresh tree for the counts.
+pub(crate) fn four_letter_words() -> Vec<Op> {
+    vec![
+        lw("ruok", &[]),
+        lw("isro", &[]),
+        lw("srvr", &["Zxid", "Mode", "Node count", "Outstanding"]),
+        conn(0),
+        conn(1),
+        create(0, "/a", d("a"), 0),
+        create(0, "/e", NULL, 1),
+        get(0, "/a", true),
+        exists(1, "/a", true),
+        exists(1, "/missing", true),
+        ls(1, "/", true),
+        lw("srvr", &["Zxid", "Mode", "Node count", "Outstanding"]),
+        lw("wchs", &[]),
+        lw("wchc", &[]),
+        lw("wchp", &[]),
+        lw(
+            "mntr",
+            &[
+                "zk_server_state",
+                "zk_znode_count",
+                "zk_watch_count",
+                "zk_ephemerals_count",
+                "zk_outstanding_requests",
+            ],
+        ),
+        lw(
+            "conf",
+            &[
+                "tickTime",
+                "maxClientCnxns",
+                "minSessionTimeout",
+                "maxSessionTimeout",
+                "serverId",
+            ],
+        ),
+        lw("srst", &[]),
+        lw("crst", &[]),
+    ]
+}

@@ -235,6 +235,9 @@ pub(crate) enum Op {
     /// −4, setWatches −8, ping −2, the rest 1, 2, …; the socket is closed
     /// afterwards (the session stays alive; reconnect to use it).
     PipelinedConnect { s: Slot, reqs: Vec<Req> },
+    /// A four-letter word on a new connection; the answer's lines that start
+    /// with one of `keep` (all lines when empty), session ids replaced by slots.
+    FourLetter { word: String, keep: Vec<String> },
     /// Reads slot `s`'s connection (sending nothing anywhere) until `count`
     /// notifications have arrived or `max_ms` passed: for server-side events
     /// no request triggers, such as session expiry. The only bounded wait.
@@ -279,6 +282,7 @@ impl fmt::Display for Op {
             )
             }
             Op::Req(s, r) => write!(f, "s{s} {}", req_text(r)),
+            Op::FourLetter { word, keep } => write!(f, "4lw {word} (lines {keep:?})"),
             Op::PipelinedConnect { s, reqs } => write!(
                 f,
                 "s{s} connect with pipelined [{}]",
@@ -794,6 +798,34 @@ impl Run {
                 let s = *s;
                 self.pipelined_connect(s, reqs, &mut out).await;
                 s
+            }
+            Op::FourLetter { word, keep } => {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let mut text = String::new();
+                match tokio::net::TcpStream::connect(self.addr).await {
+                    Ok(mut c) => {
+                        let _ = c.write_all(word.as_bytes()).await;
+                        let mut b = Vec::new();
+                        let _ = tokio::time::timeout(READ_TIMEOUT, c.read_to_end(&mut b)).await;
+                        text = String::from_utf8_lossy(&b).into_owned();
+                    }
+                    Err(e) => out.push(format!("  -> connect error {:?}", e.kind())),
+                }
+                for (id, label) in &self.labels {
+                    text = text.replace(&format!("0x{id:x}"), label);
+                }
+                let mut lines: Vec<String> = text
+                    .split_inclusive('\n')
+                    .filter(|l| keep.is_empty() || keep.iter().any(|k| l.starts_with(k.as_str())))
+                    .map(|l| format!("  | {l:?}"))
+                    .collect();
+                if word == "mntr" {
+                    // Key order comes from a Java map; monitors parse key/value pairs.
+                    lines.sort();
+                }
+                out.extend(lines);
+                // The barrier needs a slot: any will do.
+                0
             }
             Op::AwaitEvents { s, count, max_ms } => {
                 let s = *s;

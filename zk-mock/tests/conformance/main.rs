@@ -240,7 +240,7 @@ shared_cases!(
     other_op_codes,
 );
 
-fresh_cases!(fresh_server_tree);
+fresh_cases!(fresh_server_tree, four_letter_words);
 
 #[test]
 fn random_sequences() {
