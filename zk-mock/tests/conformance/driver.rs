@@ -823,6 +823,23 @@ impl Run {
                     // Key order comes from a Java map; monitors parse key/value pairs.
                     lines.sort();
                 }
+                if word == "wchc" || word == "wchp" {
+                    // Blocks (a line, then its tab-indented lines) in Java hash
+                    // order: sort the blocks and the lines within each.
+                    let mut blocks: Vec<Vec<String>> = Vec::new();
+                    for l in lines.drain(..) {
+                        if l.starts_with("  | \"\\t") && !blocks.is_empty() {
+                            blocks.last_mut().unwrap().push(l);
+                        } else {
+                            blocks.push(vec![l]);
+                        }
+                    }
+                    for b in &mut blocks {
+                        b[1..].sort();
+                    }
+                    blocks.sort();
+                    lines = blocks.concat();
+                }
                 out.extend(lines);
                 // The barrier needs a slot: any will do.
                 0
