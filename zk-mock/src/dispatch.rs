@@ -484,9 +484,9 @@ impl State {
             Request::Sasl(_) => {
                 // No SASL is configured: the server answers inline with an
                 // empty (null) token and nothing is authenticated.
-                let zxid = self.tree.last_zxid();
-                self.reply(conn, xid, zxid, &SaslResponse { token: None });
-                Applied { err: 0, zxid }
+                // Answered from the I/O thread like auth: zxid 0.
+                self.reply(conn, xid, 0, &SaslResponse { token: None });
+                Applied { err: 0, zxid: 0 }
             }
             Request::SetWatches(w) => {
                 let mut notes: Vec<Notification> = Vec::new();

@@ -4,7 +4,25 @@
 
 use std::fmt::Write;
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use crate::state::State;
+use crate::watch::Table;
+
+/// Data-table watches, by the session of the connection holding them.
+fn data_watches_by_conn(state: &State) -> BTreeMap<i64, Vec<&str>> {
+    let mut out: BTreeMap<i64, Vec<&str>> = BTreeMap::new();
+    for (table, path, conn, _) in state.watches.entries() {
+        if table == Table::Data {
+            let session = state.conns.get(&conn).and_then(|c| c.session).unwrap_or(0);
+            out.entry(session).or_default().push(path);
+        }
+    }
+    for paths in out.values_mut() {
+        paths.sort_unstable();
+    }
+    out
+}
 
 /// The version string the mock reports.
 pub const VERSION: &str = "3.8.0-zk-mock, built on 1970-01-01 00:00 UTC";
@@ -48,9 +66,19 @@ pub(crate) fn answer(state: &State, word: &[u8]) -> String {
             let _ = writeln!(out, "Node count: {}", state.tree.node_count());
         }
         b"conf" => {
-            let _ = writeln!(out, "clientPort=0");
-            let _ = writeln!(out, "tickTime={}", state.settings.tick_time);
-            let _ = writeln!(out, "maxClientCnxns=0");
+            // The keys and order of `ZooKeeperServer.dumpConf`; the mock has no data directory.
+            let st = &state.settings;
+            let _ = writeln!(out, "clientPort={}", st.client_port);
+            let _ = writeln!(out, "secureClientPort=-1");
+            let _ = writeln!(out, "dataDir=/dev/null");
+            let _ = writeln!(out, "dataDirSize=0");
+            let _ = writeln!(out, "dataLogDir=/dev/null");
+            let _ = writeln!(out, "dataLogSize=0");
+            let _ = writeln!(out, "tickTime={}", st.tick_time);
+            let _ = writeln!(out, "maxClientCnxns=60");
+            let _ = writeln!(out, "minSessionTimeout={}", st.min_session_timeout);
+            let _ = writeln!(out, "maxSessionTimeout={}", st.max_session_timeout);
+            let _ = writeln!(out, "clientPortListenBacklog=-1");
             let _ = writeln!(out, "serverId=0");
         }
         b"envi" => {
@@ -86,14 +114,43 @@ pub(crate) fn answer(state: &State, word: &[u8]) -> String {
         }
         b"srst" => out.push_str("Server stats reset.\n"),
         b"crst" => out.push_str("Connection stats reset.\n"),
+        // The watch words dump the data table only (`DataTree.dumpWatches*`),
+        // so child watches are not listed. Lists are sorted (ZooKeeper: HashMap order).
         b"wchs" => {
+            let by_conn = data_watches_by_conn(state);
+            let paths: BTreeSet<&str> = by_conn.values().flatten().copied().collect();
+            let total: usize = by_conn.values().map(Vec::len).sum();
             let _ = writeln!(
                 out,
                 "{} connections watching {} paths\nTotal watches:{}",
-                state.conns.len(),
-                0,
-                state.watches.count()
+                by_conn.len(),
+                paths.len(),
+                total
             );
+        }
+        b"wchc" => {
+            for (session, paths) in data_watches_by_conn(state) {
+                let _ = writeln!(out, "0x{session:x}");
+                for p in paths {
+                    let _ = writeln!(out, "\t{p}");
+                }
+            }
+            out.push('\n');
+        }
+        b"wchp" => {
+            let mut by_path: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
+            for (session, paths) in data_watches_by_conn(state) {
+                for p in paths {
+                    by_path.entry(p).or_default().push(session);
+                }
+            }
+            for (p, sessions) in by_path {
+                let _ = writeln!(out, "{p}");
+                for s in sessions {
+                    let _ = writeln!(out, "\t0x{s:x}");
+                }
+            }
+            out.push('\n');
         }
         other => {
             let _ = writeln!(

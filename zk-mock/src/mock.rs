@@ -749,6 +749,9 @@ impl ZkMockBuilder {
             tick_time: self.tick_time,
             max_packet: self.max_packet,
             super_digest: self.super_digest,
+            client_port: addr.port(),
+            min_session_timeout: min,
+            max_session_timeout: max,
         };
         let recorder = Recorder::new(self.record, self.recorder_capacity);
         let state = State::new(

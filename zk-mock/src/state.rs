@@ -74,6 +74,10 @@ pub(crate) struct Settings {
     pub(crate) max_packet: usize,
     /// `zookeeper.DigestAuthenticationProvider.superDigest`, as `user:hash`.
     pub(crate) super_digest: Option<String>,
+    /// For the `conf` four-letter word.
+    pub(crate) client_port: u16,
+    pub(crate) min_session_timeout: i32,
+    pub(crate) max_session_timeout: i32,
 }
 
 /// Tree, sessions, watches, connections, rules and the recorder.
