@@ -92,7 +92,8 @@ async fn an_oversize_length_prefix_closes_only_that_connection_without_a_reply()
     for len in [0x7fff_ffffu32, 0x0010_0000, 0xffff_ffff, 0x8000_0000] {
         let mut c = raw(&mock).await;
         c.send_raw(&len.to_be_bytes()).await.unwrap();
-        c.send_raw(&[0; 64]).await.unwrap();
+        // The server may already have closed: a failed write is fine too.
+        let _ = c.send_raw(&[0; 64]).await;
         assert_eq!(c.read_frame().await.unwrap(), None, "len {len:#x}");
         assert!(mock.session_ids().contains(&c.session_id), "session kept");
         assert_eq!(raw_exists(&mut other, "/", false).await.header.err, 0);
@@ -123,10 +124,22 @@ async fn a_frame_of_exactly_jute_maxbuffer_is_accepted() {
         version: -1,
     }
     .to_bytes();
-    c.send_raw(&request_bytes(99, OpCode::SetData as i32, &body))
+    // The server closes as soon as it has read the length prefix, so writing
+    // the rest of the megabyte may already fail (EPIPE/ECONNRESET): either
+    // way the connection ends with no reply.
+    match c
+        .send_raw(&request_bytes(99, OpCode::SetData as i32, &body))
         .await
-        .unwrap();
-    assert_eq!(c.read_frame().await.unwrap(), None);
+    {
+        Ok(()) => assert_eq!(c.read_frame().await.unwrap(), None),
+        Err(e) => assert!(
+            matches!(
+                e.kind(),
+                std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+            ),
+            "{e}"
+        ),
+    }
 }
 
 #[tokio::test]
