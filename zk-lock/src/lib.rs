@@ -1,4 +1,103 @@
 //! # zk-lock
 //!
-//! Lock recipes on the `zookeeper-client` crate. The recipes arrive with
-//! issue #4; this crate exists now so the workspace has its final shape.
+//! Exclusive lock recipes on the [`zookeeper_client`] crate, each correct
+//! under connection loss and session expiry, side by side so their costs
+//! can be compared.
+//!
+//! | recipe | nodes | a waiter watches | one release wakes |
+//! |---|---|---|---|
+//! | [`PredecessorLock`] | `<dir>/_c_<uuid>-lock-<seq>`, ephemeral-sequential | its predecessor (getData) | 1 waiter |
+//! | [`HerdLock`] | `<dir>/_c_<uuid>-lock-<seq>`, ephemeral-sequential | `<dir>`'s children | every waiter |
+//! | [`NaiveLock`] | `<dir>/lock`, ephemeral | `<dir>/lock` (exists) | every waiter |
+//!
+//! Every recipe offers `acquire()`, `try_acquire()` and
+//! `acquire_timeout(d)`, and hands out a [`LockGuard`] with an explicit
+//! async [`release`](LockGuard::release), a [`lost`](LockGuard::lost)
+//! signal and a [`fencing_token`](LockGuard::fencing_token) (the lock
+//! node's czxid). [`LockMetrics`] counts, per recipe instance, the watch
+//! notifications received, the children re-reads and the time spent waiting.
+//!
+//! ## Cost
+//! * Predecessor form: per release, one notification and one children read
+//!   by the next waiter. It is the form that scales.
+//! * Herd form: per release, N−1 notifications and N−1 children reads
+//!   (N contenders), of which N−2 go back to waiting.
+//! * Naive: per release, N−1 notifications and N−1 create attempts, of
+//!   which N−2 fail with NodeExists.
+//! * Every holder keeps one getData watch on its own node (the lost signal).
+//!
+//! ## Failure handling
+//! * **ConnectionLoss** on any read is retried after the client reconnects.
+//! * **Lost create reply**: sequential nodes carry a per-acquisition
+//!   protected prefix (`_c_<uuid>-`, as Curator does); after ConnectionLoss
+//!   the recipe lists the directory, and a child with its prefix *whose
+//!   ephemeral owner is the current session* (Curator PR #303) is its node,
+//!   so no orphan node and no second node. The naive lock stores a
+//!   per-acquisition id as the node's data and, on NodeExists after a
+//!   ConnectionLoss, reads the node back (id and owner both must match).
+//! * **Lost delete reply**: release retries until the node is provably
+//!   gone: NoNode, or a node at that path with another czxid (never
+//!   deleting another contender's node).
+//! * **Session expiry**: the guard's lost signal fires (the getData watch
+//!   on its own node reports NodeDeleted or the Expired session state);
+//!   waiters behind it are woken by the deletion of its ephemeral node.
+//! * **Timeout and cancellation**: `acquire_timeout` deletes its node
+//!   before returning [`LockError::Timeout`]; a dropped `acquire` future
+//!   deletes it from a spawned task.
+//! * Only the ten-digit sequence suffix of `…lock-NNNNNNNNNN` orders
+//!   contenders; other children of the directory are ignored
+//!   (ZOOKEEPER-2931, kazoo#309).
+//!
+//! ## Differences from `zookeeper_client::Client::lock`
+//! The crate's own [`Client::lock`](zookeeper_client::Client::lock) with
+//! [`LockPrefix::new_curator(dir, "lock-")`](zookeeper_client::LockPrefix::new_curator)
+//! is the predecessor form with the same node names, so the two can share a
+//! directory. zk-lock builds on the same ideas and differs in:
+//! * the guard: `LockClient` only scopes writes to the lock path; it has
+//!   no lost signal and no release that retries through ConnectionLoss
+//!   (dropping it deletes the node once, best effort);
+//! * the prefix lookup after a lost reply also checks the ephemeral owner
+//!   for Curator-style prefixes (the crate checks it only for shared prefixes);
+//! * the herd and naive forms, `try_acquire`, a timeout that cleans up, and
+//!   metrics, so the recipes can be compared.
+//!
+//! ## Example
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use zk_lock::PredecessorLock;
+//!
+//! let zk = zk_mock::ZkMock::start().await;
+//! let client = zookeeper_client::Client::connect(&zk.connect_string()).await?;
+//! let lock = PredecessorLock::new(client.clone(), "/locks/report")?;
+//!
+//! let guard = lock.acquire().await?;
+//! let token = guard.fencing_token(); // hand it to the guarded resource
+//! assert!(token > 0);
+//! assert!(lock.try_acquire().await?.is_none(), "not reentrant: held already");
+//! assert!(!guard.is_lost());
+//! guard.release().await?;
+//!
+//! let again = lock.acquire_timeout(Duration::from_secs(5)).await?;
+//! assert!(again.fencing_token() > token);
+//! again.release().await?;
+//! # Ok(())
+//! # }
+//! ```
+
+mod error;
+mod guard;
+mod herd;
+mod metrics;
+mod naive;
+mod node;
+mod predecessor;
+mod sequential;
+
+pub use error::{LockError, Result};
+pub use guard::LockGuard;
+pub use herd::HerdLock;
+pub use metrics::LockMetrics;
+pub use naive::NaiveLock;
+pub use predecessor::PredecessorLock;

@@ -1,0 +1,190 @@
+//! A contender's own node: finding it after a lost create reply, and
+//! deleting it until it is provably gone.
+
+use std::time::Duration;
+
+use zookeeper_client as zk;
+
+use crate::error::{LockError, Result};
+
+/// Pause before retrying a call that failed with ConnectionLoss; the client
+/// reconnects on its own meanwhile.
+const RETRY_PAUSE: Duration = Duration::from_millis(10);
+
+/// Runs `op` until it fails with something other than ConnectionLoss.
+///
+/// Gives up with SessionExpired once the session is terminated.
+pub(crate) async fn retry<T, F, Fut>(client: &zk::Client, mut op: F) -> Result<T, zk::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, zk::Error>>,
+{
+    loop {
+        match op().await {
+            Err(zk::Error::ConnectionLoss) => {
+                if client.state().is_terminated() {
+                    return Err(zk::Error::SessionExpired);
+                }
+                tokio::time::sleep(RETRY_PAUSE).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// A node known to be ours: its path and creation zxid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Owned {
+    pub(crate) path: String,
+    pub(crate) czxid: i64,
+}
+
+/// Deletes `node` until it is provably gone: deleted by us, gone already,
+/// or replaced by a node with another czxid (someone else's, after our
+/// delete was applied but its reply lost). Never deletes a node it does not own.
+pub(crate) async fn delete_until_gone(client: &zk::Client, node: &Owned) -> Result<()> {
+    loop {
+        match client.delete(&node.path, None).await {
+            Ok(()) | Err(zk::Error::NoNode) => return Ok(()),
+            // Ephemerals go with the session: nothing left to delete.
+            Err(zk::Error::SessionExpired) => return Ok(()),
+            Err(zk::Error::ConnectionLoss) => {}
+            Err(err) => return Err(LockError::Zk(err)),
+        }
+        // The delete may or may not have been applied: look before deleting
+        // again, as the path may by now name another contender's node.
+        match retry(client, || client.get_data(&node.path)).await {
+            Err(zk::Error::NoNode) | Err(zk::Error::SessionExpired) => return Ok(()),
+            Ok((_, stat)) if stat.czxid != node.czxid => return Ok(()),
+            Ok(_) => {}
+            Err(err) => return Err(LockError::Zk(err)),
+        }
+    }
+}
+
+/// Finds, among `dir`'s children, the node whose name starts with `prefix`
+/// and whose ephemeral owner is this session (Curator PR #303: a closing
+/// session's node with our prefix is not ours).
+pub(crate) async fn find_protected(
+    client: &zk::Client,
+    dir: &str,
+    prefix: &str,
+) -> Result<Option<Owned>> {
+    let children = match retry(client, || client.list_children(dir)).await {
+        Ok(children) => children,
+        // The directory is missing: so is any node in it.
+        Err(zk::Error::NoNode) => return Ok(None),
+        Err(err) => return Err(LockError::from_zk(err)),
+    };
+    let session = client.session_id().0;
+    for name in children.into_iter().filter(|c| c.starts_with(prefix)) {
+        let path = format!("{dir}/{name}");
+        match retry(client, || client.get_data(&path)).await {
+            Ok((_, stat)) if stat.ephemeral_owner == session => {
+                return Ok(Some(Owned {
+                    path,
+                    czxid: stat.czxid,
+                }))
+            }
+            Ok(_) | Err(zk::Error::NoNode) => {}
+            Err(err) => return Err(LockError::from_zk(err)),
+        }
+    }
+    Ok(None)
+}
+
+/// Reads `path` and says whether it is ours: created by this session with
+/// `id` as its data (the naive lock's check after a lost create reply).
+pub(crate) async fn find_by_data(
+    client: &zk::Client,
+    path: &str,
+    id: &[u8],
+) -> Result<Option<Owned>> {
+    match retry(client, || client.get_data(path)).await {
+        Ok((data, stat)) if data == id && stat.ephemeral_owner == client.session_id().0 => {
+            Ok(Some(Owned {
+                path: path.to_string(),
+                czxid: stat.czxid,
+            }))
+        }
+        Ok(_) | Err(zk::Error::NoNode) => Ok(None),
+        Err(err) => Err(LockError::from_zk(err)),
+    }
+}
+
+/// How to find a contender's node that may exist without the contender
+/// knowing it yet (a create in flight, or whose reply was lost).
+#[derive(Debug, Clone)]
+pub(crate) enum Target {
+    /// Not created, or created and known.
+    Known(Option<Owned>),
+    /// A protected sequential node: `dir`'s child starting with `prefix`.
+    Protected { dir: String, prefix: String },
+    /// A fixed path holding `id` as its data.
+    Tagged { path: String, id: Vec<u8> },
+}
+
+/// A contender's node while it is not yet handed to a guard. Dropping it
+/// (an `acquire` future cancelled) deletes the node in a spawned task.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    pub(crate) client: zk::Client,
+    pub(crate) target: Target,
+}
+
+impl Pending {
+    pub(crate) fn new(client: zk::Client, target: Target) -> Pending {
+        Pending { client, target }
+    }
+
+    /// Records that the node exists and is ours.
+    pub(crate) fn created(&mut self, node: Owned) {
+        self.target = Target::Known(Some(node));
+    }
+
+    /// Records that no node exists (any more).
+    pub(crate) fn cleared(&mut self) {
+        self.target = Target::Known(None);
+    }
+
+    /// Hands the node over (to a guard): dropping no longer deletes it.
+    pub(crate) fn disarm(&mut self) -> Option<Owned> {
+        match std::mem::replace(&mut self.target, Target::Known(None)) {
+            Target::Known(node) => node,
+            _ => None,
+        }
+    }
+
+    /// Deletes the node, wherever it got to, until it is provably gone.
+    pub(crate) async fn remove(mut self) -> Result<()> {
+        let target = std::mem::replace(&mut self.target, Target::Known(None));
+        cleanup(&self.client, target).await
+    }
+}
+
+async fn cleanup(client: &zk::Client, target: Target) -> Result<()> {
+    let node = match target {
+        Target::Known(node) => node,
+        Target::Protected { dir, prefix } => find_protected(client, &dir, &prefix).await?,
+        Target::Tagged { path, id } => find_by_data(client, &path, &id).await?,
+    };
+    match node {
+        Some(node) => delete_until_gone(client, &node).await,
+        None => Ok(()),
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        let target = std::mem::replace(&mut self.target, Target::Known(None));
+        if matches!(target, Target::Known(None)) {
+            return;
+        }
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let client = self.client.clone();
+            rt.spawn(async move {
+                let _ = cleanup(&client, target).await;
+            });
+        }
+    }
+}

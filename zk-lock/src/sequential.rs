@@ -1,0 +1,253 @@
+//! The engine shared by the two sequential exclusive locks: protected
+//! ephemeral-sequential nodes, ordering by sequence suffix, and the two
+//! ways of waiting (predecessor and herd).
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+use zookeeper_client as zk;
+
+use crate::error::{LockError, Result};
+use crate::guard::LockGuard;
+use crate::metrics::{Counters, LockMetrics};
+use crate::node::{find_protected, retry, Owned, Pending, Target};
+
+/// The lock name inside node names: `_c_<uuid>-lock-0000000042`, as
+/// Curator's `InterProcessMutex` and `LockPrefix::new_curator(dir, "lock-")` name them.
+pub(crate) const LOCK_NAME: &str = "lock-";
+
+/// How a waiter waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Form {
+    /// getData watch on the node just before its own.
+    Predecessor,
+    /// getChildren watch on the directory.
+    Herd,
+}
+
+/// A fresh per-acquisition id in UUID v4 text form.
+pub(crate) fn contender_id() -> String {
+    let v: u128 = rand::random();
+    let v = (v & !(0xf000 << 64) | (0x4000 << 64)) & !(0xc000 << 48) | (0x8000 << 48);
+    let h = format!("{v:032x}");
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+/// The sequence number of a lock node name (`…lock-` and ten digits), or
+/// `None` for children that are not lock nodes. Only the suffix orders
+/// contenders (ZOOKEEPER-2931: sorting whole names gave two holders).
+pub(crate) fn sequence_of(name: &str) -> Option<u64> {
+    let split = name.len().checked_sub(10)?;
+    let (head, digits) = name.split_at_checked(split)?;
+    if !head.ends_with(LOCK_NAME) || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+pub(crate) fn validate_dir(dir: &str) -> Result<String> {
+    if !dir.starts_with('/') || dir.len() < 2 || dir.ends_with('/') || dir.contains("//") {
+        return Err(LockError::InvalidDir(dir.to_string()));
+    }
+    Ok(dir.to_string())
+}
+
+/// Creates `dir` (and its ancestors) as persistent nodes if missing.
+pub(crate) async fn ensure_dir(client: &zk::Client, dir: &str) -> Result<()> {
+    let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    match retry(client, || client.mkdir(dir, &opts)).await {
+        Ok(()) | Err(zk::Error::NodeExists) => Ok(()),
+        Err(err) => Err(LockError::from_zk(err)),
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Sequential {
+    client: zk::Client,
+    dir: String,
+    form: Form,
+    counters: Arc<Counters>,
+}
+
+impl Sequential {
+    pub(crate) fn new(client: zk::Client, dir: &str, form: Form) -> Result<Sequential> {
+        Ok(Sequential {
+            client,
+            dir: validate_dir(dir)?,
+            form,
+            counters: Counters::new(),
+        })
+    }
+
+    pub(crate) fn dir(&self) -> &str {
+        &self.dir
+    }
+
+    pub(crate) fn metrics(&self) -> LockMetrics {
+        self.counters.snapshot()
+    }
+
+    pub(crate) async fn acquire(&self, deadline: Option<Instant>) -> Result<LockGuard> {
+        match self.run(deadline, false).await? {
+            Some(guard) => Ok(guard),
+            None => Err(LockError::Timeout),
+        }
+    }
+
+    pub(crate) async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        self.run(None, true).await
+    }
+
+    async fn run(&self, deadline: Option<Instant>, try_only: bool) -> Result<Option<LockGuard>> {
+        let start = std::time::Instant::now();
+        let prefix = format!("_c_{}-{LOCK_NAME}", contender_id());
+        let mut pending = Pending::new(
+            self.client.clone(),
+            Target::Protected {
+                dir: self.dir.clone(),
+                prefix: prefix.clone(),
+            },
+        );
+        let attempt = self.attempt(&mut pending, &prefix, try_only);
+        let result = match deadline {
+            None => attempt.await,
+            Some(at) => tokio::time::timeout_at(at, attempt)
+                .await
+                .unwrap_or(Err(LockError::Timeout)),
+        };
+        self.counters.waited(start.elapsed());
+        match result {
+            Ok(true) => match pending.disarm() {
+                Some(node) => {
+                    self.counters.acquired();
+                    Ok(Some(LockGuard::new(self.client.clone(), node)))
+                }
+                None => Err(LockError::NodeVanished(prefix)),
+            },
+            Ok(false) => {
+                pending.remove().await?;
+                Ok(None)
+            }
+            Err(err) => {
+                // Best effort: after SessionExpired there is nothing to remove.
+                let _ = pending.remove().await;
+                Err(err)
+            }
+        }
+    }
+
+    /// Creates the node (finding it by its protected prefix after a lost
+    /// reply), then waits until it is first. `Ok(false)`: not first and `try_only`.
+    async fn attempt(&self, pending: &mut Pending, prefix: &str, try_only: bool) -> Result<bool> {
+        let own = self.create(pending, prefix).await?;
+        self.wait(&own, try_only).await
+    }
+
+    async fn create(&self, pending: &mut Pending, prefix: &str) -> Result<Owned> {
+        let path = format!("{}/{prefix}", self.dir);
+        let opts = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+        loop {
+            match self.client.create(&path, &[], &opts).await {
+                Ok((stat, sequence)) => {
+                    let node = Owned {
+                        path: format!("{path}{sequence}"),
+                        czxid: stat.czxid,
+                    };
+                    pending.created(node.clone());
+                    return Ok(node);
+                }
+                Err(zk::Error::NoNode) => ensure_dir(&self.client, &self.dir).await?,
+                Err(zk::Error::ConnectionLoss) => {
+                    if self.client.state().is_terminated() {
+                        return Err(LockError::SessionExpired);
+                    }
+                    // Applied or not? The protected prefix tells.
+                    if let Some(node) = find_protected(&self.client, &self.dir, prefix).await? {
+                        pending.created(node.clone());
+                        return Ok(node);
+                    }
+                }
+                Err(err) => return Err(LockError::from_zk(err)),
+            }
+        }
+    }
+
+    /// The lock nodes among `children`, in sequence order.
+    fn ordered(children: Vec<String>) -> Vec<(u64, String)> {
+        let mut nodes: Vec<(u64, String)> = children
+            .into_iter()
+            .filter_map(|c| sequence_of(&c).map(|s| (s, c)))
+            .collect();
+        nodes.sort_unstable();
+        nodes
+    }
+
+    async fn wait(&self, own: &Owned, try_only: bool) -> Result<bool> {
+        let own_name = &own.path[self.dir.len() + 1..];
+        let own_seq =
+            sequence_of(own_name).ok_or_else(|| LockError::NodeVanished(own.path.clone()))?;
+        let client = &self.client;
+        loop {
+            let children = retry(client, || client.list_children(&self.dir))
+                .await
+                .map_err(LockError::from_zk)?;
+            self.counters.children_read();
+            let nodes = Self::ordered(children);
+            let pos = self.position(&nodes, own_seq, own)?;
+            if pos == 0 {
+                return Ok(true);
+            }
+            if try_only {
+                return Ok(false);
+            }
+            let watcher = match self.form {
+                Form::Predecessor => {
+                    let pred = format!("{}/{}", self.dir, nodes[pos - 1].1);
+                    // getData, not exists: a predecessor already gone leaves no watch.
+                    match retry(client, || client.get_and_watch_data(&pred)).await {
+                        Ok((_, _, watcher)) => watcher,
+                        Err(zk::Error::NoNode) => continue,
+                        Err(err) => return Err(LockError::from_zk(err)),
+                    }
+                }
+                Form::Herd => {
+                    let (children, watcher) =
+                        match retry(client, || client.list_and_watch_children(&self.dir)).await {
+                            Ok(v) => v,
+                            Err(err) => return Err(LockError::from_zk(err)),
+                        };
+                    self.counters.children_read();
+                    if self.position(&Self::ordered(children), own_seq, own)? == 0 {
+                        // First after all; the watch fires on the next change.
+                        return Ok(true);
+                    }
+                    watcher
+                }
+            };
+            let event = watcher.changed().await;
+            self.counters.notification();
+            if event.event_type == zk::EventType::Session && event.session_state.is_terminated() {
+                return Err(LockError::SessionExpired);
+            }
+        }
+    }
+
+    fn position(&self, nodes: &[(u64, String)], own_seq: u64, own: &Owned) -> Result<usize> {
+        let own_name = &own.path[self.dir.len() + 1..];
+        match nodes
+            .iter()
+            .position(|(s, n)| *s == own_seq && n == own_name)
+        {
+            Some(pos) => Ok(pos),
+            None if self.client.state().is_terminated() => Err(LockError::SessionExpired),
+            None => Err(LockError::NodeVanished(own.path.clone())),
+        }
+    }
+}

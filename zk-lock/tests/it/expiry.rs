@@ -1,0 +1,49 @@
+//! Holder session expiry: the guard's lost signal fires and the next waiter acquires.
+
+use zk_mock::ZkMock;
+
+use crate::support::*;
+
+#[tokio::test]
+async fn expiry_is_observed_and_the_waiter_takes_over() {
+    for kind in ALL {
+        let zk = ZkMock::start().await;
+        let dir = "/locks/expiry";
+        let (a, b) = (client(&zk).await, client(&zk).await);
+        let holder = AnyLock::new(kind, a.clone(), dir);
+        let guard = holder.acquire().await.unwrap();
+        let mut lost = guard.lost();
+        assert!(!*lost.borrow_and_update());
+        let waiter = tokio::spawn(async move {
+            let lock = AnyLock::new(kind, b, dir);
+            let g = lock.acquire().await.expect("waiter acquires");
+            let token = g.fencing_token();
+            g.release().await.unwrap();
+            token
+        });
+        let waiter_session = zk
+            .session_ids()
+            .into_iter()
+            .find(|s| *s != session(&a))
+            .unwrap();
+        watching(&zk, dir, &[waiter_session], 1).await;
+
+        assert!(zk.expire_session(session(&a)));
+        tokio::time::timeout(PATIENCE, guard.lost_signal())
+            .await
+            .unwrap_or_else(|_| panic!("{kind:?}: loss not observed"));
+        assert!(guard.is_lost() && *lost.borrow_and_update(), "{kind:?}");
+        let token = tokio::time::timeout(PATIENCE, waiter)
+            .await
+            .expect("waiter left behind")
+            .unwrap();
+        assert!(
+            token > guard.fencing_token(),
+            "{kind:?}: fencing token must grow"
+        );
+        // Releasing a lost lock is not an error: the node went with the session.
+        guard.release().await.unwrap();
+        assert!(children(&zk, dir).is_empty(), "{kind:?}");
+        no_watches_left(&zk).await;
+    }
+}

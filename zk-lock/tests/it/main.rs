@@ -1,0 +1,8 @@
+//! zk-lock against zk-mock on real sockets.
+
+mod api;
+mod exclusion;
+mod expiry;
+mod faults;
+mod profile;
+mod support;

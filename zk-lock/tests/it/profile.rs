@@ -1,0 +1,85 @@
+//! Notification profile of one release, from the server's recorder and the
+//! clients' metrics: N contenders, one holder and N-1 waiters.
+
+use zk_mock::proto::OpCode;
+use zk_mock::ZkMock;
+
+use crate::support::*;
+
+const N: usize = 6;
+
+/// Returns notifications of the first release to sessions other than the
+/// holder's, and the waiters' client-side notification total at the end.
+async fn first_release(kind: Kind) -> (usize, u64) {
+    let zk = ZkMock::start().await;
+    let dir = "/locks/profile";
+    let h = client(&zk).await;
+    let holder = AnyLock::new(kind, h.clone(), dir);
+    let guard = holder.acquire().await.unwrap();
+    let mut sessions = Vec::new();
+    let mut tasks = Vec::new();
+    for _ in 1..N {
+        let c = client(&zk).await;
+        sessions.push(session(&c));
+        tasks.push(tokio::spawn(async move {
+            let lock = AnyLock::new(kind, c, dir);
+            lock.acquire().await.unwrap().release().await.unwrap();
+            lock.metrics()
+        }));
+    }
+    watching(&zk, dir, &sessions, 1).await;
+    if kind == Kind::Predecessor {
+        // Each waiter watches exactly one node, with getData.
+        let rec = zk.recorded();
+        for s in &sessions {
+            let w: Vec<_> = rec.watches.iter().filter(|w| w.session == *s).collect();
+            assert_eq!(w.len(), 1, "{w:?}");
+            assert_eq!(w[0].kind, zk_mock::record::WatchKind::Data);
+        }
+    }
+    let path = guard.path().to_string();
+    guard.release().await.unwrap();
+    let delete = zk
+        .requests()
+        .op(OpCode::Delete)
+        .by_path(&path)
+        .iter()
+        .find(|r| r.err == 0)
+        .cloned()
+        .expect("release delete recorded");
+    let woken = zk
+        .notifications()
+        .zxid(delete.zxid)
+        .iter()
+        .filter(|n| n.session != session(&h))
+        .count();
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.unwrap().notifications;
+    }
+    assert!(children(&zk, dir).is_empty());
+    no_watches_left(&zk).await;
+    (woken, total)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn predecessor_release_wakes_one() {
+    let (woken, total) = first_release(Kind::Predecessor).await;
+    assert_eq!(woken, 1);
+    // Every waiter is woken exactly once, by its predecessor's deletion.
+    assert_eq!(total, (N - 1) as u64);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn herd_release_wakes_every_waiter() {
+    let (woken, total) = first_release(Kind::Herd).await;
+    assert_eq!(woken, N - 1);
+    assert!(total >= (N - 1) as u64);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn naive_release_wakes_every_waiter() {
+    let (woken, total) = first_release(Kind::Naive).await;
+    assert_eq!(woken, N - 1);
+    assert!(total >= (N - 1) as u64);
+}
