@@ -26,7 +26,7 @@ async fn expiry_is_observed_and_the_waiter_takes_over() {
             .into_iter()
             .find(|s| *s != session(&a))
             .unwrap();
-        watching(&zk, dir, &[waiter_session], 1).await;
+        watching(&zk, dir, &[waiter_session]).await;
 
         assert!(zk.expire_session(session(&a)));
         tokio::time::timeout(PATIENCE, guard.lost_signal())
@@ -44,6 +44,24 @@ async fn expiry_is_observed_and_the_waiter_takes_over() {
         // Releasing a lost lock is not an error: the node went with the session.
         guard.release().await.unwrap();
         assert!(children(&zk, dir).is_empty(), "{kind:?}");
+        no_watches_left(&zk).await;
+    }
+}
+
+#[tokio::test]
+async fn deleting_the_holders_node_is_observed_as_loss() {
+    for kind in ALL {
+        let zk = ZkMock::start().await;
+        let dir = "/locks/stolen";
+        let (a, admin) = (client(&zk).await, client(&zk).await);
+        let lock = AnyLock::new(kind, a, dir);
+        let guard = lock.acquire().await.unwrap();
+        assert!(!guard.is_lost());
+        admin.delete(guard.path(), None).await.unwrap();
+        tokio::time::timeout(PATIENCE, guard.lost_signal())
+            .await
+            .unwrap_or_else(|_| panic!("{kind:?}: loss not observed"));
+        guard.release().await.unwrap();
         no_watches_left(&zk).await;
     }
 }

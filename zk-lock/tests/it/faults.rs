@@ -143,3 +143,112 @@ async fn timeout_and_cancel_clean_up_their_nodes() {
         no_watches_left(&zk).await;
     }
 }
+
+/// The naive lock's dangerous case: the release's delete is applied but its
+/// reply lost, and the next contender takes `<dir>/lock` before the old
+/// holder reconnects. The retrying release must not delete the new holder's node.
+#[tokio::test]
+async fn retried_release_never_deletes_the_next_holders_node() {
+    let zk = ZkMock::start().await;
+    let dir = "/locks/naive-handover";
+    let (a, b) = (client(&zk).await, client(&zk).await);
+    let holder = AnyLock::new(Kind::Naive, a.clone(), dir);
+    let guard = holder.acquire().await.unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
+    let waiter = tokio::spawn(async move {
+        let lock = AnyLock::new(Kind::Naive, b, dir);
+        let g = lock.acquire().await.unwrap();
+        tx.send((g.fencing_token(), g.path().to_string())).unwrap();
+        done_rx.await.unwrap();
+        assert!(
+            !g.is_lost(),
+            "the old holder's retry deleted the new holder's node"
+        );
+        g.release().await.unwrap();
+    });
+    let waiter_session = zk
+        .session_ids()
+        .into_iter()
+        .find(|s| *s != session(&a))
+        .unwrap();
+    watching(&zk, dir, &[waiter_session]).await;
+
+    let rule = zk.rule(
+        Rule::new()
+            .op(OpCode::Delete)
+            .path(guard.path())
+            .nth(1)
+            .lose_reply(),
+    );
+    let refusal = zk.refuse_connections();
+    let old_token = guard.fencing_token();
+    let release = tokio::spawn(guard.release());
+    let (new_token, path) = tokio::time::timeout(PATIENCE, rx).await.unwrap().unwrap();
+    assert!(new_token > old_token);
+    assert_eq!(rule.fired(), 1);
+    drop(refusal);
+    tokio::time::timeout(PATIENCE, release)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let node = &zk.snapshot().tree[&path];
+    assert_eq!(
+        node.stat.czxid, new_token,
+        "the new holder's node is intact"
+    );
+    let deletes = zk
+        .requests()
+        .op(OpCode::Delete)
+        .by_path(&path)
+        .by_session(session(&a));
+    assert_eq!(
+        deletes.count(),
+        1,
+        "only the lost delete: {}",
+        zk.recorded()
+    );
+    done_tx.send(()).unwrap();
+    waiter.await.unwrap();
+    no_watches_left(&zk).await;
+}
+
+#[tokio::test]
+async fn a_cancelled_acquire_deletes_its_node() {
+    for kind in ALL {
+        let zk = ZkMock::start().await;
+        let dir = "/locks/cancel";
+        let (a, b) = (client(&zk).await, client(&zk).await);
+        let holder = AnyLock::new(kind, a.clone(), dir);
+        let guard = holder.acquire().await.unwrap();
+        let waiter = tokio::spawn(async move {
+            let lock = AnyLock::new(kind, b, dir);
+            let _ = lock.acquire().await;
+        });
+        let waiter_session = zk
+            .session_ids()
+            .into_iter()
+            .find(|s| *s != session(&a))
+            .unwrap();
+        watching(&zk, dir, &[waiter_session]).await;
+        waiter.abort();
+        assert!(waiter.await.unwrap_err().is_cancelled());
+        let control = zk.control();
+        let holder_path = guard.path().to_string();
+        let d = dir.to_string();
+        zk.wait_until(PATIENCE, |_| {
+            let prefix = format!("{d}/");
+            control
+                .snapshot()
+                .tree
+                .keys()
+                .filter(|p| p.starts_with(&prefix))
+                .all(|p| *p == holder_path)
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{kind:?}: cancelled contender's node left\n{e}"));
+        guard.release().await.unwrap();
+        no_watches_left(&zk).await;
+    }
+}

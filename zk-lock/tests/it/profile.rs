@@ -27,7 +27,7 @@ async fn first_release(kind: Kind) -> (usize, u64) {
             lock.metrics()
         }));
     }
-    watching(&zk, dir, &sessions, 1).await;
+    watching(&zk, dir, &sessions).await;
     if kind == Kind::Predecessor {
         // Each waiter watches exactly one node, with getData.
         let rec = zk.recorded();

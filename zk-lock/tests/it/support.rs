@@ -96,18 +96,21 @@ pub(crate) async fn no_watches_left(zk: &ZkMock) {
     }
 }
 
-/// Waits until each of `sessions` has registered at least `n` watches under `dir`.
-pub(crate) async fn watching(zk: &ZkMock, dir: &str, sessions: &[i64], n: usize) {
+/// Waits until each of `sessions` holds a live watch under `dir` (a
+/// watch registered and not yet fired), checked after every recorded change.
+pub(crate) async fn watching(zk: &ZkMock, dir: &str, sessions: &[i64]) {
+    let control = zk.control();
     let waited = zk
-        .wait_until(PATIENCE, |rec| {
+        .wait_until(PATIENCE, |_| {
+            let snap = control.snapshot();
             sessions.iter().all(|s| {
-                rec.watches
-                    .iter()
-                    .filter(|w| w.session == *s && w.path.starts_with(dir))
-                    .count()
-                    >= n
+                snap.sessions
+                    .get(s)
+                    .is_some_and(|ss| ss.watches.iter().any(|w| w.path.starts_with(dir)))
             })
         })
         .await;
-    waited.expect("waiters did not start watching");
+    if let Err(msg) = waited {
+        panic!("waiters did not start watching: {}\n{msg}", zk.snapshot());
+    }
 }
