@@ -4,5 +4,6 @@ mod api;
 mod exclusion;
 mod expiry;
 mod faults;
+mod interop;
 mod profile;
 mod support;
