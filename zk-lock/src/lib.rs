@@ -20,8 +20,9 @@
 //! ## Cost
 //! * Predecessor form: per release, one notification and one children read
 //!   by the next waiter. It is the form that scales.
-//! * Herd form: per release, N−1 notifications and N−1 children reads
-//!   (N contenders), of which N−2 go back to waiting.
+//! * Herd form: per release, N−1 notifications (N contenders); each woken
+//!   waiter lists the children once more, and the N−2 that are still not
+//!   first list them again with a watch (2N−3 reads).
 //! * Naive: per release, N−1 notifications and N−1 create attempts, of
 //!   which N−2 fail with NodeExists.
 //! * Every holder keeps one getData watch on its own node (the lost signal).

@@ -10,7 +10,7 @@ const N: usize = 6;
 
 /// Returns notifications of the first release to sessions other than the
 /// holder's, and the waiters' client-side notification total at the end.
-async fn first_release(kind: Kind) -> (usize, u64) {
+async fn first_release(kind: Kind) -> (usize, u64, u64) {
     let zk = ZkMock::start().await;
     let dir = "/locks/profile";
     let h = client(&zk).await;
@@ -53,33 +53,41 @@ async fn first_release(kind: Kind) -> (usize, u64) {
         .iter()
         .filter(|n| n.session != session(&h))
         .count();
-    let mut total = 0;
+    let (mut total, mut reads) = (0, 0);
     for t in tasks {
-        total += t.await.unwrap().notifications;
+        let m = t.await.unwrap();
+        assert_eq!(m.acquisitions, 1);
+        assert!(!m.wait_time.is_zero());
+        total += m.notifications;
+        reads += m.children_reads;
     }
     assert!(children(&zk, dir).is_empty());
     no_watches_left(&zk).await;
-    (woken, total)
+    (woken, total, reads)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn predecessor_release_wakes_one() {
-    let (woken, total) = first_release(Kind::Predecessor).await;
+    let (woken, total, reads) = first_release(Kind::Predecessor).await;
     assert_eq!(woken, 1);
+    // Each waiter lists the children twice: on arrival, and once woken.
+    assert_eq!(reads, 2 * (N - 1) as u64);
     // Every waiter is woken exactly once, by its predecessor's deletion.
     assert_eq!(total, (N - 1) as u64);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn herd_release_wakes_every_waiter() {
-    let (woken, total) = first_release(Kind::Herd).await;
+    let (woken, total, reads) = first_release(Kind::Herd).await;
+    assert!(reads > 2 * (N - 1) as u64, "{reads}");
     assert_eq!(woken, N - 1);
     assert!(total >= (N - 1) as u64);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn naive_release_wakes_every_waiter() {
-    let (woken, total) = first_release(Kind::Naive).await;
+    let (woken, total, reads) = first_release(Kind::Naive).await;
+    assert_eq!(reads, 0, "the naive lock never lists children");
     assert_eq!(woken, N - 1);
     assert!(total >= (N - 1) as u64);
 }
