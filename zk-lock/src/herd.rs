@@ -13,7 +13,7 @@ use zookeeper_client as zk;
 use crate::error::Result;
 use crate::guard::LockGuard;
 use crate::metrics::LockMetrics;
-use crate::sequential::{Form, Sequential};
+use crate::sequential::{Form, Role, Sequential};
 
 /// See the [crate docs](crate) for costs and failure handling.
 #[derive(Debug)]
@@ -28,7 +28,7 @@ impl HerdLock {
     /// * [`LockError::InvalidDir`](crate::LockError::InvalidDir) if `dir` is not an absolute path.
     pub fn new(client: zk::Client, dir: &str) -> Result<Self> {
         Ok(HerdLock {
-            inner: Sequential::new(client, dir, Form::Herd)?,
+            inner: Sequential::new(client, dir, Form::Herd, false)?,
         })
     }
 
@@ -52,13 +52,13 @@ impl HerdLock {
     /// Cancellation safe: a dropped future deletes its node (found by its
     /// protected prefix if the create was in flight) from a spawned task.
     pub async fn acquire(&self) -> Result<LockGuard> {
-        self.inner.acquire(None).await
+        self.inner.acquire(Role::Exclusive, None).await
     }
 
     /// Takes the lock if it is free now; otherwise deletes the node it
     /// created and returns `None`.
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
-        self.inner.try_acquire().await
+        self.inner.try_acquire(Role::Exclusive).await
     }
 
     /// [`acquire`](Self::acquire) with a deadline.
@@ -67,6 +67,6 @@ impl HerdLock {
     /// * [`LockError::Timeout`](crate::LockError::Timeout) after `timeout`; the node is deleted before it returns.
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
         let deadline = tokio::time::Instant::now() + timeout;
-        self.inner.acquire(Some(deadline)).await
+        self.inner.acquire(Role::Exclusive, Some(deadline)).await
     }
 }

@@ -9,9 +9,12 @@
 //! | [`PredecessorLock`] | `<dir>/_c_<uuid>-lock-<seq>`, ephemeral-sequential | its predecessor (getData) | 1 waiter |
 //! | [`HerdLock`] | `<dir>/_c_<uuid>-lock-<seq>`, ephemeral-sequential | `<dir>`'s children | every waiter |
 //! | [`NaiveLock`] | `<dir>/lock`, ephemeral | `<dir>/lock` (exists) | every waiter |
+//! | [`ReadWriteLock::new`] | `<dir>/_c_<uuid>-read-<seq>` / `…-write-<seq>` | a reader: the last writer before it; a writer: its predecessor | the next writer, or the readers behind the writer |
+//! | [`ReadWriteLock::new_herd`] | as above | `<dir>`'s children | every waiter |
 //!
-//! Every recipe offers `acquire()`, `try_acquire()` and
-//! `acquire_timeout(d)`, and hands out a [`LockGuard`] with an explicit
+//! Every exclusive recipe offers `acquire()`, `try_acquire()` and
+//! `acquire_timeout(d)` (the read/write lock: `read`/`try_read`/`read_timeout`
+//! and `write`/`try_write`/`write_timeout`), and each hands out a [`LockGuard`] with an explicit
 //! async [`release`](LockGuard::release), a [`lost`](LockGuard::lost)
 //! signal and a [`fencing_token`](LockGuard::fencing_token) (the lock
 //! node's czxid). [`LockMetrics`] counts, per recipe instance, the watch
@@ -94,6 +97,7 @@ mod metrics;
 mod naive;
 mod node;
 mod predecessor;
+mod rwlock;
 mod sequential;
 
 pub use error::{LockError, Result};
@@ -102,3 +106,4 @@ pub use herd::HerdLock;
 pub use metrics::LockMetrics;
 pub use naive::NaiveLock;
 pub use predecessor::PredecessorLock;
+pub use rwlock::ReadWriteLock;

@@ -12,9 +12,28 @@ use crate::guard::LockGuard;
 use crate::metrics::{Counters, LockMetrics};
 use crate::node::{find_protected, retry, Owned, Pending, Target};
 
-/// The lock name inside node names: `_c_<uuid>-lock-0000000042`, as
-/// Curator's `InterProcessMutex` and `LockPrefix::new_curator(dir, "lock-")` name them.
-pub(crate) const LOCK_NAME: &str = "lock-";
+/// What a contender asks for; its name goes into its node's name:
+/// `_c_<uuid>-lock-0000000042` (Curator's `InterProcessMutex` and
+/// `LockPrefix::new_curator(dir, "lock-")` names), `…-read-…`, `…-write-…`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// The exclusive lock.
+    Exclusive,
+    /// A reader of the read/write lock.
+    Read,
+    /// A writer of the read/write lock.
+    Write,
+}
+
+impl Role {
+    fn name(self) -> &'static str {
+        match self {
+            Role::Exclusive => "lock-",
+            Role::Read => "read-",
+            Role::Write => "write-",
+        }
+    }
+}
 
 /// How a waiter waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,16 +59,25 @@ pub(crate) fn contender_id() -> String {
     )
 }
 
-/// The sequence number of a lock node name (`…lock-` and ten digits), or
-/// `None` for children that are not lock nodes. Only the suffix orders
-/// contenders (ZOOKEEPER-2931: sorting whole names gave two holders).
-pub(crate) fn sequence_of(name: &str) -> Option<u64> {
-    let split = name.len().checked_sub(10)?;
-    let (head, digits) = name.split_at_checked(split)?;
-    if !head.ends_with(LOCK_NAME) || !digits.bytes().all(|b| b.is_ascii_digit()) {
+/// The sequence number of a node name ending in `name` and ten digits.
+/// Only the suffix orders contenders (ZOOKEEPER-2931: sorting whole names
+/// gave two holders).
+fn sequence_of(node: &str, name: &str) -> Option<u64> {
+    let split = node.len().checked_sub(10)?;
+    let (head, digits) = node.split_at_checked(split)?;
+    if !head.ends_with(name) || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     digits.parse().ok()
+}
+
+/// A lock node of the directory.
+#[derive(Debug)]
+struct Node {
+    seq: u64,
+    name: String,
+    /// Whether it excludes readers (exclusive and write nodes).
+    excludes_readers: bool,
 }
 
 pub(crate) fn validate_dir(dir: &str) -> Result<String> {
@@ -73,15 +101,23 @@ pub(crate) struct Sequential {
     client: zk::Client,
     dir: String,
     form: Form,
+    /// The read/write family (`read-`, `write-`) instead of `lock-`.
+    read_write: bool,
     counters: Arc<Counters>,
 }
 
 impl Sequential {
-    pub(crate) fn new(client: zk::Client, dir: &str, form: Form) -> Result<Sequential> {
+    pub(crate) fn new(
+        client: zk::Client,
+        dir: &str,
+        form: Form,
+        read_write: bool,
+    ) -> Result<Sequential> {
         Ok(Sequential {
             client,
             dir: validate_dir(dir)?,
             form,
+            read_write,
             counters: Counters::new(),
         })
     }
@@ -94,20 +130,25 @@ impl Sequential {
         self.counters.snapshot()
     }
 
-    pub(crate) async fn acquire(&self, deadline: Option<Instant>) -> Result<LockGuard> {
-        match self.run(deadline, false).await? {
+    pub(crate) async fn acquire(&self, role: Role, deadline: Option<Instant>) -> Result<LockGuard> {
+        match self.run(role, deadline, false).await? {
             Some(guard) => Ok(guard),
             None => Err(LockError::Timeout),
         }
     }
 
-    pub(crate) async fn try_acquire(&self) -> Result<Option<LockGuard>> {
-        self.run(None, true).await
+    pub(crate) async fn try_acquire(&self, role: Role) -> Result<Option<LockGuard>> {
+        self.run(role, None, true).await
     }
 
-    async fn run(&self, deadline: Option<Instant>, try_only: bool) -> Result<Option<LockGuard>> {
+    async fn run(
+        &self,
+        role: Role,
+        deadline: Option<Instant>,
+        try_only: bool,
+    ) -> Result<Option<LockGuard>> {
         let start = std::time::Instant::now();
-        let prefix = format!("_c_{}-{LOCK_NAME}", contender_id());
+        let prefix = format!("_c_{}-{}", contender_id(), role.name());
         let mut pending = Pending::new(
             self.client.clone(),
             Target::Protected {
@@ -115,7 +156,7 @@ impl Sequential {
                 prefix: prefix.clone(),
             },
         );
-        let attempt = self.attempt(&mut pending, &prefix, try_only);
+        let attempt = self.attempt(&mut pending, &prefix, role, try_only);
         let result = match deadline {
             None => attempt.await,
             Some(at) => tokio::time::timeout_at(at, attempt)
@@ -145,9 +186,15 @@ impl Sequential {
 
     /// Creates the node (finding it by its protected prefix after a lost
     /// reply), then waits until it is first. `Ok(false)`: not first and `try_only`.
-    async fn attempt(&self, pending: &mut Pending, prefix: &str, try_only: bool) -> Result<bool> {
+    async fn attempt(
+        &self,
+        pending: &mut Pending,
+        prefix: &str,
+        role: Role,
+        try_only: bool,
+    ) -> Result<bool> {
         let own = self.create(pending, prefix).await?;
-        self.wait(&own, try_only).await
+        self.wait(&own, role, try_only).await
     }
 
     async fn create(&self, pending: &mut Pending, prefix: &str) -> Result<Owned> {
@@ -179,37 +226,66 @@ impl Sequential {
         }
     }
 
-    /// The lock nodes among `children`, in sequence order.
-    fn ordered(children: Vec<String>) -> Vec<(u64, String)> {
-        let mut nodes: Vec<(u64, String)> = children
+    /// The lock nodes among `children`, in sequence order; other children are ignored.
+    fn ordered(&self, children: Vec<String>) -> Vec<Node> {
+        let mut nodes: Vec<Node> = children
             .into_iter()
-            .filter_map(|c| sequence_of(&c).map(|s| (s, c)))
+            .filter_map(|name| {
+                let roles: &[Role] = if self.read_write {
+                    &[Role::Write, Role::Read]
+                } else {
+                    &[Role::Exclusive]
+                };
+                roles
+                    .iter()
+                    .find_map(|r| sequence_of(&name, r.name()).map(|seq| (seq, *r != Role::Read)))
+                    .map(|(seq, excludes_readers)| Node {
+                        seq,
+                        name,
+                        excludes_readers,
+                    })
+            })
             .collect();
-        nodes.sort_unstable();
+        nodes.sort_unstable_by(|a, b| (a.seq, &a.name).cmp(&(b.seq, &b.name)));
         nodes
     }
 
-    async fn wait(&self, own: &Owned, try_only: bool) -> Result<bool> {
+    /// The nearest node ahead of `own` that keeps `role` waiting (any node
+    /// for exclusive and write, the last writer for a read), or `None`
+    /// when `own` holds the lock.
+    fn blocker(&self, children: Vec<String>, own: &Owned, role: Role) -> Result<Option<String>> {
         let own_name = &own.path[self.dir.len() + 1..];
-        let own_seq =
-            sequence_of(own_name).ok_or_else(|| LockError::NodeVanished(own.path.clone()))?;
+        let nodes = self.ordered(children);
+        let Some(pos) = nodes.iter().position(|n| n.name == own_name) else {
+            return Err(if self.client.state().is_terminated() {
+                LockError::SessionExpired
+            } else {
+                LockError::NodeVanished(own.path.clone())
+            });
+        };
+        Ok(nodes[..pos]
+            .iter()
+            .rev()
+            .find(|n| role != Role::Read || n.excludes_readers)
+            .map(|n| n.name.clone()))
+    }
+
+    async fn wait(&self, own: &Owned, role: Role, try_only: bool) -> Result<bool> {
         let client = &self.client;
         loop {
             let children = retry(client, || client.list_children(&self.dir))
                 .await
                 .map_err(LockError::from_zk)?;
             self.counters.children_read();
-            let nodes = Self::ordered(children);
-            let pos = self.position(&nodes, own_seq, own)?;
-            if pos == 0 {
+            let Some(blocker) = self.blocker(children, own, role)? else {
                 return Ok(true);
-            }
+            };
             if try_only {
                 return Ok(false);
             }
             let watcher = match self.form {
                 Form::Predecessor => {
-                    let pred = format!("{}/{}", self.dir, nodes[pos - 1].1);
+                    let pred = format!("{}/{blocker}", self.dir);
                     // getData, not exists: a predecessor already gone leaves no watch.
                     match retry(client, || client.get_and_watch_data(&pred)).await {
                         Ok((_, _, watcher)) => watcher,
@@ -224,8 +300,8 @@ impl Sequential {
                             Err(err) => return Err(LockError::from_zk(err)),
                         };
                     self.counters.children_read();
-                    if self.position(&Self::ordered(children), own_seq, own)? == 0 {
-                        // First after all; the watch fires on the next change.
+                    if self.blocker(children, own, role)?.is_none() {
+                        // Holds after all; the watch fires on the next change.
                         return Ok(true);
                     }
                     watcher
@@ -236,18 +312,6 @@ impl Sequential {
             if event.event_type == zk::EventType::Session && event.session_state.is_terminated() {
                 return Err(LockError::SessionExpired);
             }
-        }
-    }
-
-    fn position(&self, nodes: &[(u64, String)], own_seq: u64, own: &Owned) -> Result<usize> {
-        let own_name = &own.path[self.dir.len() + 1..];
-        match nodes
-            .iter()
-            .position(|(s, n)| *s == own_seq && n == own_name)
-        {
-            Some(pos) => Ok(pos),
-            None if self.client.state().is_terminated() => Err(LockError::SessionExpired),
-            None => Err(LockError::NodeVanished(own.path.clone())),
         }
     }
 }

@@ -6,4 +6,5 @@ mod expiry;
 mod faults;
 mod interop;
 mod profile;
+mod rw;
 mod support;
