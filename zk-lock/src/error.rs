@@ -24,6 +24,13 @@ pub enum LockError {
     /// it, or the session behind it expired).
     #[error("own lock node {0} vanished while waiting")]
     NodeVanished(String),
+    /// [`ReentrantLock::release`](crate::ReentrantLock::release) without a matching acquire.
+    #[error("the lock is not held through this handle")]
+    NotHeld,
+    /// A re-entry was refused because the held lock has been lost (session
+    /// expired or node deleted); release it and acquire anew.
+    #[error("the held lock has been lost")]
+    Lost,
     /// The lock directory is not a valid absolute path.
     #[error("invalid lock directory {0:?}")]
     InvalidDir(String),

@@ -9,6 +9,7 @@
 //! | [`PredecessorLock`] | `<dir>/_c_<uuid>-lock-<seq>`, ephemeral-sequential | its predecessor (getData) | 1 waiter |
 //! | [`HerdLock`] | `<dir>/_c_<uuid>-lock-<seq>`, ephemeral-sequential | `<dir>`'s children | every waiter |
 //! | [`NaiveLock`] | `<dir>/lock`, ephemeral | `<dir>/lock` (exists) | every waiter |
+//! | [`ReentrantLock`] | as [`PredecessorLock`], one node per owner | as [`PredecessorLock`] | 1 waiter |
 //! | [`ReadWriteLock::new`] | `<dir>/_c_<uuid>-read-<seq>` / `…-write-<seq>` | a reader: the last writer before it; a writer: its predecessor | the next writer, or the readers behind the writer |
 //! | [`ReadWriteLock::new_herd`] | as above | `<dir>`'s children | every waiter |
 //!
@@ -19,6 +20,11 @@
 //! signal and a [`fencing_token`](LockGuard::fencing_token) (the lock
 //! node's czxid). [`LockMetrics`] counts, per recipe instance, the watch
 //! notifications received, the children re-reads and the time spent waiting.
+//!
+//! The guard-based locks are not reentrant: acquiring again through the
+//! same handle queues behind oneself ([`PredecessorLock::try_acquire`]
+//! answers `None`). [`ReentrantLock`] counts re-entries per handle, as
+//! Curator's `InterProcessMutex` does, and deletes its node at the last release.
 //!
 //! ## Cost
 //! * Predecessor form: per release, one notification and one children read
@@ -97,6 +103,7 @@ mod metrics;
 mod naive;
 mod node;
 mod predecessor;
+mod reentrant;
 mod rwlock;
 mod sequential;
 
@@ -106,4 +113,5 @@ pub use herd::HerdLock;
 pub use metrics::LockMetrics;
 pub use naive::NaiveLock;
 pub use predecessor::PredecessorLock;
+pub use reentrant::ReentrantLock;
 pub use rwlock::ReadWriteLock;

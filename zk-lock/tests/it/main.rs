@@ -6,5 +6,6 @@ mod expiry;
 mod faults;
 mod interop;
 mod profile;
+mod reentrant;
 mod rw;
 mod support;
