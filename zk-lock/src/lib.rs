@@ -54,9 +54,18 @@
 //! * **Timeout and cancellation**: `acquire_timeout` deletes its node
 //!   before returning [`LockError::Timeout`]; a dropped `acquire` future
 //!   deletes it from a spawned task.
-//! * Only the ten-digit sequence suffix of `…lock-NNNNNNNNNN` orders
+//! * Only the ten-digit sequence suffix of `…lock-NNNNNNNNNN` (or
+//!   `…read-`/`…write-`, `…__lock__`) orders
 //!   contenders; other children of the directory are ignored
 //!   (ZOOKEEPER-2931, kazoo#309).
+//!
+//! ## Sharing a lock with other clients
+//! [`Layout::Curator`] (the default) names nodes as Apache Curator and
+//! `zookeeper_client`'s own lock do; [`Layout::Kazoo`]
+//! (`PredecessorLock::with_layout`, `HerdLock::with_layout`) names them
+//! `<uuid hex>__lock__<seq>` as kazoo's `Lock` does, so a Rust and a Python
+//! process can contend for one lock. Both are tested against the other
+//! implementation (kazoo with `--features kazoo`).
 //!
 //! ## Differences from `zookeeper_client::Client::lock`
 //! The crate's own [`Client::lock`](zookeeper_client::Client::lock) with
@@ -115,3 +124,4 @@ pub use naive::NaiveLock;
 pub use predecessor::PredecessorLock;
 pub use reentrant::ReentrantLock;
 pub use rwlock::ReadWriteLock;
+pub use sequential::Layout;

@@ -13,7 +13,7 @@ use zookeeper_client as zk;
 use crate::error::Result;
 use crate::guard::LockGuard;
 use crate::metrics::LockMetrics;
-use crate::sequential::{Form, Role, Sequential};
+use crate::sequential::{Form, Layout, Role, Sequential};
 
 /// See the [crate docs](crate) for costs and failure handling.
 #[derive(Debug)]
@@ -28,7 +28,18 @@ impl PredecessorLock {
     /// * [`LockError::InvalidDir`](crate::LockError::InvalidDir) if `dir` is not an absolute path.
     pub fn new(client: zk::Client, dir: &str) -> Result<Self> {
         Ok(PredecessorLock {
-            inner: Sequential::new(client, dir, Form::Predecessor, false)?,
+            inner: Sequential::new(client, dir, Form::Predecessor, false, Layout::Curator)?,
+        })
+    }
+
+    /// A lock on `dir` whose nodes follow another ecosystem's names
+    /// ([`Layout::Kazoo`] to share the lock with kazoo's `Lock`).
+    ///
+    /// # Notable errors
+    /// * [`LockError::InvalidDir`](crate::LockError::InvalidDir) if `dir` is not an absolute path.
+    pub fn with_layout(client: zk::Client, dir: &str, layout: Layout) -> Result<Self> {
+        Ok(PredecessorLock {
+            inner: Sequential::new(client, dir, Form::Predecessor, false, layout)?,
         })
     }
 

@@ -16,7 +16,7 @@ use zookeeper_client as zk;
 use crate::error::Result;
 use crate::guard::LockGuard;
 use crate::metrics::LockMetrics;
-use crate::sequential::{Form, Role, Sequential};
+use crate::sequential::{Form, Layout, Role, Sequential};
 
 /// A read/write lock on a directory. See the [crate docs](crate) for the
 /// failure handling it shares with the exclusive locks.
@@ -38,7 +38,7 @@ impl ReadWriteLock {
     /// * [`LockError::InvalidDir`](crate::LockError::InvalidDir) if `dir` is not an absolute path.
     pub fn new(client: zk::Client, dir: &str) -> Result<Self> {
         Ok(ReadWriteLock {
-            inner: Sequential::new(client, dir, Form::Predecessor, true)?,
+            inner: Sequential::new(client, dir, Form::Predecessor, true, Layout::Curator)?,
         })
     }
 
@@ -48,7 +48,7 @@ impl ReadWriteLock {
     /// * [`LockError::InvalidDir`](crate::LockError::InvalidDir) if `dir` is not an absolute path.
     pub fn new_herd(client: zk::Client, dir: &str) -> Result<Self> {
         Ok(ReadWriteLock {
-            inner: Sequential::new(client, dir, Form::Herd, true)?,
+            inner: Sequential::new(client, dir, Form::Herd, true, Layout::Curator)?,
         })
     }
 

@@ -25,12 +25,35 @@ pub(crate) enum Role {
     Write,
 }
 
+/// Which ecosystem's node names a sequential lock uses, so that processes
+/// using other clients can share one lock directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Layout {
+    /// `_c_<uuid>-lock-<seq>`: Apache Curator's `InterProcessMutex` and
+    /// `zookeeper_client`'s `LockPrefix::new_curator(dir, "lock-")`.
+    #[default]
+    Curator,
+    /// `<uuid hex>__lock__<seq>`: kazoo's `Lock` (and `WriteLock`).
+    Kazoo,
+}
+
 impl Role {
-    fn name(self) -> &'static str {
-        match self {
-            Role::Exclusive => "lock-",
-            Role::Read => "read-",
-            Role::Write => "write-",
+    fn name(self, layout: Layout) -> &'static str {
+        match (self, layout) {
+            (Role::Exclusive, Layout::Curator) => "lock-",
+            (Role::Read, Layout::Curator) => "read-",
+            (Role::Write, Layout::Curator) => "write-",
+            (Role::Exclusive | Role::Write, Layout::Kazoo) => "__lock__",
+            (Role::Read, Layout::Kazoo) => "__rlock__",
+        }
+    }
+
+    /// The per-acquisition protected prefix of a node name.
+    fn prefix(self, layout: Layout) -> String {
+        match layout {
+            Layout::Curator => format!("_c_{}-{}", contender_id(), self.name(layout)),
+            Layout::Kazoo => format!("{}{}", contender_id().replace('-', ""), self.name(layout)),
         }
     }
 }
@@ -103,6 +126,7 @@ pub(crate) struct Sequential {
     form: Form,
     /// The read/write family (`read-`, `write-`) instead of `lock-`.
     read_write: bool,
+    layout: Layout,
     counters: Arc<Counters>,
 }
 
@@ -112,12 +136,14 @@ impl Sequential {
         dir: &str,
         form: Form,
         read_write: bool,
+        layout: Layout,
     ) -> Result<Sequential> {
         Ok(Sequential {
             client,
             dir: validate_dir(dir)?,
             form,
             read_write,
+            layout,
             counters: Counters::new(),
         })
     }
@@ -148,7 +174,7 @@ impl Sequential {
         try_only: bool,
     ) -> Result<Option<LockGuard>> {
         let start = std::time::Instant::now();
-        let prefix = format!("_c_{}-{}", contender_id(), role.name());
+        let prefix = role.prefix(self.layout);
         let mut pending = Pending::new(
             self.client.clone(),
             Target::Protected {
@@ -238,7 +264,9 @@ impl Sequential {
                 };
                 roles
                     .iter()
-                    .find_map(|r| sequence_of(&name, r.name()).map(|seq| (seq, *r != Role::Read)))
+                    .find_map(|r| {
+                        sequence_of(&name, r.name(self.layout)).map(|seq| (seq, *r != Role::Read))
+                    })
                     .map(|(seq, excludes_readers)| Node {
                         seq,
                         name,

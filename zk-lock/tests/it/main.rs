@@ -5,6 +5,8 @@ mod exclusion;
 mod expiry;
 mod faults;
 mod interop;
+#[cfg(feature = "kazoo")]
+mod kazoo;
 mod profile;
 mod reentrant;
 mod rw;

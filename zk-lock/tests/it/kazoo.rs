@@ -1,0 +1,137 @@
+//! Sharing one lock with kazoo's `Lock` (python3 + kazoo, feature `kazoo`).
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+
+use zk_lock::{HerdLock, Layout, LockGuard, PredecessorLock, Result};
+use zk_mock::ZkMock;
+
+use crate::support::*;
+
+const SCRIPT: &str = r#"
+import sys
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1])
+zk.start()
+lock = zk.Lock(sys.argv[2], "kazoo")
+mode = sys.argv[3]
+if mode == "hold":
+    lock.acquire()
+    print("held", flush=True)
+    sys.stdin.readline()
+    lock.release()
+elif mode == "try":
+    got = lock.acquire(blocking=False)
+    print("acquired" if got else "busy", flush=True)
+    if got:
+        lock.release()
+elif mode == "wait":
+    lock.acquire()
+    print("acquired", flush=True)
+    lock.release()
+zk.stop()
+zk.close()
+"#;
+
+fn kazoo(zk: &ZkMock, dir: &str, mode: &str) -> Child {
+    Command::new("python3")
+        .args(["-c", SCRIPT, &zk.connect_string(), dir, mode])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 with kazoo")
+}
+
+async fn line(child: &mut Child) -> String {
+    let out = child.stdout.take().unwrap();
+    let (line, out) = tokio::task::spawn_blocking(move || {
+        let mut r = BufReader::new(out);
+        let mut s = String::new();
+        r.read_line(&mut s).unwrap();
+        (s, r.into_inner())
+    })
+    .await
+    .unwrap();
+    child.stdout = Some(out);
+    line.trim().to_string()
+}
+
+async fn exit_ok(mut child: Child) {
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success());
+}
+
+enum Ours {
+    Predecessor(PredecessorLock),
+    Herd(HerdLock),
+}
+
+impl Ours {
+    async fn acquire(&self) -> Result<LockGuard> {
+        match self {
+            Ours::Predecessor(l) => l.acquire().await,
+            Ours::Herd(l) => l.acquire().await,
+        }
+    }
+    async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        match self {
+            Ours::Predecessor(l) => l.try_acquire().await,
+            Ours::Herd(l) => l.try_acquire().await,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kazoo_layout_shares_the_lock_with_kazoo() {
+    for herd in [false, true] {
+        let zk = ZkMock::start().await;
+        let dir = "/locks/kazoo";
+        let c = client(&zk).await;
+        let ours = if herd {
+            Ours::Herd(HerdLock::with_layout(c.clone(), dir, Layout::Kazoo).unwrap())
+        } else {
+            Ours::Predecessor(PredecessorLock::with_layout(c.clone(), dir, Layout::Kazoo).unwrap())
+        };
+
+        // kazoo holds: ours waits until kazoo releases.
+        let mut holder = kazoo(&zk, dir, "hold");
+        assert_eq!(line(&mut holder).await, "held");
+        assert!(ours.try_acquire().await.unwrap().is_none(), "herd={herd}");
+        let waiter = tokio::spawn(async move {
+            let g = ours.acquire().await.unwrap();
+            (ours, g)
+        });
+        watching(&zk, dir, &[session(&c)]).await;
+        holder.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        let (_ours, g) = tokio::time::timeout(PATIENCE, waiter)
+            .await
+            .expect("ours never acquired after kazoo released")
+            .unwrap();
+        exit_ok(holder).await;
+        let name = g.path().rsplit('/').next().unwrap().to_string();
+        assert!(
+            name.contains("__lock__") && !name.starts_with("_c_"),
+            "{name}"
+        );
+
+        // Ours holds: kazoo sees it busy, and waits until ours is released.
+        let mut probe = kazoo(&zk, dir, "try");
+        assert_eq!(line(&mut probe).await, "busy", "herd={herd}");
+        exit_ok(probe).await;
+        let mut waiting = kazoo(&zk, dir, "wait");
+        let ours_session = session(&c);
+        zk.wait_until(PATIENCE, |rec| {
+            rec.watches
+                .iter()
+                .any(|w| w.session != ours_session && w.path.starts_with(dir))
+        })
+        .await
+        .unwrap();
+        g.release().await.unwrap();
+        assert_eq!(line(&mut waiting).await, "acquired", "herd={herd}");
+        exit_ok(waiting).await;
+    }
+}
