@@ -3,8 +3,10 @@
 //! (see `/work/shared/docs/zk-protocol-facts.md`); where the mock differs the
 //! test keeps asserting ZooKeeper's behaviour.
 
+mod admin;
 mod crud;
 mod errors;
+mod faults;
 mod handshake;
 mod mocks;
 mod multi;

@@ -1,0 +1,200 @@
+//! The HTTP+JSON admin interface, through a minimal HTTP/1.1 client, acting
+//! on real client sessions.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use zk_mock::clock::ClockMode;
+use zk_mock::ZkMock;
+use zookeeper_client::Error;
+
+use crate::support::*;
+
+/// One request on a fresh connection: (status, parsed JSON body or Null).
+async fn http(admin: SocketAddr, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
+    let mut s = TcpStream::connect(admin).await.unwrap();
+    let body = body.unwrap_or("");
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut out))
+        .await
+        .unwrap()
+        .unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let status: u16 = text[9..12].parse().unwrap();
+    let payload = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+    let value = if payload.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(payload).unwrap_or(Value::String(payload.into()))
+    };
+    (status, value)
+}
+
+async fn admin_mock(manual: bool) -> (ZkMock, SocketAddr) {
+    init_tracing();
+    let mut b = ZkMock::builder();
+    if manual {
+        b = b.clock(ClockMode::Manual);
+    }
+    let mock = b.start().await.unwrap();
+    let admin = mock.serve_admin("127.0.0.1:0".parse().unwrap()).unwrap();
+    (mock, admin)
+}
+
+#[tokio::test]
+async fn sessions_are_listed_with_decimal_ids_ephemerals_and_watches() {
+    let (mock, admin) = admin_mock(false).await;
+    let c = connect(&mock).await;
+    c.create("/a", b"", &ephemeral()).await.unwrap();
+    let (_, _, _w) = c.get_and_watch_data("/a").await.unwrap();
+    let (status, v) = http(admin, "GET", "/sessions", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(v[0]["id"].as_i64(), Some(c.session_id().0));
+    assert_eq!(v[0]["ephemerals"][0], "/a");
+    assert_eq!(v[0]["watches"][0]["path"], "/a");
+    assert_eq!(v[0]["watches"][0]["kind"], "data");
+}
+
+#[tokio::test]
+async fn expire_and_disconnect_act_on_a_real_session_and_unknown_ids_are_404() {
+    let (mock, admin) = admin_mock(false).await;
+    let c = connect(&mock).await;
+    let id = c.session_id().0;
+    let (s, _) = http(admin, "POST", &format!("/sessions/{id}/disconnect"), None).await;
+    assert_eq!(s, 200);
+    let (s, _) = http(admin, "POST", &format!("/sessions/{id:#x}/expire"), None).await;
+    assert_eq!(s, 200, "hex ids work too");
+    assert_eq!(
+        c.check_stat("/")
+            .await
+            .err()
+            .map(|e| e == Error::SessionExpired || e == Error::ConnectionLoss),
+        Some(true)
+    );
+    let (s, v) = http(admin, "POST", &format!("/sessions/{id}/expire"), None).await;
+    assert_eq!(s, 404);
+    assert!(v["error"].as_str().unwrap().contains("no live session"));
+    let (s, v) = http(admin, "POST", "/sessions/banana/expire", None).await;
+    assert_eq!(s, 400);
+    assert!(v["error"].as_str().unwrap().contains("banana"));
+}
+
+#[tokio::test]
+async fn a_rule_posted_as_json_affects_a_real_client_and_delete_removes_it() {
+    let (mock, admin) = admin_mock(false).await;
+    let c = connect(&mock).await;
+    c.create("/cfg", b"v", &persistent()).await.unwrap();
+    let rule = r#"{"ops": ["getData"], "path": {"exact": "/cfg"}, "verdict": {"type": "fail", "code": -101}}"#;
+    let (s, v) = http(admin, "POST", "/rules", Some(rule)).await;
+    assert_eq!(s, 201);
+    let id = v["id"].as_u64().unwrap();
+    assert_eq!(c.get_data("/cfg").await.err(), Some(Error::NoNode));
+    let (_, list) = http(admin, "GET", "/rules", None).await;
+    assert_eq!(list[0]["fired"], 1);
+    let (s, _) = http(admin, "DELETE", &format!("/rules/{id}"), None).await;
+    assert_eq!(s, 204);
+    assert_eq!(c.get_data("/cfg").await.unwrap().0, b"v");
+    let (s, _) = http(admin, "DELETE", &format!("/rules/{id}"), None).await;
+    assert_eq!(s, 404);
+}
+
+#[tokio::test]
+async fn bad_rules_get_a_400_with_a_message() {
+    let (_mock, admin) = admin_mock(false).await;
+    let (s, v) = http(admin, "POST", "/rules", Some("{not json")).await;
+    assert_eq!(s, 400);
+    assert!(v["error"].as_str().unwrap().starts_with("bad rule"));
+    let (s, v) = http(
+        admin,
+        "POST",
+        "/rules",
+        Some(r#"{"verdict": {"type": "fail", "code": 7}}"#),
+    )
+    .await;
+    assert_eq!(s, 400);
+    assert!(v["error"]
+        .as_str()
+        .unwrap()
+        .contains("not a ZooKeeper error code"));
+    let (s, _) = http(
+        admin,
+        "POST",
+        "/rules",
+        Some(r#"{"ops": ["frobnicate"], "verdict": {"type": "stall"}}"#),
+    )
+    .await;
+    assert_eq!(s, 400);
+}
+
+#[tokio::test]
+async fn the_clock_advances_over_http_and_expires_a_silent_session() {
+    let (mock, admin) = admin_mock(true).await;
+    let c = raw(&mock).await;
+    let (s, v) = http(admin, "POST", "/clock/advance", Some(r#"{"ms": 30000}"#)).await;
+    assert_eq!(s, 200);
+    assert_eq!(v["clock_ms"], 30000);
+    assert!(!mock.session_ids().contains(&c.session_id));
+    let (s, _) = http(admin, "POST", "/clock/advance", Some(r#"{"seconds": 3}"#)).await;
+    assert_eq!(s, 400);
+}
+
+#[tokio::test]
+async fn snapshot_recorder_and_metrics_are_served_as_json() {
+    let (mock, admin) = admin_mock(false).await;
+    let c = connect(&mock).await;
+    let other = connect(&mock).await;
+    c.create("/n", b"hello", &persistent()).await.unwrap();
+    let (_, _, w) = other.get_and_watch_data("/n").await.unwrap();
+    c.delete("/n", None).await.unwrap();
+    w.changed().await;
+    let (s, snap) = http(admin, "GET", "/snapshot", None).await;
+    assert_eq!(s, 200);
+    assert_eq!(snap["tree"]["/zookeeper"]["stat"]["cversion"], -2);
+    let (_, reqs) = http(
+        admin,
+        "GET",
+        &format!("/recorder/requests?session={}&op=create2", c.session_id().0),
+        None,
+    )
+    .await;
+    assert_eq!(reqs.as_array().unwrap().len(), 1);
+    assert_eq!(reqs[0]["path"], "/n");
+    let (_, notes) = http(
+        admin,
+        "GET",
+        "/recorder/notifications?path=/n&event=NodeDeleted",
+        None,
+    )
+    .await;
+    assert_eq!(notes.as_array().unwrap().len(), 1);
+    assert_eq!(notes[0]["session"].as_i64(), Some(other.session_id().0));
+    let (s, _) = http(admin, "GET", "/recorder/notifications?event=Bogus", None).await;
+    assert_eq!(s, 400);
+    let (_, m) = http(admin, "GET", "/metrics", None).await;
+    assert_eq!(m["sessions"], 2);
+    assert_eq!(m["totals"]["notifications"], 1);
+    let (s, _) = http(admin, "GET", "/nope", None).await;
+    assert_eq!(s, 404);
+}
+
+#[tokio::test]
+async fn refusing_connections_over_http_keeps_new_clients_out() {
+    let (mock, admin) = admin_mock(false).await;
+    let (s, _) = http(admin, "POST", "/connections/refuse", None).await;
+    assert_eq!(s, 200);
+    assert!(zk_mock::client::RawClient::connect(mock.addr(), 10_000)
+        .await
+        .is_err());
+    http(admin, "POST", "/connections/accept", None).await;
+    assert!(zk_mock::client::RawClient::connect(mock.addr(), 10_000)
+        .await
+        .is_ok());
+}

@@ -1,0 +1,422 @@
+//! Fault rules and verbs (issue #3): each does to a real `zookeeper-client`
+//! session what the matching real-world failure does.
+
+use std::time::{Duration, Instant};
+
+use zk_mock::clock::ClockMode;
+use zk_mock::fault::Rule;
+use zk_mock::proto::{ErrorCode, OpCode};
+use zk_mock::record::SessionEvent;
+use zk_mock::ZkMock;
+use zookeeper_client::{Client, Error, EventType, SessionState};
+
+use crate::support::*;
+
+const QUICK: Duration = Duration::from_secs(10);
+
+/// Waits until the client's state watcher reports `want`.
+async fn wait_state(client: &Client, want: SessionState) {
+    let mut w = client.state_watcher();
+    with_timeout(QUICK, &format!("state {want:?}"), async {
+        let mut s = w.state();
+        while s != want {
+            s = w.changed().await;
+        }
+    })
+    .await
+}
+
+/// Retries a read until the client has reconnected (it answers ConnectionLoss meanwhile).
+async fn get_after_reconnect(client: &Client, path: &str) -> Result<Vec<u8>, Error> {
+    with_timeout(QUICK, "reconnect", async {
+        loop {
+            match client.get_data(path).await {
+                Err(Error::ConnectionLoss) => tokio::time::sleep(Duration::from_millis(20)).await,
+                other => return other.map(|(d, _)| d),
+            }
+        }
+    })
+    .await
+}
+
+fn creates() -> Rule {
+    Rule::new().op(OpCode::Create).op(OpCode::Create2)
+}
+
+#[tokio::test]
+async fn a_lost_create_reply_is_connection_loss_but_the_node_exists_after_reconnect() {
+    let mock = start_mock().await;
+    let client = connect(&mock).await;
+    let session = client.session_id().0;
+    let guard = mock.rule(creates().path("/lost").nth(1).lose_reply());
+    assert_eq!(
+        client.create("/lost", b"x", &persistent()).await.err(),
+        Some(Error::ConnectionLoss)
+    );
+    assert_eq!(get_after_reconnect(&client, "/lost").await.unwrap(), b"x");
+    assert_eq!(
+        client.session_id().0,
+        session,
+        "same session after the reconnect"
+    );
+    assert_eq!(guard.fired(), 1);
+    let faulted = mock.requests().faulted();
+    assert_eq!(faulted.count(), 1);
+    assert_eq!(faulted.0[0].verdict.as_deref(), Some("lose reply"));
+    assert_eq!(faulted.0[0].err, 0, "the create was applied");
+    assert!(mock
+        .recorded()
+        .sessions
+        .iter()
+        .any(|s| s.session == session && s.event == SessionEvent::Reattached));
+}
+
+#[tokio::test]
+async fn a_disconnect_before_applying_creates_nothing_and_watches_come_back_after_reconnect() {
+    let mock = start_mock().await;
+    let client = connect(&mock).await;
+    let other = connect(&mock).await;
+    client.create("/w", b"1", &persistent()).await.unwrap();
+    let (_, _, watch) = client.get_and_watch_data("/w").await.unwrap();
+    let _g = mock.rule(creates().path("/never").disconnect());
+    assert_eq!(
+        client.create("/never", b"", &persistent()).await.err(),
+        Some(Error::ConnectionLoss)
+    );
+    assert_eq!(get_after_reconnect(&client, "/w").await.unwrap(), b"1");
+    assert_eq!(
+        other.check_stat("/never").await.unwrap(),
+        None,
+        "nothing was applied"
+    );
+    // The client re-registered its watch with SetWatches; a change now fires it.
+    let session = client.session_id().0;
+    assert!(
+        mock.requests()
+            .by_session(session)
+            .op(OpCode::SetWatches)
+            .count()
+            >= 1
+    );
+    other.set_data("/w", b"2", None).await.unwrap();
+    let ev = with_timeout(QUICK, "NodeDataChanged after reconnect", watch.changed()).await;
+    assert_eq!(ev.event_type, EventType::NodeDataChanged);
+}
+
+#[tokio::test]
+async fn fail_answers_the_chosen_error_until_the_guard_is_dropped() {
+    let mock = start_mock().await;
+    let client = connect(&mock).await;
+    client.create("/f", b"v", &persistent()).await.unwrap();
+    let guard = mock.rule(
+        Rule::new()
+            .op(OpCode::GetData)
+            .path("/f")
+            .fail(ErrorCode::NoAuth),
+    );
+    assert_eq!(client.get_data("/f").await.err(), Some(Error::NoAuth));
+    assert_eq!(client.get_data("/f").await.err(), Some(Error::NoAuth));
+    assert_eq!(guard.fired(), 2);
+    drop(guard);
+    assert_eq!(client.get_data("/f").await.unwrap().0, b"v");
+    assert!(mock.rules().is_empty());
+}
+
+#[tokio::test]
+async fn rules_fire_in_install_order_with_nth_times_session_and_glob() {
+    let mock = start_mock().await;
+    let a = connect(&mock).await;
+    let b = connect(&mock).await;
+    a.create("/g", b"", &persistent()).await.unwrap();
+    a.create("/g/x", b"", &persistent()).await.unwrap();
+    let _second = mock.rule(
+        Rule::new()
+            .op(OpCode::GetData)
+            .path_glob("/g/*")
+            .nth(2)
+            .fail(ErrorCode::NoNode),
+    );
+    let _first_b_only = mock.rule(
+        Rule::new()
+            .op(OpCode::GetData)
+            .session(b.session_id().0)
+            .times(1)
+            .fail(ErrorCode::BadVersion),
+    );
+    // a: 1st match of the glob rule passes, 2nd fires, 3rd passes.
+    assert!(a.get_data("/g/x").await.is_ok());
+    assert_eq!(a.get_data("/g/x").await.err(), Some(Error::NoNode));
+    assert!(a.get_data("/g/x").await.is_ok());
+    // b: the glob rule counts b's request too (4th match: passes), then the session rule fires once.
+    assert_eq!(b.get_data("/g/x").await.err(), Some(Error::BadVersion));
+    assert!(b.get_data("/g/x").await.is_ok());
+    // The glob does not cross a segment.
+    a.create("/g/x/y", b"", &persistent()).await.unwrap();
+    assert!(a.get_data("/g/x/y").await.is_ok());
+}
+
+#[tokio::test]
+async fn probabilistic_rules_replay_identically_from_the_same_seed() {
+    async fn pattern(seed: u64) -> Vec<bool> {
+        let mock = ZkMock::builder().seed(seed).start().await.unwrap();
+        let c = connect(&mock).await;
+        let _g = mock.rule(
+            Rule::new()
+                .op(OpCode::Exists)
+                .probability(0.5)
+                .fail(ErrorCode::NoAuth),
+        );
+        let mut out = Vec::new();
+        for _ in 0..40 {
+            out.push(c.check_stat("/").await.is_err());
+        }
+        out
+    }
+    let (x, y, z) = (pattern(11).await, pattern(11).await, pattern(12).await);
+    assert_eq!(x, y);
+    assert_ne!(x, z);
+    assert!(x.iter().any(|f| *f) && x.iter().any(|f| !*f));
+}
+
+#[tokio::test]
+async fn a_delayed_reply_arrives_no_sooner_than_the_delay() {
+    let mock = start_mock().await;
+    let c = connect(&mock).await;
+    let _g = mock.rule(
+        Rule::new()
+            .op(OpCode::GetData)
+            .delay(Duration::from_millis(300)),
+    );
+    let t = Instant::now();
+    c.get_data("/").await.unwrap();
+    assert!(
+        t.elapsed() >= Duration::from_millis(300),
+        "{:?}",
+        t.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_stall_past_the_timeout_on_the_manual_clock_expires_the_session_like_a_partition() {
+    let mock = ZkMock::builder()
+        .clock(ClockMode::Manual)
+        .start()
+        .await
+        .unwrap();
+    let victim = connect(&mock).await;
+    victim.create("/stalled", b"", &ephemeral()).await.unwrap();
+    let observer = connect(&mock).await;
+    let (_, _, gone) = observer.get_and_watch_data("/stalled").await.unwrap();
+    let id = victim.session_id().0;
+    assert!(mock.stall(id));
+    assert!(mock.snapshot().sessions[&id].stalled);
+    mock.advance(Duration::from_secs(60));
+    assert!(!mock.session_ids().contains(&id), "expired while stalled");
+    let ev = with_timeout(QUICK, "NodeDeleted", gone.changed()).await;
+    assert_eq!(ev.event_type, EventType::NodeDeleted);
+    wait_state(&victim, SessionState::Expired).await;
+}
+
+#[tokio::test]
+async fn a_short_stall_holds_replies_and_resume_delivers_them_in_order() {
+    let mock = start_mock().await;
+    let mut c = raw(&mock).await;
+    raw_create_ok(&mut c, "/s", 0).await;
+    mock.stall(c.session_id);
+    // Two pipelined reads: both held.
+    for xid in [100, 101] {
+        let body = zk_mock::codec::Record::to_bytes(&path_watch("/s", false));
+        let mut f = bytes::BytesMut::new();
+        zk_mock::codec::Record::encode(
+            &zk_mock::proto::RequestHeader {
+                xid,
+                op_type: OpCode::GetData as i32,
+            },
+            &mut f,
+        );
+        f.extend_from_slice(&body);
+        c.send_frame(&f).await.unwrap();
+    }
+    c.set_read_timeout(Duration::from_millis(300));
+    assert!(
+        c.read_frame().await.is_err(),
+        "nothing arrives while stalled"
+    );
+    assert!(mock.resume(c.session_id));
+    c.set_read_timeout(QUICK);
+    let r1 = c.next_reply().await.unwrap().unwrap();
+    let r2 = c.next_reply().await.unwrap().unwrap();
+    assert_eq!((r1.header.xid, r2.header.xid), (100, 101));
+    assert!(mock.session_ids().contains(&c.session_id));
+}
+
+#[tokio::test]
+async fn refused_connections_keep_a_client_out_until_the_refusal_ends() {
+    let mock = start_mock().await;
+    let client = connect(&mock).await;
+    let id = client.session_id().0;
+    let refusal = mock.refuse_connections();
+    assert_eq!(mock.disconnect_all(), 1);
+    wait_state(&client, SessionState::Disconnected).await;
+    // Give the client time to try; nothing gets in.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(mock.connection_count(), 0);
+    drop(refusal);
+    wait_state(&client, SessionState::SyncConnected).await;
+    assert_eq!(client.session_id().0, id, "same session");
+    assert!(client.check_stat("/").await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn expire_session_deletes_ephemerals_in_one_transaction_and_the_client_sees_expired() {
+    let mock = start_mock().await;
+    let victim = connect(&mock).await;
+    victim.create("/e1", b"", &ephemeral()).await.unwrap();
+    victim.create("/e2", b"", &ephemeral()).await.unwrap();
+    let observer = connect(&mock).await;
+    let (_, _, w1) = observer.get_and_watch_data("/e1").await.unwrap();
+    let (_, _, w2) = observer.get_and_watch_data("/e2").await.unwrap();
+    let id = victim.session_id().0;
+    assert!(mock.expire_session(id));
+    assert!(!mock.expire_session(id), "already gone");
+    for w in [w1, w2] {
+        assert_eq!(
+            with_timeout(QUICK, "NodeDeleted", w.changed())
+                .await
+                .event_type,
+            EventType::NodeDeleted
+        );
+    }
+    let notes = mock
+        .notifications()
+        .to_session(observer.session_id().0)
+        .event(2);
+    assert_eq!(notes.count(), 2);
+    assert_eq!(
+        notes.0[0].zxid, notes.0[1].zxid,
+        "one closeSession transaction"
+    );
+    let expired = mock
+        .recorded()
+        .sessions
+        .iter()
+        .find(|s| s.event == SessionEvent::Expired)
+        .cloned()
+        .unwrap();
+    assert_eq!((expired.session, expired.zxid), (id, notes.0[0].zxid));
+    wait_state(&victim, SessionState::Expired).await;
+    assert_eq!(victim.check_stat("/").await, Err(Error::SessionExpired));
+}
+
+#[tokio::test]
+async fn disconnect_keeps_the_session_and_expire_all_ends_every_one() {
+    let mock = start_mock().await;
+    let a = connect(&mock).await;
+    let b = connect(&mock).await;
+    assert!(mock.disconnect(a.session_id().0));
+    assert!(get_after_reconnect(&a, "/").await.is_ok());
+    assert_eq!(mock.session_ids().len(), 2);
+    assert_eq!(mock.expire_all(), 2);
+    wait_state(&a, SessionState::Expired).await;
+    wait_state(&b, SessionState::Expired).await;
+    assert!(mock.session_ids().is_empty());
+}
+
+#[tokio::test]
+async fn on_the_manual_clock_a_silent_session_expires_only_when_time_is_advanced() {
+    let mock = ZkMock::builder()
+        .clock(ClockMode::Manual)
+        .start()
+        .await
+        .unwrap();
+    let c = raw(&mock).await; // 10 s timeout, never pings
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        mock.session_ids().contains(&c.session_id),
+        "wall time does not count"
+    );
+    // The deadline is the next tick (2000 ms) boundary after 10000 ms.
+    mock.advance(Duration::from_millis(11_999));
+    assert!(mock.session_ids().contains(&c.session_id));
+    mock.advance(Duration::from_millis(1));
+    assert!(
+        !mock.session_ids().contains(&c.session_id),
+        "expired when advance returned"
+    );
+    assert_eq!(mock.clock_ms(), 12_000);
+}
+
+#[tokio::test]
+async fn the_recorder_counts_notifications_per_session_and_path_and_exports_json_lines() {
+    let mock = start_mock().await;
+    let writer = connect(&mock).await;
+    let w1 = connect(&mock).await;
+    let w2 = connect(&mock).await;
+    writer.create("/r", b"", &persistent()).await.unwrap();
+    let (_, _, a) = w1.get_and_watch_data("/r").await.unwrap();
+    let (_, _, b) = w2.get_and_watch_data("/r").await.unwrap();
+    let (_, c) = w2.check_and_watch_stat("/missing").await.unwrap();
+    writer.set_data("/r", b"1", None).await.unwrap();
+    a.changed().await;
+    b.changed().await;
+    drop(c);
+    let rec = mock
+        .wait_until(QUICK, |r| r.notifications.by_path("/r").count() == 2)
+        .await
+        .unwrap();
+    assert_eq!(rec.notifications.to_session(w1.session_id().0).count(), 1);
+    assert_eq!(
+        rec.notifications.to_session(writer.session_id().0).count(),
+        0
+    );
+    assert_eq!(rec.per_path["/r"].notifications, 2);
+    let kinds: Vec<_> = rec
+        .watches
+        .iter()
+        .map(|w| (w.path.as_str(), w.kind))
+        .collect();
+    assert!(kinds.contains(&("/missing", zk_mock::record::WatchKind::Exist)));
+    for line in rec.to_json_lines().lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert!(v["type"].is_string() && v["seq"].is_u64());
+    }
+    mock.clear_recording();
+    assert_eq!(mock.recorded().requests.count(), 0);
+}
+
+#[tokio::test]
+async fn the_recorder_is_bounded_and_says_how_much_it_dropped() {
+    let mock = ZkMock::builder()
+        .recorder_capacity(10)
+        .start()
+        .await
+        .unwrap();
+    let mut c = raw(&mock).await;
+    for _ in 0..25 {
+        raw_stat(&mut c, "/").await;
+    }
+    let rec = mock.recorded();
+    assert_eq!(rec.requests.count(), 10);
+    assert!(rec.dropped >= 15);
+    assert_eq!(
+        rec.per_session[&c.session_id].requests, 25,
+        "counters are not bounded"
+    );
+}
+
+#[tokio::test]
+async fn a_snapshot_shows_the_tree_sessions_and_watches_and_names_the_seed() {
+    let mock = ZkMock::builder().seed(4242).start().await.unwrap();
+    let c = connect(&mock).await;
+    c.create("/snap", b"d", &ephemeral()).await.unwrap();
+    let (_, _, _w) = c.get_and_watch_data("/snap").await.unwrap();
+    let snap = mock.snapshot();
+    let id = c.session_id().0;
+    assert_eq!(snap.tree["/snap"].data.as_deref(), Some(&b"d"[..]));
+    assert_eq!(snap.tree["/snap"].stat.ephemeral_owner, id);
+    assert_eq!(snap.sessions[&id].ephemerals, vec!["/snap".to_string()]);
+    assert_eq!(snap.watches["/snap"].len(), 1);
+    assert_eq!(snap.watch_count(), 1);
+    assert!(snap.to_string().contains("seed 4242"));
+    assert_eq!(mock.metrics().ephemerals, 1);
+}
