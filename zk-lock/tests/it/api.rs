@@ -48,6 +48,7 @@ async fn foreign_children_are_ignored() {
             .expect("foreign children block nothing");
         g.release().await.unwrap();
         assert_eq!(children(&zk, dir).len(), 3);
+        no_watches_left(&zk).await;
     }
 }
 
@@ -75,4 +76,5 @@ async fn node_names_follow_curator() {
     assert_eq!(name.len(), 3 + 36 + 6 + 10, "{name}");
     assert!(name[3 + 36..].starts_with("-lock-"), "{name}");
     g.release().await.unwrap();
+    no_watches_left(&zk).await;
 }

@@ -9,38 +9,42 @@ async fn expiry_is_observed_and_the_waiter_takes_over() {
     for kind in ALL {
         let zk = ZkMock::start().await;
         let dir = "/locks/expiry";
-        let (a, b) = (client(&zk).await, client(&zk).await);
+        let a = client(&zk).await;
         let holder = AnyLock::new(kind, a.clone(), dir);
         let guard = holder.acquire().await.unwrap();
         let mut lost = guard.lost();
         assert!(!*lost.borrow_and_update());
-        let waiter = tokio::spawn(async move {
-            let lock = AnyLock::new(kind, b, dir);
-            let g = lock.acquire().await.expect("waiter acquires");
-            let token = g.fencing_token();
-            g.release().await.unwrap();
-            token
-        });
-        let waiter_session = zk
-            .session_ids()
-            .into_iter()
-            .find(|s| *s != session(&a))
-            .unwrap();
-        watching(&zk, dir, &[waiter_session]).await;
+        // Three waiters queue behind the holder; none may be left behind.
+        let mut waiters = Vec::new();
+        let mut sessions = Vec::new();
+        for _ in 0..3 {
+            let b = client(&zk).await;
+            sessions.push(session(&b));
+            waiters.push(tokio::spawn(async move {
+                let lock = AnyLock::new(kind, b, dir);
+                let g = lock.acquire().await.expect("waiter acquires");
+                let token = g.fencing_token();
+                g.release().await.unwrap();
+                token
+            }));
+        }
+        watching(&zk, dir, &sessions).await;
 
         assert!(zk.expire_session(session(&a)));
         tokio::time::timeout(PATIENCE, guard.lost_signal())
             .await
             .unwrap_or_else(|_| panic!("{kind:?}: loss not observed"));
         assert!(guard.is_lost() && *lost.borrow_and_update(), "{kind:?}");
-        let token = tokio::time::timeout(PATIENCE, waiter)
-            .await
-            .expect("waiter left behind")
-            .unwrap();
-        assert!(
-            token > guard.fencing_token(),
-            "{kind:?}: fencing token must grow"
-        );
+        for waiter in waiters {
+            let token = tokio::time::timeout(PATIENCE, waiter)
+                .await
+                .unwrap_or_else(|_| panic!("{kind:?}: a waiter was left behind"))
+                .unwrap();
+            assert!(
+                token > guard.fencing_token(),
+                "{kind:?}: fencing token must grow"
+            );
+        }
         // Releasing a lost lock is not an error: the node went with the session.
         guard.release().await.unwrap();
         assert!(children(&zk, dir).is_empty(), "{kind:?}");

@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use zk_lock::{HerdLock, LockGuard, LockMetrics, NaiveLock, PredecessorLock, Result};
+use zk_lock::{
+    HerdLock, LockGuard, LockMetrics, NaiveLock, PredecessorLock, ReadWriteLock, Result,
+};
 use zk_mock::ZkMock;
 use zookeeper_client::Client;
 
@@ -14,9 +16,11 @@ pub(crate) enum Kind {
     Predecessor,
     Herd,
     Naive,
+    /// The read/write lock's write side (predecessor form): exclusive too.
+    Writer,
 }
 
-pub(crate) const ALL: [Kind; 3] = [Kind::Predecessor, Kind::Herd, Kind::Naive];
+pub(crate) const ALL: [Kind; 4] = [Kind::Predecessor, Kind::Herd, Kind::Naive, Kind::Writer];
 pub(crate) const SEQUENTIAL: [Kind; 2] = [Kind::Predecessor, Kind::Herd];
 
 #[derive(Debug)]
@@ -24,6 +28,7 @@ pub(crate) enum AnyLock {
     Predecessor(PredecessorLock),
     Herd(HerdLock),
     Naive(NaiveLock),
+    Writer(ReadWriteLock),
 }
 
 impl AnyLock {
@@ -32,6 +37,7 @@ impl AnyLock {
             Kind::Predecessor => AnyLock::Predecessor(PredecessorLock::new(client, dir).unwrap()),
             Kind::Herd => AnyLock::Herd(HerdLock::new(client, dir).unwrap()),
             Kind::Naive => AnyLock::Naive(NaiveLock::new(client, dir).unwrap()),
+            Kind::Writer => AnyLock::Writer(ReadWriteLock::new(client, dir).unwrap()),
         }
     }
     pub(crate) async fn acquire(&self) -> Result<LockGuard> {
@@ -39,6 +45,7 @@ impl AnyLock {
             AnyLock::Predecessor(l) => l.acquire().await,
             AnyLock::Herd(l) => l.acquire().await,
             AnyLock::Naive(l) => l.acquire().await,
+            AnyLock::Writer(l) => l.write().await,
         }
     }
     pub(crate) async fn try_acquire(&self) -> Result<Option<LockGuard>> {
@@ -46,6 +53,7 @@ impl AnyLock {
             AnyLock::Predecessor(l) => l.try_acquire().await,
             AnyLock::Herd(l) => l.try_acquire().await,
             AnyLock::Naive(l) => l.try_acquire().await,
+            AnyLock::Writer(l) => l.try_write().await,
         }
     }
     pub(crate) async fn acquire_timeout(&self, d: Duration) -> Result<LockGuard> {
@@ -53,6 +61,7 @@ impl AnyLock {
             AnyLock::Predecessor(l) => l.acquire_timeout(d).await,
             AnyLock::Herd(l) => l.acquire_timeout(d).await,
             AnyLock::Naive(l) => l.acquire_timeout(d).await,
+            AnyLock::Writer(l) => l.write_timeout(d).await,
         }
     }
     pub(crate) fn metrics(&self) -> LockMetrics {
@@ -60,6 +69,7 @@ impl AnyLock {
             AnyLock::Predecessor(l) => l.metrics(),
             AnyLock::Herd(l) => l.metrics(),
             AnyLock::Naive(l) => l.metrics(),
+            AnyLock::Writer(l) => l.metrics(),
         }
     }
 }
