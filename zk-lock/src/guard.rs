@@ -17,8 +17,8 @@ use crate::node::{self, Owned};
 /// * A background task keeps a getData watch on the lock node; the
 ///   [`lost`](Self::lost) signal fires when the node is deleted by anyone
 ///   but [`release`](Self::release), or the session expires or is closed.
-///   This watch is one server-side watch per holder, and its notification on
-///   release goes to the holder itself.
+///   This is one server-side watch per holder; when the holder deletes its
+///   node, any notification of it goes to the holder itself, never to a waiter.
 /// * Dropping the guard without `release` deletes the node from a spawned
 ///   task (best effort: needs a Tokio runtime); call `release` to know when
 ///   the lock is free.
