@@ -69,3 +69,41 @@ async fn deleting_the_holders_node_is_observed_as_loss() {
         no_watches_left(&zk).await;
     }
 }
+
+/// Curator issue 727: a partition outlives the holder's session. The waiter
+/// takes over while the old holder cannot hear anything; its fencing token
+/// is larger, and the old holder's guard reports the loss once it can.
+#[tokio::test]
+async fn a_partitioned_holder_learns_of_its_loss_and_is_fenced() {
+    for kind in ALL {
+        let zk = ZkMock::start().await;
+        let dir = "/locks/partition";
+        let (a, b) = (client(&zk).await, client(&zk).await);
+        let holder = AnyLock::new(kind, a.clone(), dir);
+        let guard = holder.acquire().await.unwrap();
+        let b_session = session(&b);
+        let waiter = tokio::spawn(async move {
+            let lock = AnyLock::new(kind, b, dir);
+            let g = lock.acquire().await.unwrap();
+            (lock, g)
+        });
+        watching(&zk, dir, &[b_session]).await;
+
+        assert!(zk.stall(session(&a)));
+        assert!(zk.expire_session(session(&a)));
+        let (_lock, g) = tokio::time::timeout(PATIENCE, waiter)
+            .await
+            .unwrap_or_else(|_| panic!("{kind:?}: the waiter was left behind"))
+            .unwrap();
+        assert!(g.fencing_token() > guard.fencing_token(), "{kind:?}");
+        zk.resume(session(&a));
+        tokio::time::timeout(PATIENCE, guard.lost_signal())
+            .await
+            .unwrap_or_else(|_| panic!("{kind:?}: the old holder never learned of the loss"));
+        assert!(!g.is_lost(), "{kind:?}");
+        guard.release().await.unwrap();
+        assert_eq!(children(&zk, dir), vec![g.path().to_string()], "{kind:?}");
+        g.release().await.unwrap();
+        no_watches_left(&zk).await;
+    }
+}
