@@ -420,3 +420,61 @@ async fn a_snapshot_shows_the_tree_sessions_and_watches_and_names_the_seed() {
     assert!(snap.to_string().contains("seed 4242"));
     assert_eq!(mock.metrics().ephemerals, 1);
 }
+
+/// A mock with a 100 ms tick and a client with a 1 s session timeout: the
+/// client gives up on a silent connection after 2/5 of that (400 ms).
+async fn fast_session() -> (ZkMock, Client) {
+    init_tracing();
+    let mock = ZkMock::builder().tick_time(100).start().await.unwrap();
+    let client = with_timeout(
+        QUICK,
+        "connect",
+        Client::connector()
+            .with_session_timeout(Duration::from_secs(1))
+            .connect(&mock.connect_string()),
+    )
+    .await
+    .unwrap();
+    (mock, client)
+}
+
+#[tokio::test]
+async fn a_delay_longer_than_two_fifths_of_the_timeout_makes_the_client_reconnect_to_its_session() {
+    let (mock, client) = fast_session().await;
+    let id = client.session_id().0;
+    let _g = mock.rule(
+        Rule::new()
+            .op(OpCode::GetData)
+            .times(1)
+            .delay(Duration::from_millis(1500)),
+    );
+    // zookeeper-client fails the pending request with its own "no response
+    // from connection" error and drops the connection.
+    let err = client.get_data("/").await.unwrap_err();
+    assert!(
+        err == Error::ConnectionLoss || err.to_string().contains("no response"),
+        "{err}"
+    );
+    assert!(get_after_reconnect(&client, "/").await.is_ok());
+    assert_eq!(
+        client.session_id().0,
+        id,
+        "the server kept the session: pings kept arriving"
+    );
+    assert!(mock
+        .recorded()
+        .sessions
+        .iter()
+        .any(|s| s.session == id && s.event == SessionEvent::Reattached));
+}
+
+#[tokio::test]
+async fn a_stall_that_outlasts_the_timeout_in_real_time_expires_the_session() {
+    let (mock, client) = fast_session().await;
+    client.create("/held", b"", &ephemeral()).await.unwrap();
+    let id = client.session_id().0;
+    mock.stall(id);
+    wait_state(&client, SessionState::Expired).await;
+    assert!(!mock.session_ids().contains(&id));
+    assert!(mock.snapshot().tree.get("/held").is_none());
+}
