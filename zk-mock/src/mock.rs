@@ -353,6 +353,30 @@ impl Control {
         self.state().refusing = false;
     }
 
+    /// Sets the next sequential suffix under `parent` (ZooKeeper's stored
+    /// cversion of the parent, which also moves its reported cversion), for
+    /// example near `i32::MAX` to test code against the counter's wrap to
+    /// negative numbers (`%010d` of `i32::MIN` is `-2147483648`). False if the
+    /// node does not exist. Not a transaction: no zxid, no notification.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// use zk_mock::{client::RawClient, proto::*};
+    /// let zk = zk_mock::ZkMock::start().await;
+    /// let mut c = RawClient::connect(zk.addr(), 10_000).await?;
+    /// let seq = CreateRequest { path: "/n-".into(), data: None, acl: Acl::open_unsafe(), flags: 2 };
+    /// assert!(zk.set_sequence_counter("/", i32::MAX));
+    /// let first: CreateResponse = c.request(OpCode::Create, &seq).await?.decode().unwrap();
+    /// let second: CreateResponse = c.request(OpCode::Create, &seq).await?.decode().unwrap();
+    /// assert_eq!((first.path.as_str(), second.path.as_str()), ("/n-2147483647", "/n--2147483648"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn set_sequence_counter(&self, parent: &str, next: i32) -> bool {
+        self.state().tree.set_sequence_counter(parent, next)
+    }
+
     // ---- clock --------------------------------------------------------------
 
     /// Moves the session clock forward, then expires every session whose

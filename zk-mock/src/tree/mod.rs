@@ -495,6 +495,18 @@ impl DataTree {
         Ok(node)
     }
 
+    /// Sets a node's stored cversion — its count of child creations, which is
+    /// also the next sequential suffix. False if there is no such node.
+    pub fn set_sequence_counter(&mut self, path: &str, next: i32) -> bool {
+        match self.nodes.get_mut(Self::key(path)) {
+            Some(n) => {
+                n.cversion = next;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Deletes a session's ephemerals in one transaction (`DataTree.killSession`).
     pub fn kill_session(&mut self, zxid: i64, session: i64, events: &mut Vec<TreeEvent>) {
         let paths: Vec<String> = self
