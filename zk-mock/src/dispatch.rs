@@ -216,17 +216,7 @@ impl State {
                 Ok(Reply::None)
             }),
             Request::SetData(r) => self.write(conn, xid, |st, zxid, events| {
-                let time = st.clock.wall_ms();
-                let stat = st.tree.set_data(
-                    zxid,
-                    time,
-                    &r.path,
-                    r.data.clone(),
-                    r.version,
-                    caller,
-                    events,
-                )?;
-                Ok(Reply::Stat(stat))
+                Ok(Reply::Stat(st.set_data(zxid, &r, caller, events)?))
             }),
             Request::SetAcl(r) => self.write(conn, xid, |st, _zxid, _events| {
                 let stat = st.tree.set_acl(&r.path, &r.acl, r.version, caller)?;
@@ -594,6 +584,26 @@ impl State {
         self.tree.create(zxid, time, args, caller, events)
     }
 
+    /// setData, alone or inside multi: the transaction's time is now.
+    fn set_data(
+        &mut self,
+        zxid: i64,
+        r: &SetDataRequest,
+        caller: Caller<'_>,
+        events: &mut Vec<TreeEvent>,
+    ) -> Result<Stat, ErrorCode> {
+        let time = self.clock.wall_ms();
+        self.tree.set_data(
+            zxid,
+            time,
+            &r.path,
+            r.data.clone(),
+            r.version,
+            caller,
+            events,
+        )
+    }
+
     /// multi: every op shares one zxid; ops see earlier ops' changes; on the
     /// first failure nothing is applied, earlier ops report 0, the failing op
     /// its code and later ops RUNTIMEINCONSISTENCY. The header err stays 0.
@@ -661,19 +671,9 @@ impl State {
                 self.tree.delete(zxid, &r.path, r.version, caller, events)?;
                 MultiResult::Delete
             }
-            MultiOp::SetData(r) => {
-                let time = self.clock.wall_ms();
-                let stat = self.tree.set_data(
-                    zxid,
-                    time,
-                    &r.path,
-                    r.data.clone(),
-                    r.version,
-                    caller,
-                    events,
-                )?;
-                MultiResult::SetData { stat }
-            }
+            MultiOp::SetData(r) => MultiResult::SetData {
+                stat: self.set_data(zxid, r, caller, events)?,
+            },
             MultiOp::Check(r) => {
                 self.tree.check(&r.path, r.version, caller)?;
                 MultiResult::Check
