@@ -515,7 +515,8 @@ impl State {
         let zxid = self.tree.next_zxid();
         let mut events = Vec::new();
         let result = apply(self, zxid, &mut events);
-        self.fire(&events, zxid);
+        let session = self.session_of(conn);
+        self.fire(&events, zxid, session);
         self.finish(conn, xid, zxid, result)
     }
 
@@ -635,7 +636,8 @@ impl State {
                 .collect();
         } else {
             self.tree.commit();
-            self.fire(&events, zxid);
+            let session = self.session_of(conn);
+            self.fire(&events, zxid, session);
         }
         self.reply(conn, xid, zxid, &MultiResponse { results });
         Applied {

@@ -456,6 +456,13 @@ impl Control {
         self.state().recorder.notifications()
     }
 
+    /// The recorded changes to the tree (creates, deletes, setData), in
+    /// commit order, each with its zxid and the session that caused it:
+    /// the history an invariant checker replays.
+    pub fn changes(&self) -> Vec<crate::record::ChangeRecord> {
+        self.state().recorder.changes()
+    }
+
     /// Forgets everything recorded so far (the counters too).
     pub fn clear_recording(&self) {
         self.state().recorder.clear();

@@ -126,6 +126,37 @@ pub struct SessionRecord {
     pub zxid: i64,
 }
 
+/// What a transaction did to one node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ChangeKind {
+    /// The node was created.
+    Created,
+    /// The node was deleted (by a delete, or with its session's ephemerals).
+    Deleted,
+    /// The node's data was set.
+    DataChanged,
+}
+
+/// One change to the tree, in commit order: the server's own history of
+/// the data, independent of who watched it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChangeRecord {
+    /// Position in the server's history.
+    pub seq: u64,
+    /// Session-clock ms.
+    pub at_ms: u64,
+    /// The zxid of the transaction.
+    pub zxid: i64,
+    /// The session whose request (or whose expiry or close) made the change.
+    pub session: i64,
+    /// The node's path (the full name, sequence suffix included).
+    pub path: String,
+    /// What happened to it.
+    pub kind: ChangeKind,
+}
+
 /// Totals that survive the log's bound.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Counters {
@@ -149,6 +180,7 @@ pub(crate) struct Recorder {
     watches: VecDeque<WatchRecord>,
     notifications: VecDeque<NotificationRecord>,
     sessions: VecDeque<SessionRecord>,
+    changes: VecDeque<ChangeRecord>,
     dropped: u64,
     per_session: BTreeMap<i64, Counters>,
     per_path: BTreeMap<String, Counters>,
@@ -165,6 +197,7 @@ impl Recorder {
             watches: VecDeque::new(),
             notifications: VecDeque::new(),
             sessions: VecDeque::new(),
+            changes: VecDeque::new(),
             dropped: 0,
             per_session: BTreeMap::new(),
             per_path: BTreeMap::new(),
@@ -291,8 +324,36 @@ impl Recorder {
         Self::push(&mut self.sessions, self.capacity, &mut self.dropped, r);
     }
 
+    pub(crate) fn change(
+        &mut self,
+        at_ms: u64,
+        zxid: i64,
+        session: i64,
+        path: &str,
+        kind: ChangeKind,
+    ) {
+        if !self.enabled {
+            return;
+        }
+        let seq = self.next_seq();
+        let r = ChangeRecord {
+            seq,
+            at_ms,
+            zxid,
+            session,
+            path: path.to_string(),
+            kind,
+        };
+        Self::push(&mut self.changes, self.capacity, &mut self.dropped, r);
+    }
+
+    pub(crate) fn changes(&self) -> Vec<ChangeRecord> {
+        self.changes.iter().cloned().collect()
+    }
+
     pub(crate) fn clear(&mut self) {
         self.sessions.clear();
+        self.changes.clear();
         self.requests.clear();
         self.watches.clear();
         self.notifications.clear();
@@ -309,6 +370,7 @@ impl Recorder {
             watches: self.watches.iter().cloned().collect(),
             notifications: Notifications(self.notifications.iter().cloned().collect()),
             sessions: self.sessions.iter().cloned().collect(),
+            changes: self.changes.iter().cloned().collect(),
             dropped: self.dropped,
             per_session: self.per_session.clone(),
             per_path: self.per_path.clone(),
@@ -342,6 +404,8 @@ pub struct Recording {
     pub notifications: Notifications,
     /// Session lifecycle events, oldest first.
     pub sessions: Vec<SessionRecord>,
+    /// Changes to the tree, oldest first.
+    pub changes: Vec<ChangeRecord>,
     /// Records dropped because the log was full.
     pub dropped: u64,
     /// Totals per session (never dropped).
@@ -354,7 +418,7 @@ pub struct Recording {
 
 impl Recording {
     /// Every record as one JSON object per line, in history order, each with
-    /// a `"type"` of `request`, `watch`, `notification` or `session`.
+    /// a `"type"` of `request`, `watch`, `notification`, `session` or `change`.
     pub fn to_json_lines(&self) -> String {
         #[derive(Serialize)]
         #[serde(tag = "type", rename_all = "snake_case")]
@@ -363,11 +427,13 @@ impl Recording {
             Watch(&'a WatchRecord),
             Notification(&'a NotificationRecord),
             Session(&'a SessionRecord),
+            Change(&'a ChangeRecord),
         }
         let mut lines: Vec<(u64, Line<'_>)> = Vec::new();
         lines.extend(self.requests.iter().map(|r| (r.seq, Line::Request(r))));
         lines.extend(self.watches.iter().map(|r| (r.seq, Line::Watch(r))));
         lines.extend(self.sessions.iter().map(|r| (r.seq, Line::Session(r))));
+        lines.extend(self.changes.iter().map(|r| (r.seq, Line::Change(r))));
         lines.extend(
             self.notifications
                 .iter()
@@ -441,6 +507,15 @@ impl fmt::Display for Recording {
                 format!(
                     "{:>6} sess  {:#x} {:?} zxid={:#x}",
                     r.seq, r.session, r.event, r.zxid
+                ),
+            ));
+        }
+        for r in &self.changes {
+            lines.push((
+                r.seq,
+                format!(
+                    "{:>6} chg   {:#x} {:?} {} zxid={:#x}",
+                    r.seq, r.session, r.kind, r.path, r.zxid
                 ),
             ));
         }

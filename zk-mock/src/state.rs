@@ -24,7 +24,7 @@ use crate::proto::{
     ConnectRequest, ConnectResponse, Id, ReplyHeader, WatcherEvent, STATE_SYNC_CONNECTED,
     XID_NOTIFICATION,
 };
-use crate::record::{Recorder, SessionEvent};
+use crate::record::{ChangeKind, Recorder, SessionEvent};
 use crate::session::{ConnId, SessionManager};
 use crate::tree::{DataTree, TreeEvent};
 use crate::watch::{Notification, WatchManager};
@@ -280,13 +280,27 @@ impl State {
     }
 
     /// Fires the watches for a transaction's events.
-    pub(crate) fn fire(&mut self, events: &[TreeEvent], zxid: i64) {
+    pub(crate) fn fire(&mut self, events: &[TreeEvent], zxid: i64, session: i64) {
         if events.is_empty() {
             return;
+        }
+        let now = self.clock.now_ms();
+        for e in events {
+            let kind = match e {
+                TreeEvent::Created { .. } => ChangeKind::Created,
+                TreeEvent::Deleted { .. } => ChangeKind::Deleted,
+                TreeEvent::DataChanged { .. } => ChangeKind::DataChanged,
+            };
+            self.recorder.change(now, zxid, session, e.path(), kind);
         }
         let mut notes = Vec::new();
         self.watches.fire(events, &mut notes);
         self.notify(notes, zxid);
+    }
+
+    /// The session a connection carries (0 before the handshake).
+    pub(crate) fn session_of(&self, conn: ConnId) -> i64 {
+        self.conns.get(&conn).and_then(|c| c.session).unwrap_or(0)
     }
 
     /// Records the watches registered since the last call.
@@ -455,7 +469,7 @@ impl State {
         self.recorder.session(now, session, how, zxid);
         let mut events = Vec::new();
         self.tree.kill_session(zxid, session, &mut events);
-        self.fire(&events, zxid);
+        self.fire(&events, zxid, session);
         if let Some(c) = s.conn.and_then(|c| self.conns.get_mut(&c)) {
             c.session = None;
         }

@@ -478,3 +478,47 @@ async fn a_stall_that_outlasts_the_timeout_in_real_time_expires_the_session() {
     assert!(!mock.session_ids().contains(&id));
     assert!(mock.snapshot().tree.get("/held").is_none());
 }
+
+/// The change log: every create, setData and delete with its zxid and the
+/// session that caused it, expiry deletions included, in commit order.
+#[tokio::test]
+async fn the_change_log_holds_every_tree_change_in_commit_order() {
+    let zk = start_mock().await;
+    let a = connect(&zk).await;
+    let b = connect(&zk).await;
+    let (sa, sb) = (a.session_id().0, b.session_id().0);
+    a.create("/q", b"", &persistent()).await.unwrap();
+    let (stat, seq) = b
+        .create("/q/n-", b"x", &ephemeral_sequential())
+        .await
+        .unwrap();
+    a.set_data("/q", b"y", None).await.unwrap();
+    a.delete("/q/n-", None).await.unwrap_err(); // NoNode: no change
+    assert!(zk.expire_session(sb));
+    let changes = zk.changes();
+    let seen: Vec<_> = changes
+        .iter()
+        .map(|c| (c.kind, c.path.as_str(), c.session))
+        .collect();
+    let created = format!("/q/n-{seq}");
+    use zk_mock::record::ChangeKind::*;
+    assert_eq!(
+        seen,
+        vec![
+            (Created, "/q", sa),
+            (Created, created.as_str(), sb),
+            (DataChanged, "/q", sa),
+            (Deleted, created.as_str(), sb),
+        ]
+    );
+    assert_eq!(changes[1].zxid, stat.czxid);
+    assert!(changes.windows(2).all(|w| w[0].zxid < w[1].zxid));
+    let expired = zk
+        .recorded()
+        .sessions
+        .iter()
+        .find(|s| s.event == SessionEvent::Expired)
+        .map(|s| s.zxid);
+    assert_eq!(expired, Some(changes[3].zxid));
+    assert!(zk.recorded().to_json_lines().contains(r#""type":"change""#));
+}
