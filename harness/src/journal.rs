@@ -1,0 +1,279 @@
+//! What the clients observed, with times since the scenario started, and the
+//! in-process "guarded resource" they touch while they hold the lock.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use tokio::sync::watch;
+
+use crate::scenario::Role;
+
+/// What happened to a client.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Event {
+    /// Connecting a session.
+    Connecting,
+    /// Connected with this session.
+    Connected {
+        /// The session id.
+        session: i64,
+    },
+    /// Started to acquire (round n).
+    Waiting {
+        /// The round.
+        round: usize,
+    },
+    /// Holds the lock.
+    Acquired {
+        /// The round.
+        round: usize,
+        /// The fencing token (the lock node's czxid; 0 if unknown).
+        token: i64,
+        /// The lock node, if the recipe tells.
+        path: Option<String>,
+    },
+    /// Gave the round up: busy (try) or timed out.
+    GaveUp {
+        /// The round.
+        round: usize,
+        /// Why.
+        reason: String,
+    },
+    /// Disconnected while holding (the lock may be gone: stop working).
+    Suspended,
+    /// Reconnected within the session while holding.
+    Resumed,
+    /// The guard reported the lock lost.
+    Lost,
+    /// Entered the critical section (touched the resource).
+    Enter {
+        /// The token used.
+        token: i64,
+    },
+    /// Left the critical section.
+    Exit,
+    /// Released the lock.
+    Released {
+        /// Whether release succeeded.
+        ok: bool,
+    },
+    /// The session expired.
+    Expired,
+    /// An acquisition failed with an error.
+    Error {
+        /// The error.
+        message: String,
+    },
+    /// A fault was applied to this client.
+    Fault {
+        /// Which.
+        what: String,
+    },
+    /// The client is done.
+    Done,
+}
+
+/// One observation.
+#[derive(Debug, Clone, Serialize)]
+pub struct Entry {
+    /// Since the scenario started.
+    #[serde(rename = "t_ms", serialize_with = "ser_ms")]
+    pub t: Duration,
+    /// The client (or `harness` for faults without one).
+    pub client: String,
+    /// What happened.
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64() * 1000.0)
+}
+
+/// A violation seen by the resource, on the clients' side.
+#[derive(Debug, Clone, Serialize)]
+pub struct ResourceViolation {
+    /// When.
+    #[serde(rename = "t_ms", serialize_with = "ser_ms")]
+    pub t: Duration,
+    /// `mutual_exclusion` or `fencing`.
+    pub invariant: &'static str,
+    /// What happened.
+    pub detail: String,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    entries: Vec<Entry>,
+    /// Clients in the critical section: role and token.
+    inside: BTreeMap<String, (Role, i64)>,
+    /// The highest token of an exclusive (or write) holder that entered.
+    max_exclusive_token: i64,
+    violations: Vec<ResourceViolation>,
+    acquisitions: usize,
+    holders: BTreeMap<String, i64>,
+    sessions: BTreeMap<String, i64>,
+}
+
+/// The shared journal of one scenario run.
+#[derive(Debug, Clone)]
+pub struct Journal {
+    start: Instant,
+    inner: Arc<Mutex<Inner>>,
+    changed: Arc<watch::Sender<u64>>,
+}
+
+impl Journal {
+    pub(crate) fn new(start: Instant) -> Journal {
+        Journal {
+            start,
+            inner: Arc::new(Mutex::new(Inner::default())),
+            changed: Arc::new(watch::channel(0).0),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Time since the scenario started.
+    pub(crate) fn now(&self) -> Duration {
+        self.start.elapsed()
+    }
+
+    /// Records an event.
+    pub(crate) fn log(&self, client: &str, event: Event) {
+        let t = self.now();
+        {
+            let mut i = self.lock();
+            match &event {
+                Event::Connected { session } => {
+                    i.sessions.insert(client.to_string(), *session);
+                }
+                Event::Acquired { token, .. } => {
+                    i.acquisitions += 1;
+                    i.holders.insert(client.to_string(), *token);
+                }
+                Event::Released { .. } | Event::Lost | Event::Expired | Event::Done => {
+                    i.holders.remove(client);
+                }
+                _ => {}
+            }
+            i.entries.push(Entry {
+                t,
+                client: client.to_string(),
+                event,
+            });
+        }
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// A client enters the critical section: the resource checks that nobody
+    /// incompatible is inside and that the token is not stale.
+    pub(crate) fn enter(&self, client: &str, role: Role, token: i64) {
+        let t = self.now();
+        {
+            let mut i = self.lock();
+            let conflicting: Vec<String> = i
+                .inside
+                .iter()
+                .filter(|(c, (r, _))| {
+                    c.as_str() != client && (role != Role::Read || *r != Role::Read)
+                })
+                .map(|(c, (_, tok))| format!("{c} (token {tok:#x})"))
+                .collect();
+            if !conflicting.is_empty() {
+                i.violations.push(ResourceViolation {
+                    t,
+                    invariant: "mutual_exclusion",
+                    detail: format!(
+                        "{client} (token {token:#x}) entered while {} inside",
+                        conflicting.join(", ")
+                    ),
+                });
+            }
+            if token < i.max_exclusive_token {
+                let max = i.max_exclusive_token;
+                i.violations.push(ResourceViolation {
+                    t,
+                    invariant: "fencing",
+                    detail: format!(
+                        "{client} touched the resource with token {token:#x} after token {max:#x} had been used"
+                    ),
+                });
+            }
+            if role != Role::Read {
+                i.max_exclusive_token = i.max_exclusive_token.max(token);
+            }
+            i.inside.insert(client.to_string(), (role, token));
+        }
+        self.log(client, Event::Enter { token });
+    }
+
+    /// A client leaves the critical section.
+    pub(crate) fn exit(&self, client: &str) {
+        let was_inside = self.lock().inside.remove(client).is_some();
+        if was_inside {
+            self.log(client, Event::Exit);
+        }
+    }
+
+    /// A receiver that changes on every event.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
+    /// Total acquisitions so far.
+    pub(crate) fn acquisitions(&self) -> usize {
+        self.lock().acquisitions
+    }
+
+    /// Clients holding the lock now.
+    pub(crate) fn holders(&self) -> Vec<String> {
+        self.lock().holders.keys().cloned().collect()
+    }
+
+    /// Every client's current session.
+    pub(crate) fn sessions(&self) -> BTreeMap<String, i64> {
+        self.lock().sessions.clone()
+    }
+
+    /// Everything observed, in order.
+    pub(crate) fn entries(&self) -> Vec<Entry> {
+        self.lock().entries.clone()
+    }
+
+    /// The resource's violations.
+    pub(crate) fn violations(&self) -> Vec<ResourceViolation> {
+        self.lock().violations.clone()
+    }
+
+    /// Clients whose latest Waiting has no later Acquired/GaveUp/Error/Expired/Done.
+    pub(crate) fn waiting(&self) -> Vec<String> {
+        let i = self.lock();
+        let mut state: BTreeMap<&str, bool> = BTreeMap::new();
+        for e in &i.entries {
+            match e.event {
+                Event::Waiting { .. } => {
+                    state.insert(&e.client, true);
+                }
+                Event::Acquired { .. }
+                | Event::GaveUp { .. }
+                | Event::Error { .. }
+                | Event::Expired
+                | Event::Done => {
+                    state.insert(&e.client, false);
+                }
+                _ => {}
+            }
+        }
+        state
+            .into_iter()
+            .filter(|(_, w)| *w)
+            .map(|(c, _)| c.to_string())
+            .collect()
+    }
+}

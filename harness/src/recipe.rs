@@ -1,0 +1,209 @@
+//! The recipes a scenario can drive, behind one interface: zk-lock's, and a
+//! few broken on purpose so that negative scenarios can show the harness
+//! catching them.
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+use zk_lock::{
+    HerdLock, Layout, LockError, LockGuard, NaiveLock, PredecessorLock, ReadWriteLock,
+    ReentrantLock,
+};
+use zookeeper_client as zk;
+
+use crate::scenario::{LayoutName, Recipe, Role};
+
+/// How an acquisition is attempted.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Mode {
+    Block,
+    Timeout(Duration),
+    Try,
+}
+
+/// A lock instance on one client.
+#[derive(Debug)]
+pub(crate) enum Lock {
+    Naive(NaiveLock),
+    Herd(HerdLock),
+    Predecessor(PredecessorLock),
+    Reentrant(ReentrantLock),
+    ReadWrite(ReadWriteLock),
+    Broken(crate::broken::BrokenLock),
+}
+
+/// A held lock.
+#[derive(Debug)]
+pub(crate) enum Held {
+    Guard(LockGuard),
+    /// The reentrant lock, entered twice.
+    Reentrant {
+        token: i64,
+        lost: Option<watch::Receiver<bool>>,
+    },
+    Broken(crate::broken::BrokenGuard),
+}
+
+impl Lock {
+    pub(crate) fn new(
+        recipe: Recipe,
+        layout: LayoutName,
+        client: zk::Client,
+        dir: &str,
+    ) -> Result<Lock, LockError> {
+        let layout = match layout {
+            LayoutName::Curator => Layout::Curator,
+            LayoutName::Kazoo => Layout::Kazoo,
+        };
+        use crate::broken::{BrokenLock, Flaw};
+        Ok(match recipe {
+            Recipe::Naive => Lock::Naive(NaiveLock::new(client, dir)?),
+            Recipe::Herd => Lock::Herd(HerdLock::with_layout(client, dir, layout)?),
+            Recipe::Predecessor => {
+                Lock::Predecessor(PredecessorLock::with_layout(client, dir, layout)?)
+            }
+            Recipe::Reentrant => Lock::Reentrant(ReentrantLock::new(client, dir)?),
+            Recipe::RwHerd => Lock::ReadWrite(ReadWriteLock::new_herd(client, dir)?),
+            Recipe::RwPredecessor => Lock::ReadWrite(ReadWriteLock::new(client, dir)?),
+            Recipe::BrokenIgnoresConnectionLoss => {
+                Lock::Broken(BrokenLock::new(client, dir, Flaw::IgnoresConnectionLoss))
+            }
+            Recipe::BrokenNoRecheck => Lock::Broken(BrokenLock::new(client, dir, Flaw::NoRecheck)),
+            Recipe::BrokenNameSort => Lock::Broken(BrokenLock::new(client, dir, Flaw::NameSort)),
+            Recipe::BrokenReleaseOnce => {
+                Lock::Broken(BrokenLock::new(client, dir, Flaw::ReleaseOnce))
+            }
+        })
+    }
+
+    /// Acquires; `Ok(None)`: the lock was busy (`Mode::Try`).
+    pub(crate) async fn acquire(&self, role: Role, mode: Mode) -> Result<Option<Held>, LockError> {
+        fn wrap(r: Result<LockGuard, LockError>) -> Result<Option<Held>, LockError> {
+            r.map(|g| Some(Held::Guard(g)))
+        }
+        fn wrap_try(r: Result<Option<LockGuard>, LockError>) -> Result<Option<Held>, LockError> {
+            r.map(|g| g.map(Held::Guard))
+        }
+        match (self, mode) {
+            (Lock::Naive(l), Mode::Block) => wrap(l.acquire().await),
+            (Lock::Naive(l), Mode::Timeout(d)) => wrap(l.acquire_timeout(d).await),
+            (Lock::Naive(l), Mode::Try) => wrap_try(l.try_acquire().await),
+            (Lock::Herd(l), Mode::Block) => wrap(l.acquire().await),
+            (Lock::Herd(l), Mode::Timeout(d)) => wrap(l.acquire_timeout(d).await),
+            (Lock::Herd(l), Mode::Try) => wrap_try(l.try_acquire().await),
+            (Lock::Predecessor(l), Mode::Block) => wrap(l.acquire().await),
+            (Lock::Predecessor(l), Mode::Timeout(d)) => wrap(l.acquire_timeout(d).await),
+            (Lock::Predecessor(l), Mode::Try) => wrap_try(l.try_acquire().await),
+            (Lock::ReadWrite(l), mode) => match (role, mode) {
+                (Role::Read, Mode::Block) => wrap(l.read().await),
+                (Role::Read, Mode::Timeout(d)) => wrap(l.read_timeout(d).await),
+                (Role::Read, Mode::Try) => wrap_try(l.try_read().await),
+                (_, Mode::Block) => wrap(l.write().await),
+                (_, Mode::Timeout(d)) => wrap(l.write_timeout(d).await),
+                (_, Mode::Try) => wrap_try(l.try_write().await),
+            },
+            (Lock::Reentrant(l), mode) => {
+                let first = match mode {
+                    Mode::Block => l.acquire().await.map(|()| true),
+                    Mode::Timeout(d) => l.acquire_timeout(d).await.map(|()| true),
+                    Mode::Try => l.try_acquire().await,
+                }?;
+                if !first {
+                    return Ok(None);
+                }
+                // Re-enter: counted, no second node.
+                l.acquire().await?;
+                Ok(Some(Held::Reentrant {
+                    token: l.fencing_token().await.unwrap_or(0),
+                    lost: l.lost().await,
+                }))
+            }
+            (Lock::Broken(l), mode) => l.acquire(mode).await.map(|g| g.map(Held::Broken)),
+        }
+    }
+
+    /// Releases what `held` holds.
+    pub(crate) async fn release(&self, held: Held) -> Result<(), LockError> {
+        match (self, held) {
+            (_, Held::Guard(g)) => g.release().await,
+            (Lock::Reentrant(l), Held::Reentrant { .. }) => {
+                l.release().await?;
+                l.release().await
+            }
+            (Lock::Broken(l), Held::Broken(g)) => l.release(g).await,
+            (_, held) => unreachable!("released through the wrong lock: {held:?}"),
+        }
+    }
+
+    /// The instance's client-side counters: (notifications, children reads).
+    pub(crate) fn counters(&self) -> (u64, u64) {
+        let m = match self {
+            Lock::Naive(l) => l.metrics(),
+            Lock::Herd(l) => l.metrics(),
+            Lock::Predecessor(l) => l.metrics(),
+            Lock::Reentrant(l) => l.metrics(),
+            Lock::ReadWrite(l) => l.metrics(),
+            Lock::Broken(l) => return l.counters(),
+        };
+        (m.notifications, m.children_reads)
+    }
+}
+
+/// What a holder knows about its lock right now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HoldState {
+    /// Held, connected.
+    Held,
+    /// Disconnected: the lock may or may not still be held (Curator's SUSPENDED).
+    Suspended,
+    /// Lost: the session expired or the node was deleted.
+    Lost,
+}
+
+impl Held {
+    pub(crate) fn token(&self) -> i64 {
+        match self {
+            Held::Guard(g) => g.fencing_token(),
+            Held::Reentrant { token, .. } => *token,
+            Held::Broken(g) => g.token,
+        }
+    }
+
+    /// The lock node's path, when the recipe tells it.
+    pub(crate) fn path(&self) -> Option<String> {
+        match self {
+            Held::Guard(g) => Some(g.path().to_string()),
+            Held::Reentrant { .. } => None,
+            Held::Broken(g) => g.path.clone(),
+        }
+    }
+
+    /// The guard's lost signal, if the recipe has one.
+    pub(crate) fn lost(&self) -> Option<watch::Receiver<bool>> {
+        match self {
+            Held::Guard(g) => Some(g.lost()),
+            Held::Reentrant { lost, .. } => lost.clone(),
+            Held::Broken(_) => None,
+        }
+    }
+}
+
+/// The holder's view. With a guard, only the guard says "lost" (that is
+/// what is under test); the client's state says "suspended" (disconnected,
+/// or terminated but not yet reported by the guard). Without one (the
+/// broken recipes), a terminated session counts as lost.
+pub(crate) fn hold_state(client: &zk::Client, lost: Option<&watch::Receiver<bool>>) -> HoldState {
+    let connected = matches!(
+        client.state(),
+        zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly
+    );
+    match lost {
+        Some(l) if *l.borrow() => HoldState::Lost,
+        Some(_) if connected => HoldState::Held,
+        Some(_) => HoldState::Suspended,
+        None if connected => HoldState::Held,
+        None if client.state() == zk::SessionState::Disconnected => HoldState::Suspended,
+        None => HoldState::Lost,
+    }
+}

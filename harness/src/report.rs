@@ -1,0 +1,349 @@
+//! Outcomes and their reports: the terminal table, JSON and JUnit XML.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::journal::{Entry, ResourceViolation};
+use crate::scenario::Loaded;
+use crate::target::TargetSpec;
+
+/// How a scenario ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Every invariant held.
+    Passed,
+    /// A negative scenario: exactly the expected invariants were violated.
+    Caught,
+    /// An invariant failed (or a negative scenario was not caught).
+    Failed,
+    /// The scenario could not be run as written (setup error, a step that
+    /// never ran, a fault that never fired).
+    Error,
+    /// Not run on this target.
+    Skipped,
+}
+
+impl Status {
+    /// Whether the run counts as a success.
+    pub fn ok(self) -> bool {
+        matches!(self, Status::Passed | Status::Caught | Status::Skipped)
+    }
+}
+
+/// One invariant's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct InvariantResult {
+    /// Its name (as in the scenario file).
+    pub name: String,
+    /// Whether it was checked (some cannot be on some targets).
+    pub checked: bool,
+    /// Whether it held.
+    pub held: bool,
+    /// Whether the scenario expects it to be violated.
+    pub expected_violation: bool,
+    /// The evidence: one line per violation, or what was checked.
+    pub details: Vec<String>,
+}
+
+/// A fault the timeline applied.
+#[derive(Debug, Clone, Serialize)]
+pub struct FaultRecord {
+    /// The step's number in the file (1-based).
+    pub step: usize,
+    /// When it was applied.
+    pub t_ms: f64,
+    /// When its effect ends (stalls, refusals; expiry of crashed sessions).
+    pub until_ms: f64,
+    /// The action.
+    pub action: String,
+    /// Its argument as written.
+    pub argument: String,
+    /// The clients it hit.
+    pub clients: Vec<String>,
+}
+
+/// One hand-off: a lock node deleted, and who was told.
+#[derive(Debug, Clone, Serialize)]
+pub struct Handoff {
+    /// The deletion's zxid (or order on targets without zxids).
+    pub zxid: i64,
+    /// The deleted lock node.
+    pub path: String,
+    /// The client that owned it, if known.
+    pub from: Option<String>,
+    /// Whether the node went with its session (expiry, close).
+    pub by_session_end: bool,
+    /// Watch notifications the deletion caused (mock only).
+    pub notifications: Option<u64>,
+}
+
+/// Totals of one run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Stats {
+    /// Successful acquisitions.
+    pub acquisitions: usize,
+    /// Lock-node deletions.
+    pub handoffs: usize,
+    /// Notifications under the lock directory counted by the server (mock).
+    pub server_notifications: Option<u64>,
+    /// The largest number of notifications one hand-off caused (mock).
+    pub max_notifications_per_handoff: Option<u64>,
+    /// Notifications the recipes' instances counted.
+    pub client_notifications: u64,
+    /// Children listings the recipes' instances made.
+    pub children_reads: u64,
+    /// Sessions the clients used.
+    pub sessions: usize,
+}
+
+/// Everything about one scenario run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    /// The scenario's name.
+    pub name: String,
+    /// Its file.
+    pub file: String,
+    /// What it shows.
+    pub description: String,
+    /// The recipe.
+    pub recipe: &'static str,
+    /// `mock` or `real`.
+    pub target: &'static str,
+    /// The seed used.
+    pub seed: u64,
+    /// How it ended.
+    pub status: Status,
+    /// Wall time.
+    pub duration_ms: f64,
+    /// Per invariant.
+    pub invariants: Vec<InvariantResult>,
+    /// Why the scenario could not be run as written.
+    pub errors: Vec<String>,
+    /// The clients, in order.
+    pub clients: Vec<String>,
+    /// What the clients observed.
+    pub journal: Vec<Entry>,
+    /// The resource's complaints.
+    pub resource_violations: Vec<ResourceViolation>,
+    /// The faults applied.
+    pub faults: Vec<FaultRecord>,
+    /// Lock hand-offs.
+    pub handoffs: Vec<Handoff>,
+    /// Totals.
+    pub stats: Stats,
+    /// The end of the server's history (on failure).
+    pub history_tail: Vec<String>,
+    /// The command that replays this run.
+    pub replay: String,
+}
+
+impl Outcome {
+    pub(crate) fn new(l: &Loaded, target: &TargetSpec, seed: u64) -> Outcome {
+        let target_arg = match target {
+            TargetSpec::Mock => String::new(),
+            TargetSpec::Real(a) => format!(" --target {a}"),
+        };
+        Outcome {
+            name: l.name.clone(),
+            file: l.file.display().to_string(),
+            description: l.scenario.description.trim().to_string(),
+            recipe: l.scenario.lock.value.recipe.name(),
+            target: target.kind(),
+            seed,
+            status: Status::Passed,
+            duration_ms: 0.0,
+            invariants: Vec::new(),
+            errors: Vec::new(),
+            clients: l.all_members(),
+            journal: Vec::new(),
+            resource_violations: Vec::new(),
+            faults: Vec::new(),
+            handoffs: Vec::new(),
+            stats: Stats::default(),
+            history_tail: Vec::new(),
+            replay: format!(
+                "cargo run --release -p harness -- run {} --seed {seed}{target_arg}",
+                l.file.display()
+            ),
+        }
+    }
+
+    /// The violated invariants' names.
+    pub fn violated(&self) -> Vec<&str> {
+        self.invariants
+            .iter()
+            .filter(|i| i.checked && !i.held)
+            .map(|i| i.name.as_str())
+            .collect()
+    }
+}
+
+/// The summary table for the terminal.
+pub fn terminal(outcomes: &[Outcome]) -> String {
+    let mut out = String::new();
+    let w = outcomes
+        .iter()
+        .map(|o| o.name.len())
+        .max()
+        .unwrap_or(8)
+        .max(8);
+    let _ = writeln!(
+        out,
+        "{:<w$}  {:<8}  {:<30}  {:>8}  {:>6}  {:>9}  {}",
+        "scenario", "status", "recipe", "time", "acq", "notif/ho", "violated / errors"
+    );
+    for o in outcomes {
+        let mut note = o.violated().join(", ");
+        if !o.errors.is_empty() {
+            if !note.is_empty() {
+                note.push_str("; ");
+            }
+            note.push_str(&o.errors.join("; "));
+        }
+        let per = o
+            .stats
+            .max_notifications_per_handoff
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            out,
+            "{:<w$}  {:<8}  {:<30}  {:>7.2}s  {:>6}  {:>9}  {}",
+            o.name,
+            format!("{:?}", o.status).to_lowercase(),
+            o.recipe,
+            o.duration_ms / 1000.0,
+            o.stats.acquisitions,
+            per,
+            note
+        );
+    }
+    let count = |s: Status| outcomes.iter().filter(|o| o.status == s).count();
+    let _ = writeln!(
+        out,
+        "\n{} scenarios: {} passed, {} caught (negative), {} failed, {} errors, {} skipped",
+        outcomes.len(),
+        count(Status::Passed),
+        count(Status::Caught),
+        count(Status::Failed),
+        count(Status::Error),
+        count(Status::Skipped)
+    );
+    out
+}
+
+/// What a failed scenario's reader needs: the violations, the seed, the
+/// replay command and the tail of the history.
+pub fn failure_details(o: &Outcome) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "--- {} ({}): {:?}", o.name, o.file, o.status);
+    for i in &o.invariants {
+        if i.checked && (!i.held || i.expected_violation) {
+            let verdict = match (i.held, i.expected_violation) {
+                (false, false) => "VIOLATED",
+                (true, true) => "held, but a violation was expected",
+                (false, true) => "violated as expected",
+                (true, false) => "held",
+            };
+            let _ = writeln!(out, "  {}: {verdict}", i.name);
+            for d in i.details.iter().take(10) {
+                let _ = writeln!(out, "    {d}");
+            }
+            if i.details.len() > 10 {
+                let _ = writeln!(out, "    … {} more", i.details.len() - 10);
+            }
+        }
+    }
+    for e in &o.errors {
+        let _ = writeln!(out, "  error: {e}");
+    }
+    let _ = writeln!(out, "  seed: {}", o.seed);
+    let _ = writeln!(out, "  replay: {}", o.replay);
+    if !o.history_tail.is_empty() {
+        let _ = writeln!(
+            out,
+            "  server history (last {} records):",
+            o.history_tail.len()
+        );
+        for l in &o.history_tail {
+            let _ = writeln!(out, "    {l}");
+        }
+    }
+    out
+}
+
+/// Every outcome as one JSON document.
+pub fn json(outcomes: &[Outcome]) -> String {
+    #[derive(Serialize)]
+    struct Doc<'a> {
+        passed: bool,
+        scenarios: &'a [Outcome],
+    }
+    serde_json::to_string_pretty(&Doc {
+        passed: outcomes.iter().all(|o| o.status.ok()),
+        scenarios: outcomes,
+    })
+    .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+}
+
+/// A JUnit XML report: one test suite, one test case per scenario.
+pub fn junit(outcomes: &[Outcome]) -> String {
+    use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+    let mut report = Report::new("harness");
+    let mut suite = TestSuite::new("scenarios");
+    for o in outcomes {
+        let status = match o.status {
+            Status::Passed | Status::Caught => TestCaseStatus::success(),
+            Status::Skipped => {
+                let mut s = TestCaseStatus::skipped();
+                if let TestCaseStatus::Skipped { message, .. } = &mut s {
+                    *message = o.errors.first().map(|e| e.as_str().into());
+                }
+                s
+            }
+            Status::Failed => {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_message(format!("violated: {}", o.violated().join(", ")));
+                s.set_description(failure_details(o));
+                s
+            }
+            Status::Error => {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+                s.set_message(o.errors.join("; "));
+                s.set_description(failure_details(o));
+                s
+            }
+        };
+        let mut case = TestCase::new(o.name.clone(), status);
+        case.set_classname(format!("harness.{}.{}", o.target, o.recipe));
+        case.set_time(std::time::Duration::from_secs_f64(o.duration_ms / 1000.0));
+        case.set_system_out(format!(
+            "seed {}\nreplay: {}\nacquisitions {} hand-offs {} max notifications per hand-off {}\n",
+            o.seed,
+            o.replay,
+            o.stats.acquisitions,
+            o.stats.handoffs,
+            o.stats
+                .max_notifications_per_handoff
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "-".into())
+        ));
+        suite.add_test_case(case);
+    }
+    report.add_test_suite(suite);
+    report
+        .to_string()
+        .unwrap_or_else(|e| format!("<!-- junit serialisation failed: {e} -->"))
+}
+
+/// Writes `text` to `path`, creating parent directories.
+pub fn write(path: &Path, text: &str) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        if !dir.as_os_str().is_empty() {
+            std::fs::create_dir_all(dir)?;
+        }
+    }
+    std::fs::write(path, text)
+}

@@ -1,0 +1,725 @@
+//! Plays one scenario: starts the target, runs the clients and the
+//! timeline, then checks the invariants.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::task::JoinHandle;
+use zookeeper_client as zk;
+
+use crate::check;
+use crate::journal::{Event, Journal};
+use crate::recipe::{hold_state, HoldState, Lock, Mode};
+use crate::report::{FaultRecord, Outcome, Status};
+use crate::scenario::{Group, Loaded, OnExpiry, Step};
+use crate::target::{Target, TargetSpec};
+
+/// How to run scenarios.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Where.
+    pub target: TargetSpec,
+    /// Overrides the scenarios' seeds.
+    pub seed: Option<u64>,
+}
+
+/// A marker node a client created in the resource directory.
+#[derive(Debug, Clone)]
+pub(crate) struct Marker {
+    pub(crate) client: String,
+    pub(crate) round: usize,
+    pub(crate) entry: usize,
+    pub(crate) enter: bool,
+    pub(crate) token: i64,
+}
+
+pub(crate) struct Ctx {
+    pub(crate) loaded: Loaded,
+    pub(crate) target: Target,
+    pub(crate) journal: Journal,
+    pub(crate) dir: String,
+    pub(crate) res_dir: String,
+    pub(crate) session_timeout: Duration,
+    pub(crate) markers: Mutex<BTreeMap<String, Marker>>,
+    pub(crate) counters: Mutex<BTreeMap<String, (u64, u64)>>,
+    pub(crate) tasks: Mutex<BTreeMap<String, JoinHandle<()>>>,
+    pub(crate) crashed: Mutex<BTreeSet<String>>,
+    pub(crate) faults: Mutex<Vec<FaultRecord>>,
+    pub(crate) last_fault_end: Mutex<Duration>,
+    pub(crate) deadline: Instant,
+}
+
+impl std::fmt::Debug for Ctx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ctx")
+            .field("scenario", &self.loaded.name)
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Ctx {
+    fn fault_until(&self, end: Duration) {
+        let mut l = lock(&self.last_fault_end);
+        *l = (*l).max(end);
+    }
+}
+
+/// Runs one scenario to its outcome. Never panics on a scenario's behalf:
+/// anything that goes wrong is in the outcome.
+pub async fn run(loaded: &Loaded, opts: &RunOptions) -> Outcome {
+    let started = Instant::now();
+    let seed = opts
+        .seed
+        .or(loaded.scenario.server.seed)
+        .unwrap_or_else(rand::random);
+    let mut outcome = Outcome::new(loaded, &opts.target, seed);
+    if let Some(skip) = &loaded.scenario.skip {
+        if skip.on.iter().any(|t| t == opts.target.kind()) {
+            outcome.status = Status::Skipped;
+            outcome.errors.push(skip.because.clone());
+            return outcome;
+        }
+    }
+    let target = match Target::start(&opts.target, loaded, seed).await {
+        Ok(t) => t,
+        Err(e) => {
+            outcome.status = Status::Error;
+            outcome.errors.push(e);
+            return outcome;
+        }
+    };
+    let deadline_len = loaded
+        .scenario
+        .deadline
+        .map(|d| d.0)
+        .unwrap_or(Duration::from_secs(60));
+    let ctx = Arc::new(Ctx {
+        dir: loaded.lock_dir(),
+        res_dir: loaded.resource_dir(),
+        session_timeout: loaded.scenario.server.session_timeout.0,
+        loaded: loaded.clone(),
+        target,
+        journal: Journal::new(Instant::now()),
+        markers: Mutex::default(),
+        counters: Mutex::default(),
+        tasks: Mutex::default(),
+        crashed: Mutex::default(),
+        faults: Mutex::default(),
+        last_fault_end: Mutex::default(),
+        deadline: Instant::now() + deadline_len,
+    });
+    let result = play(&ctx).await;
+    outcome.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+    match result {
+        Ok(end) => check::check(&ctx, end, &mut outcome),
+        Err(e) => {
+            outcome.status = Status::Error;
+            outcome.errors.push(e);
+        }
+    }
+    outcome
+}
+
+/// What the run left for the checks.
+#[derive(Debug)]
+pub(crate) struct End {
+    pub(crate) orphans: Vec<String>,
+    pub(crate) unfinished: Vec<String>,
+    pub(crate) steps_not_run: Vec<String>,
+    pub(crate) admin_session: i64,
+}
+
+async fn connect(cs: &str, timeout: Duration) -> Result<zk::Client, zk::Error> {
+    zk::Client::connector()
+        .with_session_timeout(timeout)
+        .connect(cs)
+        .await
+}
+
+async fn play(ctx: &Arc<Ctx>) -> Result<End, String> {
+    let admin_cs = ctx.target.admin_connect_string();
+    let admin = connect(&admin_cs, Duration::from_secs(10))
+        .await
+        .map_err(|e| format!("harness session to {admin_cs}: {e}"))?;
+    let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    for dir in [&ctx.dir, &ctx.res_dir] {
+        match admin.mkdir(dir, &opts).await {
+            Ok(()) | Err(zk::Error::NodeExists) => {}
+            Err(e) => return Err(format!("creating {dir}: {e}")),
+        }
+    }
+    // The timeline.
+    let mut steps = Vec::new();
+    for (i, step) in ctx.loaded.scenario.timeline.iter().enumerate() {
+        let ctx2 = ctx.clone();
+        let step = step.value.clone();
+        let label = describe_step(i, &step);
+        steps.push((
+            label,
+            tokio::spawn(async move { run_step(ctx2, i, step).await }),
+        ));
+    }
+    // The clients that start on their own.
+    for g in &ctx.loaded.scenario.clients {
+        if !g.value.on_stampede {
+            start_group(
+                ctx,
+                &g.value,
+                g.value.start.map(|d| d.0).unwrap_or_default(),
+            );
+        }
+    }
+    // Wait for every client task, including those stampedes start later.
+    loop {
+        let all_started_done = {
+            let tasks = lock(&ctx.tasks);
+            let stampedes_pending = steps
+                .iter()
+                .any(|(label, h)| label.contains("stampede") && !h.is_finished());
+            !stampedes_pending && tasks.values().all(JoinHandle::is_finished)
+        };
+        if all_started_done || Instant::now() >= ctx.deadline {
+            break;
+        }
+        let mut changed = ctx.journal.subscribe();
+        tokio::select! {
+            _ = changed.changed() => {}
+            _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+        }
+    }
+    let mut unfinished = Vec::new();
+    for (name, task) in lock(&ctx.tasks).iter() {
+        if !task.is_finished() {
+            unfinished.push(name.clone());
+            task.abort();
+        }
+    }
+    let mut steps_not_run = Vec::new();
+    for (label, h) in steps {
+        if !h.is_finished() {
+            h.abort();
+            steps_not_run.push(label);
+        } else if let Ok(Err(e)) = h.await {
+            steps_not_run.push(format!("{label}: {e}"));
+        }
+    }
+    // Orphans: lock nodes left once every client is done (sessions still open).
+    let orphans = match admin.list_children(&ctx.dir).await {
+        Ok(c) => c,
+        Err(zk::Error::NoNode) => Vec::new(),
+        Err(e) => return Err(format!("listing {} at the end: {e}", ctx.dir)),
+    };
+    let admin_session = admin.session_id().0;
+    Ok(End {
+        orphans,
+        unfinished,
+        steps_not_run,
+        admin_session,
+    })
+}
+
+fn describe_step(i: usize, step: &Step) -> String {
+    let when = match (&step.at, &step.on) {
+        (Some(at), _) => format!("at {at}"),
+        (_, Some(on)) => {
+            if let Some(h) = &on.holds {
+                format!("on holds {h}")
+            } else if let Some(w) = &on.waiting {
+                format!("on waiting {w}")
+            } else {
+                format!("on acquisitions {}", on.acquisitions.unwrap_or(0))
+            }
+        }
+        _ => String::new(),
+    };
+    let (name, arg) = step
+        .action()
+        .into_iter()
+        .next()
+        .unwrap_or(("?", String::new()));
+    format!("step {} ({when}: {name} {arg})", i + 1)
+}
+
+fn start_group(ctx: &Arc<Ctx>, g: &Group, delay: Duration) {
+    for name in ctx.loaded.members(g) {
+        let ctx2 = ctx.clone();
+        let g2 = g.clone();
+        let n2 = name.clone();
+        let task = tokio::spawn(async move {
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+            client_task(ctx2, n2, g2).await;
+        });
+        lock(&ctx.tasks).insert(name, task);
+    }
+}
+
+/// The clients a selector names, among those started.
+fn resolve(ctx: &Ctx, sel: &str) -> Vec<String> {
+    let started: Vec<String> = lock(&ctx.tasks).keys().cloned().collect();
+    let crashed = lock(&ctx.crashed).clone();
+    let live = |c: &String| !crashed.contains(c);
+    match sel {
+        "ALL" => started.into_iter().filter(live).collect(),
+        "HOLDER" => ctx.journal.holders(),
+        "WAITERS" => ctx.journal.waiting(),
+        name => {
+            let group = ctx
+                .loaded
+                .scenario
+                .clients
+                .iter()
+                .find(|g| g.value.name == name);
+            match group {
+                Some(g) => ctx.loaded.members(&g.value),
+                None => vec![name.to_string()],
+            }
+            .into_iter()
+            .filter(live)
+            .collect()
+        }
+    }
+}
+
+async fn wait_trigger(ctx: &Ctx, step: &Step) {
+    let start = ctx.journal.now();
+    if let Some(at) = step.at {
+        if at.0 > start {
+            tokio::time::sleep(at.0 - start).await;
+        }
+    } else if let Some(on) = &step.on {
+        let mut changed = ctx.journal.subscribe();
+        loop {
+            let ready = if let Some(h) = &on.holds {
+                let members = resolve(ctx, h);
+                ctx.journal.holders().iter().any(|c| members.contains(c))
+            } else if let Some(w) = &on.waiting {
+                let members = resolve(ctx, w);
+                let want = on.count.unwrap_or(members.len());
+                let waiting: Vec<String> = ctx
+                    .journal
+                    .waiting()
+                    .into_iter()
+                    .filter(|c| members.contains(c))
+                    .collect();
+                if waiting.len() < want {
+                    false
+                } else {
+                    let sessions = ctx.journal.sessions();
+                    let ids: Vec<i64> = waiting
+                        .iter()
+                        .filter_map(|c| sessions.get(c).copied())
+                        .collect();
+                    match ctx.target.watching(&ctx.dir, &ids) {
+                        Some(n) => n >= want,
+                        None => true,
+                    }
+                }
+            } else {
+                ctx.journal.acquisitions() >= on.acquisitions.unwrap_or(0)
+            };
+            if ready {
+                break;
+            }
+            tokio::select! {
+                _ = changed.changed() => {}
+                // Watches are set after the journal's last event: look again soon.
+                _ = tokio::time::sleep(Duration::from_millis(5)) => {}
+            }
+        }
+        let settle = ctx.target.settle();
+        if on.waiting.is_some() && !settle.is_zero() {
+            tokio::time::sleep(settle).await;
+        }
+    }
+    if let Some(after) = step.after {
+        tokio::time::sleep(after.0).await;
+    }
+}
+
+async fn run_step(ctx: Arc<Ctx>, i: usize, step: Step) -> Result<(), String> {
+    wait_trigger(&ctx, &step).await;
+    let t = ctx.journal.now();
+    let (action, arg) = step
+        .action()
+        .into_iter()
+        .next()
+        .unwrap_or(("?", String::new()));
+    let sessions = ctx.journal.sessions();
+    let mut targets = Vec::new();
+    let mut until = t;
+    let apply = |sel: &str, f: &dyn Fn(&str, i64) -> bool| -> Vec<String> {
+        let mut hit = Vec::new();
+        for c in resolve(&ctx, sel) {
+            if let Some(s) = sessions.get(&c) {
+                if f(&c, *s) {
+                    hit.push(c);
+                }
+            }
+        }
+        hit
+    };
+    if let Some(sel) = &step.expire {
+        let clients = resolve(&ctx, sel);
+        for c in clients {
+            if let Some(s) = sessions.get(&c) {
+                if ctx.target.expire(&c, *s).await {
+                    targets.push(c);
+                }
+            }
+        }
+    } else if let Some(sel) = &step.disconnect {
+        targets = apply(sel, &|c, s| ctx.target.disconnect(c, s));
+    } else if let Some(stall) = &step.stall {
+        targets = apply(&stall.client, &|c, s| ctx.target.stall(c, s));
+        until = t + stall.duration.0;
+        let ctx2 = ctx.clone();
+        let stalled: Vec<(String, i64)> = targets
+            .iter()
+            .filter_map(|c| sessions.get(c).map(|s| (c.clone(), *s)))
+            .collect();
+        let d = stall.duration.0;
+        tokio::spawn(async move {
+            tokio::time::sleep(d).await;
+            for (c, s) in stalled {
+                ctx2.target.resume(&c, s);
+            }
+        });
+    } else if let Some(lr) = step.lose_reply.as_ref().or(step.drop_request.as_ref()) {
+        let apply_it = step.lose_reply.is_some();
+        let clients: Vec<Option<String>> = match &lr.client {
+            Some(sel) => resolve(&ctx, sel).into_iter().map(Some).collect(),
+            None => vec![None],
+        };
+        for c in clients {
+            let session = c.as_ref().and_then(|c| sessions.get(c).copied());
+            ctx.target.request_fault(
+                &lr.op,
+                &ctx.dir,
+                c.as_deref(),
+                session,
+                lr.times,
+                apply_it,
+            )?;
+            targets.push(c.unwrap_or_else(|| "anyone".into()));
+        }
+    } else if let Some(d) = step.refuse_connections {
+        ctx.target.refuse(true);
+        until = t + d.0;
+        let ctx2 = ctx.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(d.0).await;
+            ctx2.target.refuse(false);
+        });
+    } else if let Some(g) = &step.stampede {
+        if let Some(group) = ctx
+            .loaded
+            .scenario
+            .clients
+            .iter()
+            .find(|c| &c.value.name == g)
+        {
+            start_group(&ctx, &group.value, Duration::ZERO);
+            targets = ctx.loaded.members(&group.value);
+        }
+    } else if let Some(sel) = &step.crash {
+        let clients = resolve(&ctx, sel);
+        for c in clients {
+            // Silence the connection first so that no closeSession gets out,
+            // then the process is gone: the session expires on its own.
+            if let Some(s) = sessions.get(&c) {
+                ctx.target.stall(&c, *s);
+            }
+            lock(&ctx.crashed).insert(c.clone());
+            if let Some(task) = lock(&ctx.tasks).get(&c) {
+                task.abort();
+            }
+            targets.push(c);
+        }
+        until = t + ctx.session_timeout * 2;
+    }
+    for c in &targets {
+        ctx.journal.log(
+            c,
+            Event::Fault {
+                what: action.to_string(),
+            },
+        );
+    }
+    ctx.fault_until(until);
+    lock(&ctx.faults).push(FaultRecord {
+        step: i + 1,
+        t_ms: t.as_secs_f64() * 1000.0,
+        until_ms: until.as_secs_f64() * 1000.0,
+        action: action.to_string(),
+        argument: arg,
+        clients: targets,
+    });
+    Ok(())
+}
+
+async fn client_task(ctx: Arc<Ctx>, name: String, g: Group) {
+    let j = &ctx.journal;
+    let mut round = 0;
+    'session: while round < g.rounds {
+        j.log(&name, Event::Connecting);
+        let cs = match ctx.target.connect_string(&name).await {
+            Ok(cs) => cs,
+            Err(e) => {
+                j.log(&name, Event::Error { message: e });
+                break;
+            }
+        };
+        let client = loop {
+            match connect(&cs, ctx.session_timeout).await {
+                Ok(c) => break c,
+                Err(_) if Instant::now() < ctx.deadline => {
+                    tokio::time::sleep(Duration::from_millis(20)).await
+                }
+                Err(e) => {
+                    j.log(
+                        &name,
+                        Event::Error {
+                            message: format!("connect: {e}"),
+                        },
+                    );
+                    break 'session;
+                }
+            }
+        };
+        j.log(
+            &name,
+            Event::Connected {
+                session: client.session_id().0,
+            },
+        );
+        let lock_ = match Lock::new(
+            ctx.loaded.scenario.lock.value.recipe,
+            ctx.loaded.scenario.lock.value.layout,
+            client.clone(),
+            &ctx.dir,
+        ) {
+            Ok(l) => l,
+            Err(e) => {
+                j.log(
+                    &name,
+                    Event::Error {
+                        message: e.to_string(),
+                    },
+                );
+                break;
+            }
+        };
+        let expired = rounds(&ctx, &name, &g, &client, &lock_, &mut round).await;
+        {
+            let (n, r) = lock_.counters();
+            let mut c = lock(&ctx.counters);
+            let e = c.entry(name.clone()).or_default();
+            e.0 += n;
+            e.1 += r;
+        }
+        if !expired {
+            break;
+        }
+        j.log(&name, Event::Expired);
+        if g.on_expiry == OnExpiry::Stop {
+            break;
+        }
+    }
+    j.log(&name, Event::Done);
+}
+
+/// Plays rounds on one session; true if the session expired.
+async fn rounds(
+    ctx: &Ctx,
+    name: &str,
+    g: &Group,
+    client: &zk::Client,
+    lock_: &Lock,
+    round: &mut usize,
+) -> bool {
+    let j = &ctx.journal;
+    let mode = if g.try_only {
+        Mode::Try
+    } else if let Some(t) = g.acquire_timeout {
+        Mode::Timeout(t.0)
+    } else {
+        Mode::Block
+    };
+    while *round < g.rounds {
+        j.log(name, Event::Waiting { round: *round });
+        match lock_.acquire(g.role, mode).await {
+            Ok(Some(held)) => {
+                j.log(
+                    name,
+                    Event::Acquired {
+                        round: *round,
+                        token: held.token(),
+                        path: held.path(),
+                    },
+                );
+                let state = hold(ctx, name, g, client, &held, *round).await;
+                let ok = lock_.release(held).await.is_ok();
+                j.log(name, Event::Released { ok });
+                *round += 1;
+                if state == HoldState::Lost && client.state().is_terminated() {
+                    return true;
+                }
+            }
+            Ok(None) => {
+                j.log(
+                    name,
+                    Event::GaveUp {
+                        round: *round,
+                        reason: "busy".into(),
+                    },
+                );
+                *round += 1;
+            }
+            Err(zk_lock::LockError::Timeout) => {
+                j.log(
+                    name,
+                    Event::GaveUp {
+                        round: *round,
+                        reason: "timeout".into(),
+                    },
+                );
+                *round += 1;
+            }
+            Err(zk_lock::LockError::SessionExpired) => return true,
+            Err(e) => {
+                if client.state().is_terminated() {
+                    return true;
+                }
+                j.log(
+                    name,
+                    Event::Error {
+                        message: e.to_string(),
+                    },
+                );
+                *round += 1;
+            }
+        }
+    }
+    false
+}
+
+/// Holds the lock for the group's hold time, touching the resource on entry
+/// and exit; a fenced client stops touching it while suspended or lost.
+/// Returns the state it ended in.
+async fn hold(
+    ctx: &Ctx,
+    name: &str,
+    g: &Group,
+    client: &zk::Client,
+    held: &crate::recipe::Held,
+    round: usize,
+) -> HoldState {
+    let j = &ctx.journal;
+    let token = held.token();
+    let mut lost = held.lost();
+    let mut states = client.state_watcher();
+    let until = tokio::time::Instant::now() + g.hold.0;
+    let mut inside = false;
+    let mut entry = 0;
+    let mut last = HoldState::Held;
+    loop {
+        let state = if g.fence {
+            hold_state(client, lost.as_ref())
+        } else {
+            HoldState::Held
+        };
+        if state != last {
+            match state {
+                HoldState::Suspended => j.log(name, Event::Suspended),
+                HoldState::Lost => j.log(name, Event::Lost),
+                HoldState::Held => j.log(name, Event::Resumed),
+            }
+            last = state;
+        }
+        match state {
+            HoldState::Held if !inside => {
+                j.enter(name, g.role, token);
+                inside = true;
+                marker(ctx, client, name, round, entry, true, token).await;
+                entry += 1;
+            }
+            HoldState::Held => {}
+            HoldState::Suspended | HoldState::Lost => {
+                if inside {
+                    j.exit(name);
+                    inside = false;
+                }
+            }
+        }
+        if state == HoldState::Lost {
+            return state;
+        }
+        let now = tokio::time::Instant::now();
+        if now >= until && state == HoldState::Held {
+            break;
+        }
+        if now >= until && Instant::now() >= ctx.deadline {
+            break;
+        }
+        let lost_changed = async {
+            match lost.as_mut() {
+                Some(l) => {
+                    if l.changed().await.is_err() {
+                        std::future::pending::<()>().await
+                    }
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::time::sleep_until(until), if now < until => {}
+            _ = states.changed() => {}
+            _ = lost_changed => {}
+            // A suspended holder past its hold time waits for the outcome.
+            _ = tokio::time::sleep(Duration::from_millis(50)), if now >= until => {}
+        }
+    }
+    if inside {
+        marker(ctx, client, name, round, entry, false, token).await;
+        j.exit(name);
+    }
+    HoldState::Held
+}
+
+/// Creates a marker node for the server's history of the critical section.
+async fn marker(
+    ctx: &Ctx,
+    client: &zk::Client,
+    name: &str,
+    round: usize,
+    entry: usize,
+    enter: bool,
+    token: i64,
+) {
+    let path = format!(
+        "{}/{name}.r{round}.{entry}.{}",
+        ctx.res_dir,
+        if enter { "enter" } else { "exit" }
+    );
+    lock(&ctx.markers).insert(
+        path.clone(),
+        Marker {
+            client: name.to_string(),
+            round,
+            entry,
+            enter,
+            token,
+        },
+    );
+    let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    // Best effort: a marker that never reached the server is simply absent
+    // from the history.
+    let _ = client.create(&path, &token.to_be_bytes(), &opts).await;
+}

@@ -1,0 +1,892 @@
+//! The scenario file format: serde types, parsing, and validation with
+//! errors that name the file, line, column and field.
+//!
+//! The format is documented by example in `scenarios/README.md`.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+
+/// A duration written as `250ms`, `2s`, `1m` or `1s 500ms` (humantime syntax).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct Dur(pub Duration);
+
+impl<'de> Deserialize<'de> for Dur {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Dur, D::Error> {
+        let text = String::deserialize(d)?;
+        humantime::parse_duration(text.trim())
+            .map(Dur)
+            .map_err(|e| {
+                serde::de::Error::custom(format!(
+                    "invalid duration {text:?} ({e}); write e.g. 250ms, 2s or 1m"
+                ))
+            })
+    }
+}
+
+impl fmt::Display for Dur {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", humantime::format_duration(self.0))
+    }
+}
+
+/// One scenario file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Defaults to the file's stem.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// What the scenario shows, for the reports.
+    #[serde(default)]
+    pub description: String,
+    /// Server settings (the embedded mock's; `session_timeout` applies to every target).
+    #[serde(default)]
+    pub server: Server,
+    /// The lock under test.
+    pub lock: Spanned<Lock>,
+    /// Groups of clients.
+    pub clients: Vec<Spanned<Group>>,
+    /// Faults and other steps.
+    #[serde(default)]
+    pub timeline: Vec<Spanned<Step>>,
+    /// The invariants to check.
+    #[serde(default)]
+    pub invariants: Invariants,
+    /// For negative scenarios: the invariants that must be violated.
+    #[serde(default)]
+    pub expect: Expect,
+    /// The whole run is cut off after this long (default 60s).
+    #[serde(default)]
+    pub deadline: Option<Dur>,
+    /// Skip this scenario on these targets (`mock`, `real`), with the reason.
+    #[serde(default)]
+    pub skip: Option<Skip>,
+}
+
+/// Targets a scenario does not run on.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Skip {
+    /// `mock` or `real`.
+    pub on: Vec<String>,
+    /// Why.
+    pub because: String,
+}
+
+/// Server settings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Server {
+    /// The mock's tick time (default 50ms).
+    #[serde(default = "default_tick")]
+    pub tick_time: Dur,
+    /// The session timeout clients ask for (default 2s).
+    #[serde(default = "default_session_timeout")]
+    pub session_timeout: Dur,
+    /// Server behaviour to follow: `"3.8"` (default) or `"3.9"`.
+    #[serde(default = "default_compat")]
+    pub compat: String,
+    /// The mock's seed (session ids, passwords); `--seed` overrides it.
+    #[serde(default)]
+    pub seed: Option<u64>,
+}
+
+fn default_tick() -> Dur {
+    Dur(Duration::from_millis(50))
+}
+fn default_session_timeout() -> Dur {
+    Dur(Duration::from_secs(2))
+}
+fn default_compat() -> String {
+    "3.8".into()
+}
+
+impl Default for Server {
+    fn default() -> Server {
+        Server {
+            tick_time: default_tick(),
+            session_timeout: default_session_timeout(),
+            compat: default_compat(),
+            seed: None,
+        }
+    }
+}
+
+/// The recipes the harness can drive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Recipe {
+    /// `zk_lock::NaiveLock`.
+    Naive,
+    /// `zk_lock::HerdLock`.
+    Herd,
+    /// `zk_lock::PredecessorLock`.
+    Predecessor,
+    /// `zk_lock::ReentrantLock` (each round re-enters once more, then releases twice).
+    Reentrant,
+    /// `zk_lock::ReadWriteLock::new_herd`.
+    RwHerd,
+    /// `zk_lock::ReadWriteLock::new`.
+    RwPredecessor,
+    /// Broken on purpose: a naive lock that takes ConnectionLoss on its create for success.
+    BrokenIgnoresConnectionLoss,
+    /// Broken on purpose: a predecessor lock that holds as soon as its predecessor goes,
+    /// without listing the children again.
+    BrokenNoRecheck,
+    /// Broken on purpose: a sequential lock that orders nodes by their whole
+    /// name (ZOOKEEPER-2931) instead of the sequence suffix.
+    BrokenNameSort,
+    /// Broken on purpose: a sequential lock whose release deletes once and forgets
+    /// the node on ConnectionLoss (Curator 1193).
+    BrokenReleaseOnce,
+}
+
+impl Recipe {
+    /// Whether the lock is a read/write lock (groups then need a role).
+    pub fn is_read_write(self) -> bool {
+        matches!(self, Recipe::RwHerd | Recipe::RwPredecessor)
+    }
+
+    /// The name used in files and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Recipe::Naive => "naive",
+            Recipe::Herd => "herd",
+            Recipe::Predecessor => "predecessor",
+            Recipe::Reentrant => "reentrant",
+            Recipe::RwHerd => "rw-herd",
+            Recipe::RwPredecessor => "rw-predecessor",
+            Recipe::BrokenIgnoresConnectionLoss => "broken-ignores-connection-loss",
+            Recipe::BrokenNoRecheck => "broken-no-recheck",
+            Recipe::BrokenNameSort => "broken-name-sort",
+            Recipe::BrokenReleaseOnce => "broken-release-once",
+        }
+    }
+}
+
+/// Node names to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum LayoutName {
+    /// Curator's `_c_<uuid>-lock-<seq>` (default).
+    #[default]
+    Curator,
+    /// kazoo's `<uuid>__lock__<seq>`.
+    Kazoo,
+}
+
+/// The lock under test.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lock {
+    /// Which recipe.
+    pub recipe: Recipe,
+    /// The lock directory (default `/harness/<scenario name>/lock`).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Node names (sequential exclusive locks only).
+    #[serde(default)]
+    pub layout: LayoutName,
+}
+
+/// What a group's clients ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// The exclusive lock (default; for read/write locks: the write lock).
+    #[default]
+    Exclusive,
+    /// A read lock.
+    Read,
+    /// A write lock.
+    Write,
+}
+
+/// What a client does after its session expired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnExpiry {
+    /// Connect a new session and carry on with the remaining rounds (default).
+    #[default]
+    Reconnect,
+    /// Stop: the client is done.
+    Stop,
+}
+
+/// A group of identical clients.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Group {
+    /// The group's name; its members are `<name>.0`, `<name>.1`, … (or just
+    /// `<name>` when `count` is 1). Lowercase letters, digits, `-` and `_`.
+    pub name: String,
+    /// How many clients (default 1).
+    #[serde(default = "one")]
+    pub count: usize,
+    /// Exclusive, read or write.
+    #[serde(default)]
+    pub role: Role,
+    /// When the group starts (default at once). `null`: only when a
+    /// `stampede` step starts it.
+    #[serde(default)]
+    pub start: Option<Dur>,
+    /// Started by a stampede step instead of at `start`.
+    #[serde(default)]
+    pub on_stampede: bool,
+    /// Acquire/release cycles per client (default 1).
+    #[serde(default = "one")]
+    pub rounds: usize,
+    /// Time spent holding the lock per round (default 10ms).
+    #[serde(default = "default_hold")]
+    pub hold: Dur,
+    /// Use `acquire_timeout` with this timeout instead of `acquire`; a
+    /// timed-out round is given up (counted, not a liveness failure).
+    #[serde(default)]
+    pub acquire_timeout: Option<Dur>,
+    /// Use `try_acquire`: a busy lock gives the round up.
+    #[serde(default, rename = "try")]
+    pub try_only: bool,
+    /// After its session expired.
+    #[serde(default)]
+    pub on_expiry: OnExpiry,
+    /// Check the guard (held, not suspended or lost) before touching the
+    /// resource (default true). `false` models application code that ignores
+    /// the lost signal: a negative scenario.
+    #[serde(default = "yes")]
+    pub fence: bool,
+}
+
+fn one() -> usize {
+    1
+}
+fn yes() -> bool {
+    true
+}
+fn default_hold() -> Dur {
+    Dur(Duration::from_millis(10))
+}
+
+/// When a step happens.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Trigger {
+    /// Once this client (or any member of this group) holds the lock.
+    #[serde(default)]
+    pub holds: Option<String>,
+    /// Once this many clients of this group (`waiting_count`, default all)
+    /// wait for the lock with their watches set.
+    #[serde(default)]
+    pub waiting: Option<String>,
+    /// With `waiting`: how many.
+    #[serde(default)]
+    pub count: Option<usize>,
+    /// Once this many acquisitions happened in total.
+    #[serde(default)]
+    pub acquisitions: Option<usize>,
+}
+
+/// Lose the replies of matching requests (the request is applied).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoseReply {
+    /// `create` or `delete` (on the lock directory's children).
+    pub op: String,
+    /// Whose requests (a client or group; default anyone's).
+    #[serde(default)]
+    pub client: Option<String>,
+    /// How many replies to lose (default 1).
+    #[serde(default = "one_u64")]
+    pub times: u64,
+}
+
+fn one_u64() -> u64 {
+    1
+}
+
+/// A stall: the server stops answering the clients' sessions.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stall {
+    /// Whose sessions.
+    pub client: String,
+    /// For how long.
+    #[serde(rename = "for")]
+    pub duration: Dur,
+}
+
+/// One timeline step: when (`at` or `on`, plus `after`), and exactly one action.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    /// At this time after the scenario starts.
+    #[serde(default)]
+    pub at: Option<Dur>,
+    /// When this happens.
+    #[serde(default)]
+    pub on: Option<Trigger>,
+    /// Extra delay after `at`/`on`.
+    #[serde(default)]
+    pub after: Option<Dur>,
+    /// Expire the sessions of these clients.
+    #[serde(default)]
+    pub expire: Option<String>,
+    /// Close these clients' connections (they reconnect within the session).
+    #[serde(default)]
+    pub disconnect: Option<String>,
+    /// Stall these clients' sessions for a while.
+    #[serde(default)]
+    pub stall: Option<Stall>,
+    /// Lose replies.
+    #[serde(default)]
+    pub lose_reply: Option<LoseReply>,
+    /// Drop matching requests: close the connection before applying them.
+    #[serde(default)]
+    pub drop_request: Option<LoseReply>,
+    /// Refuse new connections for this long.
+    #[serde(default)]
+    pub refuse_connections: Option<Dur>,
+    /// Start a group marked `on_stampede: true`: all its clients at once.
+    #[serde(default)]
+    pub stampede: Option<String>,
+    /// Crash these clients: their connections go silent and the processes
+    /// are gone; their sessions expire after the timeout.
+    #[serde(default)]
+    pub crash: Option<String>,
+}
+
+impl Step {
+    /// The action's name and its main argument.
+    pub fn action(&self) -> Vec<(&'static str, String)> {
+        let mut v = Vec::new();
+        if let Some(t) = &self.expire {
+            v.push(("expire", t.clone()));
+        }
+        if let Some(t) = &self.disconnect {
+            v.push(("disconnect", t.clone()));
+        }
+        if let Some(s) = &self.stall {
+            v.push(("stall", format!("{} for {}", s.client, s.duration)));
+        }
+        if let Some(l) = &self.lose_reply {
+            v.push((
+                "lose_reply",
+                format!(
+                    "{} x{} {}",
+                    l.op,
+                    l.times,
+                    l.client.as_deref().unwrap_or("anyone")
+                ),
+            ));
+        }
+        if let Some(l) = &self.drop_request {
+            v.push((
+                "drop_request",
+                format!(
+                    "{} x{} {}",
+                    l.op,
+                    l.times,
+                    l.client.as_deref().unwrap_or("anyone")
+                ),
+            ));
+        }
+        if let Some(d) = &self.refuse_connections {
+            v.push(("refuse_connections", d.to_string()));
+        }
+        if let Some(g) = &self.stampede {
+            v.push(("stampede", g.clone()));
+        }
+        if let Some(t) = &self.crash {
+            v.push(("crash", t.clone()));
+        }
+        v
+    }
+}
+
+/// Which invariants to check.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Invariants {
+    /// No two holders of an exclusive lock, no writer beside any holder
+    /// (default true).
+    #[serde(default = "yes")]
+    pub mutual_exclusion: bool,
+    /// Every acquisition completes within this bound, counted from when it
+    /// started or the last fault ended, whichever is later (default 10s).
+    #[serde(default = "default_liveness")]
+    pub liveness: Option<Dur>,
+    /// No lock node is left once every client is done (default true).
+    #[serde(default = "yes")]
+    pub no_orphans: bool,
+    /// No holder touches the resource with a token older than one already
+    /// used (default true).
+    #[serde(default = "yes")]
+    pub fencing: bool,
+    /// A holder whose lock node went without its release (session expiry,
+    /// deletion) sees its guard report the loss (default true).
+    #[serde(default = "yes")]
+    pub lost_noticed: bool,
+    /// At most this many watch notifications per hand-off.
+    #[serde(default)]
+    pub notifications_per_handoff: Option<u64>,
+    /// At least this many notifications on some hand-off (shows the herd).
+    #[serde(default)]
+    pub min_notifications_per_handoff: Option<u64>,
+}
+
+fn default_liveness() -> Option<Dur> {
+    Some(Dur(Duration::from_secs(10)))
+}
+
+impl Default for Invariants {
+    fn default() -> Invariants {
+        Invariants {
+            mutual_exclusion: true,
+            liveness: default_liveness(),
+            no_orphans: true,
+            fencing: true,
+            lost_noticed: true,
+            notifications_per_handoff: None,
+            min_notifications_per_handoff: None,
+        }
+    }
+}
+
+/// What outcome is expected.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// Invariants that must fail (a negative scenario). Empty: all must hold.
+    #[serde(default)]
+    pub violated: Vec<String>,
+}
+
+/// The names of the invariants, as `expect.violated` uses them.
+pub const INVARIANT_NAMES: [&str; 6] = [
+    "mutual_exclusion",
+    "liveness",
+    "no_orphans",
+    "fencing",
+    "lost_noticed",
+    "notifications_per_handoff",
+];
+
+/// A scenario file that could not be used.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{file}:{line}:{column}: {message}")]
+pub struct ScenarioError {
+    /// The file.
+    pub file: PathBuf,
+    /// 1-based line (0: unknown).
+    pub line: u64,
+    /// 1-based column (0: unknown).
+    pub column: u64,
+    /// What is wrong, and what was expected.
+    pub message: String,
+}
+
+/// A parsed and validated scenario.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// Where it came from.
+    pub file: PathBuf,
+    /// Its name (the file stem unless set).
+    pub name: String,
+    /// The contents.
+    pub scenario: Scenario,
+}
+
+impl Loaded {
+    /// The lock directory.
+    pub fn lock_dir(&self) -> String {
+        self.scenario
+            .lock
+            .value
+            .path
+            .clone()
+            .unwrap_or_else(|| format!("/harness/{}/lock", self.name))
+    }
+
+    /// Where the harness's resource markers go.
+    pub fn resource_dir(&self) -> String {
+        format!("{}.resource", self.lock_dir())
+    }
+
+    /// The member names of a group.
+    pub fn members(&self, g: &Group) -> Vec<String> {
+        if g.count == 1 {
+            vec![g.name.clone()]
+        } else {
+            (0..g.count).map(|i| format!("{}.{i}", g.name)).collect()
+        }
+    }
+
+    /// Every client name.
+    pub fn all_members(&self) -> Vec<String> {
+        self.scenario
+            .clients
+            .iter()
+            .flat_map(|g| self.members(&g.value))
+            .collect()
+    }
+}
+
+/// Reads and validates one scenario file.
+pub fn load(file: &Path) -> Result<Loaded, ScenarioError> {
+    let text = std::fs::read_to_string(file).map_err(|e| ScenarioError {
+        file: file.to_path_buf(),
+        line: 0,
+        column: 0,
+        message: format!("cannot read: {e}"),
+    })?;
+    parse(file, &text)
+}
+
+/// Parses and validates scenario text (`file` names it in errors).
+pub fn parse(file: &Path, text: &str) -> Result<Loaded, ScenarioError> {
+    let scenario: Scenario = serde_saphyr::from_str(text).map_err(|e| {
+        let (line, column) = e
+            .location()
+            .map(|l| (l.line(), l.column()))
+            .unwrap_or((0, 0));
+        // The crate's message carries a source excerpt; keep its first line.
+        let full = e.to_string();
+        let message = full.lines().next().unwrap_or("invalid YAML").to_string();
+        ScenarioError {
+            file: file.to_path_buf(),
+            line,
+            column,
+            message,
+        }
+    })?;
+    let name = scenario.name.clone().unwrap_or_else(|| {
+        file.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "scenario".into())
+    });
+    let loaded = Loaded {
+        file: file.to_path_buf(),
+        name,
+        scenario,
+    };
+    validate(&loaded)?;
+    Ok(loaded)
+}
+
+fn err_at<T>(file: &Path, at: &Spanned<T>, message: String) -> ScenarioError {
+    ScenarioError {
+        file: file.to_path_buf(),
+        line: at.referenced.line(),
+        column: at.referenced.column(),
+        message,
+    }
+}
+
+/// Reserved client selectors usable wherever a client name is.
+pub const SELECTORS: [&str; 3] = ["ALL", "HOLDER", "WAITERS"];
+
+fn validate(l: &Loaded) -> Result<(), ScenarioError> {
+    let s = &l.scenario;
+    let file = &l.file;
+    let lock = &s.lock;
+    if let Some(p) = &lock.value.path {
+        if !p.starts_with('/') || p.ends_with('/') || p.contains("//") || p.len() < 2 {
+            return Err(err_at(
+                file,
+                lock,
+                format!("lock.path: {p:?} is not an absolute ZooKeeper path like /locks/a"),
+            ));
+        }
+    }
+    if s.server.compat != "3.8" && s.server.compat != "3.9" {
+        return Err(ScenarioError {
+            file: file.clone(),
+            line: 0,
+            column: 0,
+            message: format!(
+                "server.compat: expected \"3.8\" or \"3.9\", found {:?}",
+                s.server.compat
+            ),
+        });
+    }
+    if s.clients.is_empty() {
+        return Err(err_at(
+            file,
+            lock,
+            "clients: at least one group is needed".into(),
+        ));
+    }
+    let rw = lock.value.recipe.is_read_write();
+    let mut names = BTreeSet::new();
+    for g in &s.clients {
+        let v = &g.value;
+        let ok = !v.name.is_empty()
+            && v.name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+        if !ok {
+            return Err(err_at(
+                file,
+                g,
+                format!(
+                    "clients.name: {:?} must be lowercase letters, digits, '-' or '_'",
+                    v.name
+                ),
+            ));
+        }
+        if !names.insert(v.name.clone()) {
+            return Err(err_at(
+                file,
+                g,
+                format!("clients.name: {:?} is used twice", v.name),
+            ));
+        }
+        if v.count == 0 {
+            return Err(err_at(
+                file,
+                g,
+                format!("clients.count: group {:?} has no clients", v.name),
+            ));
+        }
+        if v.rounds == 0 {
+            return Err(err_at(
+                file,
+                g,
+                format!(
+                    "clients.rounds: group {:?} must do at least one round",
+                    v.name
+                ),
+            ));
+        }
+        match (rw, v.role) {
+            (true, Role::Exclusive) => {
+                return Err(err_at(
+                    file,
+                    g,
+                    format!(
+                        "clients.role: group {:?} needs `role: read` or `role: write` on a {} lock",
+                        v.name,
+                        lock.value.recipe.name()
+                    ),
+                ))
+            }
+            (false, Role::Read | Role::Write) => {
+                return Err(err_at(
+                    file,
+                    g,
+                    format!(
+                        "clients.role: group {:?}: read/write roles need recipe rw-herd or rw-predecessor",
+                        v.name
+                    ),
+                ))
+            }
+            _ => {}
+        }
+        if v.on_stampede && v.start.is_some() {
+            return Err(err_at(
+                file,
+                g,
+                format!(
+                    "clients: group {:?} has both `start` and `on_stampede`",
+                    v.name
+                ),
+            ));
+        }
+    }
+    let known = |t: &str| -> bool {
+        SELECTORS.contains(&t)
+            || names.contains(t)
+            || s.clients
+                .iter()
+                .any(|g| l.members(&g.value).iter().any(|m| m == t))
+    };
+    for step in &s.timeline {
+        let v = &step.value;
+        let actions = v.action();
+        if actions.len() != 1 {
+            return Err(err_at(
+                file,
+                step,
+                format!(
+                    "timeline: a step needs exactly one action (expire, disconnect, stall, lose_reply, drop_request, refuse_connections, stampede, crash); found {}",
+                    if actions.is_empty() {
+                        "none".to_string()
+                    } else {
+                        actions.iter().map(|a| a.0).collect::<Vec<_>>().join(", ")
+                    }
+                ),
+            ));
+        }
+        if v.at.is_some() == v.on.is_some() {
+            return Err(err_at(
+                file,
+                step,
+                "timeline: a step needs exactly one of `at: <time>` or `on: <event>`".into(),
+            ));
+        }
+        if let Some(on) = &v.on {
+            let set = [
+                on.holds.is_some(),
+                on.waiting.is_some(),
+                on.acquisitions.is_some(),
+            ];
+            if set.iter().filter(|b| **b).count() != 1 {
+                return Err(err_at(
+                    file,
+                    step,
+                    "timeline.on: needs exactly one of `holds: <client>`, `waiting: <group>`, `acquisitions: <n>`".into(),
+                ));
+            }
+            for t in [&on.holds, &on.waiting].into_iter().flatten() {
+                if !known(t) {
+                    return Err(err_at(
+                        file,
+                        step,
+                        format!("timeline.on: unknown client or group {t:?}"),
+                    ));
+                }
+            }
+        }
+        let targets = [
+            v.expire.as_ref(),
+            v.disconnect.as_ref(),
+            v.crash.as_ref(),
+            v.stall.as_ref().map(|s| &s.client),
+            v.lose_reply.as_ref().and_then(|l| l.client.as_ref()),
+            v.drop_request.as_ref().and_then(|l| l.client.as_ref()),
+        ];
+        for t in targets.into_iter().flatten() {
+            if !known(t) {
+                return Err(err_at(
+                    file,
+                    step,
+                    format!(
+                        "timeline: unknown client or group {t:?} (known: {}, or ALL, HOLDER, WAITERS)",
+                        names.iter().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                ));
+            }
+        }
+        for (what, lr) in [
+            ("lose_reply", &v.lose_reply),
+            ("drop_request", &v.drop_request),
+        ] {
+            if let Some(lr) = lr {
+                if lr.op != "create" && lr.op != "delete" {
+                    return Err(err_at(
+                        file,
+                        step,
+                        format!(
+                            "timeline.{what}.op: expected create or delete, found {:?}",
+                            lr.op
+                        ),
+                    ));
+                }
+            }
+        }
+        if let Some(g) = &v.stampede {
+            match s.clients.iter().find(|c| &c.value.name == g) {
+                Some(c) if c.value.on_stampede => {}
+                Some(_) => {
+                    return Err(err_at(
+                        file,
+                        step,
+                        format!("timeline.stampede: group {g:?} needs `on_stampede: true`"),
+                    ))
+                }
+                None => {
+                    return Err(err_at(
+                        file,
+                        step,
+                        format!("timeline.stampede: unknown group {g:?}"),
+                    ))
+                }
+            }
+        }
+    }
+    for v in &s.expect.violated {
+        if !INVARIANT_NAMES.contains(&v.as_str()) {
+            return Err(ScenarioError {
+                file: file.clone(),
+                line: 0,
+                column: 0,
+                message: format!(
+                    "expect.violated: unknown invariant {v:?} (known: {})",
+                    INVARIANT_NAMES.join(", ")
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_str(text: &str) -> Result<Loaded, ScenarioError> {
+        parse(Path::new("t.yaml"), text)
+    }
+
+    const GOOD: &str = "lock:\n  recipe: predecessor\nclients:\n  - name: w\n    count: 3\n    hold: 20ms\ntimeline:\n  - on: {holds: w.0}\n    expire: HOLDER\n";
+
+    #[test]
+    fn a_good_file_parses_with_defaults() {
+        let l = parse_str(GOOD).unwrap();
+        assert_eq!(l.name, "t");
+        assert_eq!(l.all_members(), vec!["w.0", "w.1", "w.2"]);
+        assert_eq!(
+            l.scenario.clients[0].value.hold.0,
+            Duration::from_millis(20)
+        );
+        assert_eq!(l.scenario.server.session_timeout.0, Duration::from_secs(2));
+        assert!(l.scenario.invariants.mutual_exclusion);
+        assert_eq!(l.lock_dir(), "/harness/t/lock");
+    }
+
+    #[test]
+    fn unknown_fields_point_at_their_line() {
+        let e =
+            parse_str("lock:\n  recipe: predecessor\n  colour: red\nclients: []\n").unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        assert!(e.message.contains("colour"), "{e}");
+        assert!(e.to_string().starts_with("t.yaml:3:"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_name_what_was_expected() {
+        let e = parse_str("lock:\n  recipe: predecesor\nclients: []\n").unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+        assert!(e.message.contains("predecessor"), "{e}");
+        let e = parse_str("lock: {recipe: naive}\nclients:\n  - name: a\n    hold: 5 parsecs\n")
+            .unwrap_err();
+        assert_eq!(e.line, 4, "{e}");
+        assert!(e.message.contains("duration"), "{e}");
+    }
+
+    #[test]
+    fn semantic_errors_point_at_the_step() {
+        let e = parse_str(
+            "lock: {recipe: naive}\nclients:\n  - name: a\ntimeline:\n  - at: 1s\n    expire: b\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 5, "{e}");
+        assert!(e.message.contains("unknown client or group \"b\""), "{e}");
+        let e = parse_str("lock: {recipe: naive}\nclients:\n  - name: a\ntimeline:\n  - at: 1s\n")
+            .unwrap_err();
+        assert!(e.message.contains("exactly one action"), "{e}");
+        let e = parse_str("lock: {recipe: rw-herd}\nclients:\n  - name: a\n").unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        assert!(e.message.contains("role: read"), "{e}");
+    }
+
+    #[test]
+    fn broken_yaml_is_located() {
+        let e = parse_str("lock:\n  recipe: [naive\nclients: []\n").unwrap_err();
+        assert!(e.line >= 2, "{e}");
+    }
+}

@@ -1,0 +1,301 @@
+//! Where a scenario runs: the embedded zk-mock, or a real ZooKeeper behind
+//! the harness's own fault proxy.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use zk_mock::fault::Rule;
+use zk_mock::proto::OpCode;
+use zk_mock::record::{ChangeKind, SessionEvent};
+use zk_mock::{RuleGuard, ZkMock};
+
+use crate::scenario::Loaded;
+
+/// Which server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TargetSpec {
+    /// The embedded zk-mock, one fresh server per scenario.
+    Mock,
+    /// A real ZooKeeper at this address.
+    Real(SocketAddr),
+}
+
+impl TargetSpec {
+    /// `mock`, or `real` for reports and `skip.on`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TargetSpec::Mock => "mock",
+            TargetSpec::Real(_) => "real",
+        }
+    }
+}
+
+/// One change to the tree as a target reports it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Change {
+    /// Order of the change (the zxid when known).
+    pub pos: i64,
+    /// The zxid, when the target knows it.
+    pub zxid: Option<i64>,
+    /// The session that caused it, when known.
+    pub session: Option<i64>,
+    /// The node.
+    pub path: String,
+    /// What happened.
+    pub kind: ChangeKind,
+    /// Whether the change came with a session's expiry or close.
+    pub by_session_end: bool,
+}
+
+/// A notification and the change that caused it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Notified {
+    /// The zxid of the change that fired it.
+    pub zxid: i64,
+    /// The session notified.
+    pub session: i64,
+    /// The event's path.
+    pub path: String,
+}
+
+/// What the server saw, as far as the target can tell.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct History {
+    /// Changes under the scenario's nodes, in commit order.
+    pub changes: Vec<Change>,
+    /// Notifications sent (mock only).
+    pub notifications: Option<Vec<Notified>>,
+    /// The recorder's own text of the history (mock only), for failure reports.
+    #[serde(skip)]
+    pub text: Vec<String>,
+}
+
+/// A running target.
+#[derive(Debug)]
+pub(crate) enum Target {
+    Mock {
+        zk: ZkMock,
+        rules: std::sync::Mutex<Vec<RuleGuard>>,
+        refusal: std::sync::Mutex<Option<zk_mock::Refusal>>,
+    },
+    Real(crate::proxy::RealTarget),
+}
+
+impl Target {
+    pub(crate) async fn start(
+        spec: &TargetSpec,
+        scenario: &Loaded,
+        seed: u64,
+    ) -> Result<Target, String> {
+        match spec {
+            TargetSpec::Mock => {
+                let server = &scenario.scenario.server;
+                let tick = server.tick_time.0.as_millis().max(1) as u64;
+                let timeout = server.session_timeout.0.as_millis() as i32;
+                let zk = ZkMock::builder()
+                    .tick_time(tick)
+                    .min_session_timeout((2 * tick as i32).min(timeout))
+                    .max_session_timeout((20 * tick as i32).max(timeout))
+                    .seed(seed)
+                    .recorder_capacity(2_000_000)
+                    .start()
+                    .await
+                    .map_err(|e| format!("starting zk-mock: {e}"))?;
+                Ok(Target::Mock {
+                    zk,
+                    rules: Default::default(),
+                    refusal: Default::default(),
+                })
+            }
+            TargetSpec::Real(addr) => Ok(Target::Real(crate::proxy::RealTarget::new(*addr))),
+        }
+    }
+
+    /// The connect string for one client (real targets: its own proxy).
+    pub(crate) async fn connect_string(&self, client: &str) -> Result<String, String> {
+        match self {
+            Target::Mock { zk, .. } => Ok(zk.connect_string()),
+            Target::Real(r) => r.connect_string(client).await,
+        }
+    }
+
+    /// The connect string for the harness's own session (no faults).
+    pub(crate) fn admin_connect_string(&self) -> String {
+        match self {
+            Target::Mock { zk, .. } => zk.connect_string(),
+            Target::Real(r) => r.server_connect_string(),
+        }
+    }
+
+    pub(crate) async fn expire(&self, client: &str, session: i64) -> bool {
+        match self {
+            Target::Mock { zk, .. } => zk.expire_session(session),
+            Target::Real(r) => r.expire(client).await,
+        }
+    }
+
+    pub(crate) fn disconnect(&self, client: &str, session: i64) -> bool {
+        match self {
+            Target::Mock { zk, .. } => zk.disconnect(session),
+            Target::Real(r) => r.disconnect(client),
+        }
+    }
+
+    pub(crate) fn stall(&self, client: &str, session: i64) -> bool {
+        match self {
+            Target::Mock { zk, .. } => zk.stall(session),
+            Target::Real(r) => r.stall(client),
+        }
+    }
+
+    pub(crate) fn resume(&self, client: &str, session: i64) -> bool {
+        match self {
+            Target::Mock { zk, .. } => zk.resume(session),
+            Target::Real(r) => r.resume(client),
+        }
+    }
+
+    /// Loses (`drop_request`: drops before applying) the next `times` replies to
+    /// `op` on the lock directory's children, from `session` or anyone.
+    pub(crate) fn request_fault(
+        &self,
+        op: &str,
+        dir: &str,
+        client: Option<&str>,
+        session: Option<i64>,
+        times: u64,
+        apply: bool,
+    ) -> Result<(), String> {
+        match self {
+            Target::Mock { zk, rules, .. } => {
+                let mut rule = Rule::new().path_prefix(&format!("{dir}/")).times(times);
+                rule = match op {
+                    "create" => rule.op(OpCode::Create2),
+                    _ => rule.op(OpCode::Delete),
+                };
+                if let Some(s) = session {
+                    rule = rule.session(s);
+                }
+                rule = if apply {
+                    rule.lose_reply()
+                } else {
+                    rule.disconnect()
+                };
+                let guard = zk.try_rule(rule)?;
+                rules.lock().unwrap_or_else(|e| e.into_inner()).push(guard);
+                Ok(())
+            }
+            Target::Real(r) => r.request_fault(op, dir, client, times, apply),
+        }
+    }
+
+    /// How many times the request faults fired (mock), for "the fault never fired" checks.
+    pub(crate) fn faults_fired(&self) -> Option<u64> {
+        match self {
+            Target::Mock { rules, .. } => Some(
+                rules
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .iter()
+                    .map(RuleGuard::fired)
+                    .sum(),
+            ),
+            Target::Real(r) => Some(r.faults_fired()),
+        }
+    }
+
+    pub(crate) fn refuse(&self, on: bool) {
+        match self {
+            Target::Mock { zk, refusal, .. } => {
+                let mut r = refusal.lock().unwrap_or_else(|e| e.into_inner());
+                *r = if on {
+                    Some(zk.refuse_connections())
+                } else {
+                    None
+                };
+            }
+            Target::Real(r) => r.refuse(on),
+        }
+    }
+
+    /// How many of `sessions` have a watch set under `dir` (mock); `None`
+    /// if the target cannot tell.
+    pub(crate) fn watching(&self, dir: &str, sessions: &[i64]) -> Option<usize> {
+        match self {
+            Target::Mock { zk, .. } => {
+                let snap = zk.snapshot();
+                Some(
+                    sessions
+                        .iter()
+                        .filter(|s| {
+                            snap.sessions.get(s).is_some_and(|ss| {
+                                ss.watches.iter().any(|w| w.path.starts_with(dir))
+                            })
+                        })
+                        .count(),
+                )
+            }
+            Target::Real(_) => None,
+        }
+    }
+
+    /// The history of changes under `prefixes`.
+    pub(crate) fn history(&self, prefixes: &[String]) -> History {
+        let under = |p: &str| {
+            prefixes
+                .iter()
+                .any(|x| p == x || p.starts_with(&format!("{x}/")))
+        };
+        match self {
+            Target::Mock { zk, .. } => {
+                let rec = zk.recorded();
+                let ends: BTreeMap<i64, SessionEvent> = rec
+                    .sessions
+                    .iter()
+                    .filter(|s| matches!(s.event, SessionEvent::Expired | SessionEvent::Closed))
+                    .map(|s| (s.zxid, s.event))
+                    .collect();
+                let changes = rec
+                    .changes
+                    .iter()
+                    .filter(|c| under(&c.path))
+                    .map(|c| Change {
+                        pos: c.zxid,
+                        zxid: Some(c.zxid),
+                        session: Some(c.session),
+                        path: c.path.clone(),
+                        kind: c.kind,
+                        by_session_end: ends.contains_key(&c.zxid),
+                    })
+                    .collect();
+                let notifications = rec
+                    .notifications
+                    .iter()
+                    .filter(|n| under(&n.path))
+                    .map(|n| Notified {
+                        zxid: n.zxid,
+                        session: n.session,
+                        path: n.path.clone(),
+                    })
+                    .collect();
+                let text = rec.to_string().lines().map(str::to_string).collect();
+                History {
+                    changes,
+                    notifications: Some(notifications),
+                    text,
+                }
+            }
+            Target::Real(r) => r.history(prefixes),
+        }
+    }
+
+    /// Extra settle time before a trigger counts waiters as watching, on
+    /// targets that cannot report watches.
+    pub(crate) fn settle(&self) -> Duration {
+        match self {
+            Target::Mock { .. } => Duration::ZERO,
+            Target::Real(_) => Duration::from_millis(200),
+        }
+    }
+}
