@@ -213,7 +213,27 @@ impl Journal {
         self.log(client, Event::Enter { token });
     }
 
-    /// A client leaves the critical section.
+    /// A client's last touch before it leaves the critical section: checked
+    /// for a stale token like an entry.
+    pub(crate) fn touch_and_exit(&self, client: &str, token: i64) {
+        let t = self.now();
+        {
+            let mut i = self.lock();
+            if token < i.max_exclusive_token {
+                let max = i.max_exclusive_token;
+                i.violations.push(ResourceViolation {
+                    t,
+                    invariant: "fencing",
+                    detail: format!(
+                        "{client} touched the resource with token {token:#x} after token {max:#x} had been used"
+                    ),
+                });
+            }
+        }
+        self.exit(client);
+    }
+
+    /// A client leaves the critical section (without touching the resource).
     pub(crate) fn exit(&self, client: &str) {
         let was_inside = self.lock().inside.remove(client).is_some();
         if was_inside {

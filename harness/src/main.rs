@@ -78,8 +78,9 @@ fn parse_target(t: &str) -> Result<TargetSpec, String> {
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+                tracing_subscriber::EnvFilter::new("warn,zookeeper_client=error")
+            }),
         )
         .with_writer(std::io::stderr)
         .init();

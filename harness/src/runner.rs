@@ -208,11 +208,30 @@ async fn play(ctx: &Arc<Ctx>) -> Result<End, String> {
             steps_not_run.push(format!("{label}: {e}"));
         }
     }
-    // Orphans: lock nodes left once every client is done (sessions still open).
-    let orphans = match admin.list_children(&ctx.dir).await {
-        Ok(c) => c,
-        Err(zk::Error::NoNode) => Vec::new(),
-        Err(e) => return Err(format!("listing {} at the end: {e}", ctx.dir)),
+    // Orphans: lock nodes left once every client is done (their sessions
+    // still open). Crashed clients' nodes go when their sessions expire:
+    // give those until the crash's effect ends.
+    let settle_until = {
+        let crashed = !lock(&ctx.crashed).is_empty();
+        let end = *lock(&ctx.last_fault_end);
+        if crashed {
+            Some(Instant::now() + end.saturating_sub(ctx.journal.now()))
+        } else {
+            None
+        }
+    };
+    let orphans = loop {
+        let children = match admin.list_children(&ctx.dir).await {
+            Ok(c) => c,
+            Err(zk::Error::NoNode) => Vec::new(),
+            Err(e) => return Err(format!("listing {} at the end: {e}", ctx.dir)),
+        };
+        match settle_until {
+            Some(until) if !children.is_empty() && Instant::now() < until => {
+                tokio::time::sleep(Duration::from_millis(50)).await
+            }
+            _ => break children,
+        }
     };
     let admin_session = admin.session_id().0;
     Ok(End {
@@ -564,11 +583,11 @@ async fn rounds(
                         path: held.path(),
                     },
                 );
-                let state = hold(ctx, name, g, client, &held, *round).await;
+                hold(ctx, name, g, client, &held, *round).await;
                 let ok = lock_.release(held).await.is_ok();
                 j.log(name, Event::Released { ok });
                 *round += 1;
-                if state == HoldState::Lost && client.state().is_terminated() {
+                if client.state().is_terminated() {
                     return true;
                 }
             }
@@ -630,19 +649,17 @@ async fn hold(
     let mut entry = 0;
     let mut last = HoldState::Held;
     loop {
-        let state = if g.fence {
-            hold_state(client, lost.as_ref())
-        } else {
-            HoldState::Held
-        };
-        if state != last {
-            match state {
+        let observed = hold_state(client, lost.as_ref());
+        if observed != last {
+            match observed {
                 HoldState::Suspended => j.log(name, Event::Suspended),
                 HoldState::Lost => j.log(name, Event::Lost),
                 HoldState::Held => j.log(name, Event::Resumed),
             }
-            last = state;
+            last = observed;
         }
+        // An unfenced client (a negative scenario) sees the state and ignores it.
+        let state = if g.fence { observed } else { HoldState::Held };
         match state {
             HoldState::Held if !inside => {
                 j.enter(name, g.role, token);
@@ -688,9 +705,9 @@ async fn hold(
     }
     if inside {
         marker(ctx, client, name, round, entry, false, token).await;
-        j.exit(name);
+        j.touch_and_exit(name, token);
     }
-    HoldState::Held
+    last
 }
 
 /// Creates a marker node for the server's history of the critical section.

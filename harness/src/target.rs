@@ -44,7 +44,7 @@ pub struct Change {
     pub path: String,
     /// What happened.
     pub kind: ChangeKind,
-    /// Whether the change came with a session's expiry or close.
+    /// Whether the change came with a session's expiry.
     pub by_session_end: bool,
 }
 
@@ -253,7 +253,7 @@ impl Target {
                 let ends: BTreeMap<i64, SessionEvent> = rec
                     .sessions
                     .iter()
-                    .filter(|s| matches!(s.event, SessionEvent::Expired | SessionEvent::Closed))
+                    .filter(|s| s.event == SessionEvent::Expired)
                     .map(|s| (s.zxid, s.event))
                     .collect();
                 let changes = rec
