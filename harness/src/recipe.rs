@@ -21,8 +21,9 @@ pub(crate) enum Mode {
     Try,
 }
 
-/// A lock instance on one client.
+/// A lock instance on one client (one per session: not worth boxing).
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Lock {
     Naive(NaiveLock),
     Herd(HerdLock),

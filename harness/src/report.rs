@@ -192,8 +192,8 @@ pub fn terminal(outcomes: &[Outcome]) -> String {
         .max(8);
     let _ = writeln!(
         out,
-        "{:<w$}  {:<8}  {:<30}  {:>8}  {:>6}  {:>9}  {}",
-        "scenario", "status", "recipe", "time", "acq", "notif/ho", "violated / errors"
+        "{:<w$}  {:<8}  {:<30}  {:>8}  {:>6}  {:>9}  violated / errors",
+        "scenario", "status", "recipe", "time", "acq", "notif/ho"
     );
     for o in outcomes {
         let mut note = o.violated().join(", ");
