@@ -54,10 +54,18 @@
 //! * **Timeout and cancellation**: `acquire_timeout` deletes its node
 //!   before returning [`LockError::Timeout`]; a dropped `acquire` future
 //!   deletes it from a spawned task.
-//! * Only the ten-digit sequence suffix of `…lock-NNNNNNNNNN` (or
-//!   `…read-`/`…write-`, `…__lock__`) orders
-//!   contenders; other children of the directory are ignored
-//!   (ZOOKEEPER-2931, kazoo#309).
+//! * Only the sequence suffix of `…lock-<seq>` (or `…read-`/`…write-`,
+//!   `…__lock__`, `…__rlock__`) orders contenders; other children of the
+//!   directory are ignored (ZOOKEEPER-2931, kazoo#309).
+//! * **Sequence wrap**: the suffix is Java's `%010d` of the directory's
+//!   i32 child counter, so after `2147483647` come `-2147483648`,
+//!   `-2147483647`, … (`-000000005` near the end). The suffix is parsed as
+//!   an i32 and ordered by its u32 reinterpretation, which keeps creation
+//!   order across the wrap (kazoo#606 and #730, go-zookeeper PR #65). The
+//!   other implementations sort the suffix as text (kazoo 2.11, Curator),
+//!   and `zookeeper_client`'s `Client::lock` ignores eleven-character
+//!   suffixes, so a lock shared with them is ordered consistently only
+//!   until the counter wraps.
 //!
 //! ## Sharing a lock with other clients
 //! [`Layout::Curator`] (the default) names nodes as Apache Curator and

@@ -6,7 +6,8 @@
 //! the readers queued behind one writer wake together when it goes (by
 //! design) and nobody else is woken; in the herd form every waiter watches
 //! the directory's children. Node names are `_c_<uuid>-read-<seq>` and
-//! `_c_<uuid>-write-<seq>`; only the ten-digit suffix orders them.
+//! `_c_<uuid>-write-<seq>`; only the sequence suffix orders them (across
+//! the counter's wrap too, see the [crate docs](crate)).
 
 use std::time::Duration;
 

@@ -82,22 +82,29 @@ pub(crate) fn contender_id() -> String {
     )
 }
 
-/// The sequence number of a node name ending in `name` and ten digits.
-/// Only the suffix orders contenders (ZOOKEEPER-2931: sorting whole names
-/// gave two holders).
-fn sequence_of(node: &str, name: &str) -> Option<u64> {
-    let split = node.len().checked_sub(10)?;
-    let (head, digits) = node.split_at_checked(split)?;
-    if !head.ends_with(name) || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
+/// The sequence number of a node name ending in `name` and a sequence
+/// suffix as ZooKeeper writes it: Java's `%010d` of the parent's i32
+/// cversion, so `0000000042`, and past `2147483647` the counter wraps to
+/// `-2147483648`, `-2147483647`, …, `-000000005`, … (kazoo#606 and #730,
+/// go-zookeeper PR #65). The i32 is returned reinterpreted as a u32, which
+/// keeps increasing across the wrap. Only the suffix orders contenders
+/// (ZOOKEEPER-2931: sorting whole names gave two holders), and only its
+/// canonical form counts (`lock-12` or `lock-+000000012` are foreign).
+fn sequence_of(node: &str, name: &str) -> Option<u32> {
+    // Ten characters, or eleven for -1000000000 ..= -2147483648.
+    [10, 11].into_iter().find_map(|width| {
+        let split = node.len().checked_sub(width)?;
+        let (head, suffix) = node.split_at_checked(split)?;
+        let n: i32 = suffix.parse().ok()?;
+        (head.ends_with(name) && format!("{n:010}") == suffix).then_some(n as u32)
+    })
 }
 
 /// A lock node of the directory.
 #[derive(Debug)]
 struct Node {
-    seq: u64,
+    /// The sequence suffix as a u32 (see [`sequence_of`]).
+    seq: u32,
     name: String,
     /// Whether it excludes readers (exclusive and write nodes).
     excludes_readers: bool,
@@ -341,5 +348,42 @@ impl Sequential {
                 return Err(LockError::SessionExpired);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequence_suffixes_parse_across_the_i32_wrap() {
+        let seq = |n: &str| sequence_of(n, "lock-");
+        assert_eq!(seq("_c_x-lock-0000000000"), Some(0));
+        assert_eq!(seq("_c_x-lock-2147483647"), Some(i32::MAX as u32));
+        assert_eq!(seq("_c_x-lock--2147483648"), Some(1 << 31));
+        assert_eq!(seq("_c_x-lock--2147483647"), Some((1 << 31) + 1));
+        assert_eq!(seq("_c_x-lock--000000005"), Some(u32::MAX - 4));
+        assert_eq!(seq("_c_x-lock--000000001"), Some(u32::MAX));
+        // Increasing in creation order across the wrap.
+        let names = ["2147483646", "2147483647", "-2147483648", "-2147483647"];
+        let seqs: Vec<_> = names.iter().map(|s| seq(&format!("lock-{s}"))).collect();
+        assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+        // Not ZooKeeper's form, or not after the role name.
+        for foreign in [
+            "lock-12",
+            "lock-+000000012",
+            "lock-2147483648",
+            "lock--0000000005",
+            "x-0000000000",
+            "read-0000000001",
+            "lock-00000000a1",
+        ] {
+            assert_eq!(seq(foreign), None, "{foreign}");
+        }
+        assert_eq!(
+            sequence_of("ab12__rlock__-2147483648", "__rlock__"),
+            Some(1 << 31)
+        );
+        assert_eq!(sequence_of("ab12__rlock__-2147483648", "__lock__"), None);
     }
 }

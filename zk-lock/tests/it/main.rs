@@ -11,3 +11,4 @@ mod profile;
 mod reentrant;
 mod rw;
 mod support;
+mod wrap;
