@@ -68,12 +68,17 @@
 //!   until the counter wraps.
 //!
 //! ## Sharing a lock with other clients
-//! [`Layout::Curator`] (the default) names nodes as Apache Curator and
-//! `zookeeper_client`'s own lock do; [`Layout::Kazoo`]
-//! (`PredecessorLock::with_layout`, `HerdLock::with_layout`) names them
-//! `<uuid hex>__lock__<seq>` as kazoo's `Lock` does, so a Rust and a Python
-//! process can contend for one lock. Both are tested against the other
-//! implementation (kazoo with `--features kazoo`).
+//! [`Layout::Curator`] (the default) names nodes as Apache Curator's
+//! `InterProcessMutex` and `zookeeper_client`'s own lock do; [`Layout::Kazoo`]
+//! (`PredecessorLock::with_layout`, `HerdLock::with_layout`,
+//! `ReadWriteLock::with_layout`, `ReadWriteLock::herd_with_layout`) names
+//! them `<uuid hex>__lock__<seq>` (exclusive and writers) and
+//! `<uuid hex>__rlock__<seq>` (readers) as kazoo's `Lock`, `WriteLock` and
+//! `ReadLock` do, so a Rust and a Python process can contend for one lock.
+//! Both are tested against the other implementation (kazoo with
+//! `--features kazoo`). The read/write lock's default names (`read-`,
+//! `write-`) are this crate's own: Curator's `InterProcessReadWriteLock`
+//! uses `__READ__`/`__WRIT__` and does not share a lock with it.
 //!
 //! ## Differences from `zookeeper_client::Client::lock`
 //! The crate's own [`Client::lock`](zookeeper_client::Client::lock) with

@@ -23,9 +23,17 @@ use crate::sequential::{Form, Layout, Role, Sequential};
 /// failure handling it shares with the exclusive locks.
 ///
 /// # Notable behaviors
-/// Not reentrant, and a read lock is not upgraded: a holder of the read
-/// lock that asks for the write lock waits for itself forever (use
-/// `write_timeout`).
+/// * Node names: [`Layout::Curator`] (the default) gives
+///   `_c_<uuid>-read-<seq>` / `_c_<uuid>-write-<seq>`. This is **not**
+///   wire-compatible with Apache Curator's `InterProcessReadWriteLock`,
+///   which names its nodes `_c_<uuid>-__READ__<seq>` /
+///   `_c_<uuid>-__WRIT__<seq>`: this lock ignores those nodes, so a Rust
+///   and a Java process on one directory do not exclude each other. Share
+///   a read/write lock with kazoo's `ReadLock`/`WriteLock` (and `Lock`)
+///   through [`Layout::Kazoo`] instead.
+/// * Not reentrant, and a read lock is not upgraded: a holder of the read
+///   lock that asks for the write lock waits for itself forever (use
+///   `write_timeout`).
 #[derive(Debug)]
 pub struct ReadWriteLock {
     inner: Sequential,
@@ -50,6 +58,33 @@ impl ReadWriteLock {
     pub fn new_herd(client: zk::Client, dir: &str) -> Result<Self> {
         Ok(ReadWriteLock {
             inner: Sequential::new(client, dir, Form::Herd, true, Layout::Curator)?,
+        })
+    }
+
+    /// The predecessor form with another ecosystem's node names:
+    /// [`Layout::Kazoo`] names readers `<uuid hex>__rlock__<seq>` and
+    /// writers `<uuid hex>__lock__<seq>`, as kazoo's `ReadLock` and
+    /// `WriteLock` do, so Rust and Python readers and writers share one lock
+    /// (kazoo's rules are the same: a reader waits for the last `__lock__`
+    /// node before its own, a writer for the node just before its own; a
+    /// kazoo `Lock` on the directory counts as a writer).
+    ///
+    /// # Notable errors
+    /// * [`LockError::InvalidDir`](crate::LockError::InvalidDir) if `dir` is not an absolute path.
+    pub fn with_layout(client: zk::Client, dir: &str, layout: Layout) -> Result<Self> {
+        Ok(ReadWriteLock {
+            inner: Sequential::new(client, dir, Form::Predecessor, true, layout)?,
+        })
+    }
+
+    /// The herd form with another ecosystem's node names (see
+    /// [`with_layout`](Self::with_layout)).
+    ///
+    /// # Notable errors
+    /// * [`LockError::InvalidDir`](crate::LockError::InvalidDir) if `dir` is not an absolute path.
+    pub fn herd_with_layout(client: zk::Client, dir: &str, layout: Layout) -> Result<Self> {
+        Ok(ReadWriteLock {
+            inner: Sequential::new(client, dir, Form::Herd, true, layout)?,
         })
     }
 

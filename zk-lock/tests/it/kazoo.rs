@@ -1,9 +1,10 @@
-//! Sharing one lock with kazoo's `Lock` (python3 + kazoo, feature `kazoo`).
+//! Sharing one lock with kazoo's `Lock`, `ReadLock` and `WriteLock`
+//! (python3 + kazoo, feature `kazoo`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 
-use zk_lock::{HerdLock, Layout, LockGuard, PredecessorLock, Result};
+use zk_lock::{HerdLock, Layout, LockGuard, PredecessorLock, ReadWriteLock, Result};
 use zk_mock::ZkMock;
 
 use crate::support::*;
@@ -13,7 +14,9 @@ import sys
 from kazoo.client import KazooClient
 zk = KazooClient(hosts=sys.argv[1])
 zk.start()
-lock = zk.Lock(sys.argv[2], "kazoo")
+kind = sys.argv[4] if len(sys.argv) > 4 else "lock"
+make = {"lock": zk.Lock, "read": zk.ReadLock, "write": zk.WriteLock}[kind]
+lock = make(sys.argv[2], "kazoo")
 mode = sys.argv[3]
 if mode == "hold":
     lock.acquire()
@@ -34,8 +37,13 @@ zk.close()
 "#;
 
 fn kazoo(zk: &ZkMock, dir: &str, mode: &str) -> Child {
+    kazoo_as(zk, dir, mode, "lock")
+}
+
+/// kazoo's `Lock` (`kind` "lock"), `ReadLock` ("read") or `WriteLock` ("write").
+fn kazoo_as(zk: &ZkMock, dir: &str, mode: &str, kind: &str) -> Child {
     Command::new("python3")
-        .args(["-c", SCRIPT, &zk.connect_string(), dir, mode])
+        .args(["-c", SCRIPT, &zk.connect_string(), dir, mode, kind])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -133,5 +141,109 @@ async fn kazoo_layout_shares_the_lock_with_kazoo() {
         g.release().await.unwrap();
         assert_eq!(line(&mut waiting).await, "acquired", "herd={herd}");
         exit_ok(waiting).await;
+    }
+}
+
+fn kazoo_rw(herd: bool, c: zookeeper_client::Client, dir: &str) -> ReadWriteLock {
+    if herd {
+        ReadWriteLock::herd_with_layout(c, dir, Layout::Kazoo).unwrap()
+    } else {
+        ReadWriteLock::with_layout(c, dir, Layout::Kazoo).unwrap()
+    }
+}
+
+/// Waits until a session other than `ours` watches something under `dir`.
+async fn kazoo_waits(zk: &ZkMock, dir: &str, ours: i64) {
+    zk.wait_until(PATIENCE, |rec| {
+        rec.watches
+            .iter()
+            .any(|w| w.session != ours && w.path.starts_with(dir))
+    })
+    .await
+    .unwrap();
+}
+
+/// A Rust writer and kazoo readers exclude each other; a Rust reader shares
+/// the lock with kazoo's readers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_writer_excludes_kazoo_readers() {
+    for herd in [false, true] {
+        let zk = ZkMock::start().await;
+        let dir = "/locks/kazoo-rw";
+        let c = client(&zk).await;
+        let ours = kazoo_rw(herd, c.clone(), dir);
+
+        let w = ours.write().await.unwrap();
+        let name = w.path().rsplit('/').next().unwrap().to_string();
+        assert!(
+            name.contains("__lock__") && !name.starts_with("_c_"),
+            "{name}"
+        );
+        let mut probe = kazoo_as(&zk, dir, "try", "read");
+        assert_eq!(line(&mut probe).await, "busy", "herd={herd}");
+        exit_ok(probe).await;
+        let mut waiting = kazoo_as(&zk, dir, "wait", "read");
+        kazoo_waits(&zk, dir, session(&c)).await;
+        w.release().await.unwrap();
+        assert_eq!(line(&mut waiting).await, "acquired", "herd={herd}");
+        exit_ok(waiting).await;
+
+        // Readers share across the two.
+        let r = ours.read().await.unwrap();
+        let name = r.path().rsplit('/').next().unwrap().to_string();
+        assert!(name.contains("__rlock__"), "{name}");
+        let mut probe = kazoo_as(&zk, dir, "try", "read");
+        assert_eq!(line(&mut probe).await, "acquired", "herd={herd}");
+        exit_ok(probe).await;
+        let mut probe = kazoo_as(&zk, dir, "try", "write");
+        assert_eq!(line(&mut probe).await, "busy", "herd={herd}");
+        exit_ok(probe).await;
+        r.release().await.unwrap();
+        assert!(children(&zk, dir).is_empty(), "herd={herd}");
+    }
+}
+
+/// A kazoo writer excludes Rust readers (and a kazoo reader Rust writers);
+/// the waiting Rust side acquires once kazoo releases.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kazoo_writer_excludes_rust_readers() {
+    for herd in [false, true] {
+        let zk = ZkMock::start().await;
+        let dir = "/locks/kazoo-rw";
+        let c = client(&zk).await;
+        let ours = kazoo_rw(herd, c.clone(), dir);
+
+        let mut writer = kazoo_as(&zk, dir, "hold", "write");
+        assert_eq!(line(&mut writer).await, "held");
+        assert!(ours.try_read().await.unwrap().is_none(), "herd={herd}");
+        assert!(ours.try_write().await.unwrap().is_none(), "herd={herd}");
+        let reader = tokio::spawn(async move {
+            let g = ours.read().await.unwrap();
+            (ours, g)
+        });
+        watching(&zk, dir, &[session(&c)]).await;
+        writer.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        let (ours, g) = tokio::time::timeout(PATIENCE, reader)
+            .await
+            .expect("the Rust reader never acquired after kazoo's writer released")
+            .unwrap();
+        exit_ok(writer).await;
+        g.release().await.unwrap();
+
+        let mut reader = kazoo_as(&zk, dir, "hold", "read");
+        assert_eq!(line(&mut reader).await, "held");
+        let shared = ours.try_read().await.unwrap().expect("readers share");
+        shared.release().await.unwrap();
+        assert!(ours.try_write().await.unwrap().is_none(), "herd={herd}");
+        let writer = tokio::spawn(async move { ours.write().await.unwrap() });
+        watching(&zk, dir, &[session(&c)]).await;
+        reader.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        let g = tokio::time::timeout(PATIENCE, writer)
+            .await
+            .expect("the Rust writer never acquired after kazoo's reader released")
+            .unwrap();
+        exit_ok(reader).await;
+        g.release().await.unwrap();
+        assert!(children(&zk, dir).is_empty(), "herd={herd}");
     }
 }
