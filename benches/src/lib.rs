@@ -1,1 +1,548 @@
-//! Benchmarks for zk-mock and zk-lock; see `src/bin/` and `benches/`.
+//! Benchmarks for zk-mock and zk-lock: the shared workloads.
+//!
+//! * `benches/locks.rs` (criterion): notifications per hand-off (a custom
+//!   measurement counted by the server's recorder), hand-off latency and the
+//!   total time for N contenders to each acquire and release once.
+//! * `benches/server.rs` (criterion): op throughput with 1, 16 and 64
+//!   sessions, 1000 sessions connecting at once, one setData fanned out to
+//!   1000 watchers, and the codec alone.
+//! * `src/bin/compare.rs`: the same workloads against zk-mock and a real
+//!   ZooKeeper 3.8 in one run, side by side with their ratio, plus an SVG
+//!   plot of notifications per hand-off against N.
+//! * `benches/startup_latency.rs`: start → first session, and round trips.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use zk_lock::{
+    HerdLock, LockError, LockGuard, NaiveLock, PredecessorLock, ReadWriteLock, ReentrantLock,
+};
+use zk_mock::ZkMock;
+use zookeeper_client as zk;
+
+/// Errors of the workloads.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The Debian package's ZooKeeper jar.
+pub const ZK_JAR: &str = "/usr/share/java/zookeeper-3.8.0.jar";
+
+/// A server to measure.
+#[derive(Debug)]
+pub enum Server {
+    /// The embedded mock.
+    Mock(ZkMock),
+    /// A real ZooKeeper 3.8 JVM.
+    Real(RealZk),
+}
+
+impl Server {
+    /// The embedded mock, recording, with a recorder large enough for the
+    /// biggest experiment.
+    pub async fn mock() -> Result<Server, BoxError> {
+        let zk = ZkMock::builder()
+            .recorder_capacity(4_000_000)
+            .start()
+            .await?;
+        Ok(Server::Mock(zk))
+    }
+
+    /// A real ZooKeeper, if Java and the Debian package are installed.
+    pub async fn real() -> Result<Server, BoxError> {
+        Ok(Server::Real(RealZk::start().await?))
+    }
+
+    /// Where clients connect.
+    pub fn connect_string(&self) -> String {
+        match self {
+            Server::Mock(m) => m.connect_string(),
+            Server::Real(r) => r.addr.to_string(),
+        }
+    }
+
+    /// `mock` or `zookeeper`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Server::Mock(_) => "zk-mock",
+            Server::Real(_) => "zookeeper",
+        }
+    }
+
+    /// The mock, if it is one.
+    pub fn mock_handle(&self) -> Option<&ZkMock> {
+        match self {
+            Server::Mock(m) => Some(m),
+            Server::Real(_) => None,
+        }
+    }
+}
+
+/// A real ZooKeeper 3.8 in a JVM, on a free port, with a fresh data dir;
+/// configured like the mock where it matters for a fair comparison: no
+/// per-IP connection limit, and a listen backlog of 1024 (tokio's).
+#[derive(Debug)]
+pub struct RealZk {
+    child: Child,
+    dir: PathBuf,
+    /// Its client port.
+    pub addr: SocketAddr,
+}
+
+impl RealZk {
+    /// Whether Java and the jar are present.
+    pub fn available() -> bool {
+        Path::new(ZK_JAR).exists()
+            && Command::new("java")
+                .arg("-version")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+    }
+
+    /// Starts it and waits until it answers a session.
+    pub async fn start() -> Result<RealZk, BoxError> {
+        if !RealZk::available() {
+            return Err(format!("java or {ZK_JAR} missing (apt-get install zookeeper)").into());
+        }
+        let port = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
+            .local_addr()?
+            .port();
+        let dir = std::env::temp_dir().join(format!("zk-bench-{}-{port}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("data"))?;
+        let cfg = dir.join("zoo.cfg");
+        std::fs::write(
+            &cfg,
+            format!(
+                "tickTime=2000\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
+                 maxClientCnxns=0\nclientPortListenBacklog=1024\nadmin.enableServer=false\n\
+                 4lw.commands.whitelist=*\n",
+                dir.join("data").display()
+            ),
+        )?;
+        let log = std::fs::File::create(dir.join("zookeeper.log"))?;
+        let classpath = if Path::new("/etc/zookeeper/conf").is_dir() {
+            "/etc/zookeeper/conf:/usr/share/java/*"
+        } else {
+            "/usr/share/java/*"
+        };
+        let child = Command::new("java")
+            .args(["-Xmx2g", "-cp", classpath])
+            .arg("org.apache.zookeeper.server.ZooKeeperServerMain")
+            .arg(&cfg)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()?;
+        let mut zk = RealZk {
+            child,
+            dir,
+            addr: SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let attempt = tokio::time::timeout(
+                Duration::from_millis(500),
+                zk::Client::connect(&zk.addr.to_string()),
+            )
+            .await;
+            if let Ok(Ok(_)) = attempt {
+                return Ok(zk);
+            }
+            if let Some(status) = zk.child.try_wait()? {
+                return Err(format!(
+                    "ZooKeeper exited with {status}; see {}",
+                    zk.dir.join("zookeeper.log").display()
+                )
+                .into());
+            }
+            if Instant::now() > deadline {
+                return Err("ZooKeeper did not accept a session within 60 s".into());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for RealZk {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Connects `n` sessions, `parallel` at a time.
+pub async fn connect_many(cs: &str, n: usize) -> Result<Vec<zk::Client>, BoxError> {
+    let mut out = Vec::with_capacity(n);
+    for chunk in (0..n).collect::<Vec<_>>().chunks(64) {
+        let futs = chunk.iter().map(|_| {
+            zk::Client::connector()
+                .with_session_timeout(Duration::from_secs(30))
+                .connect(cs)
+        });
+        for c in futures::future::join_all(futs).await {
+            out.push(c?);
+        }
+    }
+    Ok(out)
+}
+
+/// The recipes, in the exclusive form each offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recipe {
+    /// `NaiveLock`.
+    Naive,
+    /// `HerdLock`.
+    Herd,
+    /// `PredecessorLock`.
+    Predecessor,
+    /// `ReentrantLock`.
+    Reentrant,
+    /// `ReadWriteLock::new_herd`, writers.
+    RwHerd,
+    /// `ReadWriteLock::new`, writers.
+    RwPredecessor,
+}
+
+impl Recipe {
+    /// Every recipe.
+    pub const ALL: [Recipe; 6] = [
+        Recipe::Naive,
+        Recipe::Herd,
+        Recipe::Predecessor,
+        Recipe::Reentrant,
+        Recipe::RwHerd,
+        Recipe::RwPredecessor,
+    ];
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Recipe::Naive => "naive",
+            Recipe::Herd => "herd",
+            Recipe::Predecessor => "predecessor",
+            Recipe::Reentrant => "reentrant",
+            Recipe::RwHerd => "rw-herd",
+            Recipe::RwPredecessor => "rw-predecessor",
+        }
+    }
+
+    /// Whether a release wakes every waiter.
+    pub fn is_herd(self) -> bool {
+        matches!(self, Recipe::Naive | Recipe::Herd | Recipe::RwHerd)
+    }
+}
+
+#[derive(Debug)]
+enum AnyLock {
+    Naive(NaiveLock),
+    Herd(HerdLock),
+    Predecessor(PredecessorLock),
+    Reentrant(ReentrantLock),
+    Rw(ReadWriteLock),
+}
+
+enum Held {
+    Guard(LockGuard),
+    Reentrant,
+}
+
+impl AnyLock {
+    fn new(r: Recipe, c: zk::Client, dir: &str) -> Result<AnyLock, LockError> {
+        Ok(match r {
+            Recipe::Naive => AnyLock::Naive(NaiveLock::new(c, dir)?),
+            Recipe::Herd => AnyLock::Herd(HerdLock::new(c, dir)?),
+            Recipe::Predecessor => AnyLock::Predecessor(PredecessorLock::new(c, dir)?),
+            Recipe::Reentrant => AnyLock::Reentrant(ReentrantLock::new(c, dir)?),
+            Recipe::RwHerd => AnyLock::Rw(ReadWriteLock::new_herd(c, dir)?),
+            Recipe::RwPredecessor => AnyLock::Rw(ReadWriteLock::new(c, dir)?),
+        })
+    }
+    async fn acquire(&self) -> Result<Held, LockError> {
+        Ok(match self {
+            AnyLock::Naive(l) => Held::Guard(l.acquire().await?),
+            AnyLock::Herd(l) => Held::Guard(l.acquire().await?),
+            AnyLock::Predecessor(l) => Held::Guard(l.acquire().await?),
+            AnyLock::Rw(l) => Held::Guard(l.write().await?),
+            AnyLock::Reentrant(l) => {
+                l.acquire().await?;
+                Held::Reentrant
+            }
+        })
+    }
+    async fn release(&self, h: Held) -> Result<(), LockError> {
+        match (self, h) {
+            (_, Held::Guard(g)) => g.release().await,
+            (AnyLock::Reentrant(l), Held::Reentrant) => l.release().await,
+            _ => Ok(()),
+        }
+    }
+    fn metrics(&self) -> zk_lock::LockMetrics {
+        match self {
+            AnyLock::Naive(l) => l.metrics(),
+            AnyLock::Herd(l) => l.metrics(),
+            AnyLock::Predecessor(l) => l.metrics(),
+            AnyLock::Reentrant(l) => l.metrics(),
+            AnyLock::Rw(l) => l.metrics(),
+        }
+    }
+}
+
+/// How the holders pace the hand-offs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pace {
+    /// Each new holder releases at once: the realistic race, whose
+    /// notification counts depend on timing in the herd forms.
+    Immediate,
+    /// Each new holder first waits until every remaining waiter has its
+    /// watch set again (mock: the server's watch table; ZooKeeper: the
+    /// `wchc` four-letter word), so that every hand-off costs exactly what
+    /// the recipe's design says: the counts are deterministic and comparable.
+    Settled,
+}
+
+/// What one lock experiment measured.
+#[derive(Debug, Clone, Default)]
+pub struct LockRun {
+    /// Contenders.
+    pub n: usize,
+    /// From the first release to the last release (the N−1 hand-offs).
+    pub wall: Duration,
+    /// Each hand-off: the next holder's acquire returning, minus the
+    /// previous holder's release returning.
+    pub handoffs: Vec<Duration>,
+    /// Watch notifications under the lock directory counted by the server
+    /// (mock only), excluding each holder's own node watch.
+    pub server_notifications: Option<u64>,
+    /// Notifications the recipes' instances received.
+    pub client_notifications: u64,
+    /// Children listings the recipes made.
+    pub children_reads: u64,
+}
+
+impl LockRun {
+    /// Notifications per hand-off: the server's count when known, else the clients'.
+    pub fn per_handoff(&self) -> f64 {
+        let total = self
+            .server_notifications
+            .unwrap_or(self.client_notifications);
+        total as f64 / (self.n.saturating_sub(1).max(1)) as f64
+    }
+
+    /// The median hand-off latency.
+    pub fn median_handoff(&self) -> Duration {
+        percentile(&self.handoffs, 0.5)
+    }
+}
+
+/// The p-th percentile (0..=1) of `samples`.
+pub fn percentile(samples: &[Duration], p: f64) -> Duration {
+    if samples.is_empty() {
+        return Duration::ZERO;
+    }
+    let mut v = samples.to_vec();
+    v.sort_unstable();
+    let i = ((v.len() - 1) as f64 * p).round() as usize;
+    v[i.min(v.len() - 1)]
+}
+
+type Settle =
+    Box<dyn Fn(Vec<i64>) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send>;
+
+/// Waits (with `Pace::Settled`) until every session in `rest` watches `dir`.
+fn settle_fn(server: &Server, dir: &str, pace: Pace) -> Settle {
+    if pace == Pace::Immediate {
+        return Box::new(|_| Box::pin(async {}));
+    }
+    let dir = dir.to_string();
+    let probe = match server {
+        Server::Mock(m) => Probe::Mock(m.control()),
+        Server::Real(r) => Probe::Real(r.addr),
+    };
+    Box::new(move |rest: Vec<i64>| {
+        let dir = dir.clone();
+        let probe = probe.clone();
+        Box::pin(async move {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while Instant::now() < deadline {
+                if let Ok(w) = probe.watchers(&dir).await {
+                    if rest.iter().all(|s| w.contains(s)) {
+                        return;
+                    }
+                }
+                tokio::time::sleep(Duration::from_micros(200)).await;
+            }
+        })
+    })
+}
+
+#[derive(Clone)]
+enum Probe {
+    Mock(zk_mock::Control),
+    Real(SocketAddr),
+}
+
+impl Probe {
+    async fn watchers(&self, dir: &str) -> Result<std::collections::HashSet<i64>, BoxError> {
+        match self {
+            Probe::Mock(c) => {
+                let under = |p: &str| p == dir || p.starts_with(&format!("{dir}/"));
+                Ok(c.snapshot()
+                    .sessions
+                    .iter()
+                    .filter(|(_, s)| s.watches.iter().any(|w| under(&w.path)))
+                    .map(|(id, _)| *id)
+                    .collect())
+            }
+            Probe::Real(addr) => wchc(*addr, dir).await,
+        }
+    }
+}
+
+async fn wchc(addr: SocketAddr, dir: &str) -> Result<std::collections::HashSet<i64>, BoxError> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let under = |p: &str| p == dir || p.starts_with(&format!("{dir}/"));
+    let mut sock = tokio::net::TcpStream::connect(addr).await?;
+    sock.write_all(b"wchc").await?;
+    let mut out = String::new();
+    sock.read_to_string(&mut out).await?;
+    let mut found = std::collections::HashSet::new();
+    let mut current = None;
+    for line in out.lines() {
+        if let Some(hex) = line.trim().strip_prefix("0x") {
+            current = u64::from_str_radix(hex.trim(), 16).ok().map(|v| v as i64);
+        } else if under(line.trim()) {
+            if let Some(s) = current {
+                found.insert(s);
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// The lock experiment: `n` contenders on fresh sessions. One takes the
+/// lock; the other n−1 queue behind it (the experiment waits until every
+/// node is in the directory and, on the mock, every waiter's watch is set);
+/// then the holder releases and each contender in turn acquires and
+/// releases at once. Every hand-off is timed.
+pub async fn lock_experiment(
+    server: &Server,
+    recipe: Recipe,
+    n: usize,
+    dir: &str,
+    pace: Pace,
+) -> Result<LockRun, BoxError> {
+    let cs = server.connect_string();
+    let clients = connect_many(&cs, n).await?;
+    let sessions: Vec<i64> = clients.iter().map(|c| c.session_id().0).collect();
+    let locks: Vec<Arc<AnyLock>> = clients
+        .iter()
+        .map(|c| AnyLock::new(recipe, c.clone(), dir).map(Arc::new))
+        .collect::<Result<_, _>>()?;
+    let first = locks[0].acquire().await?;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Instant, Instant)>();
+    let waiting: Arc<std::sync::Mutex<std::collections::HashSet<i64>>> = Arc::new(
+        std::sync::Mutex::new(sessions[1..].iter().copied().collect()),
+    );
+    let server_ref: &Server = server;
+    let mut tasks = Vec::new();
+    for (i, l) in locks.iter().enumerate().skip(1) {
+        let l = l.clone();
+        let tx = tx.clone();
+        let waiting = waiting.clone();
+        let me = sessions[i];
+        let settle = settle_fn(server_ref, dir, pace);
+        tasks.push(tokio::spawn(async move {
+            let held = l.acquire().await?;
+            let acquired = Instant::now();
+            let rest: Vec<i64> = {
+                let mut w = waiting.lock().unwrap_or_else(|e| e.into_inner());
+                w.remove(&me);
+                w.iter().copied().collect()
+            };
+            settle(rest).await;
+            l.release(held).await?;
+            let _ = tx.send((i, acquired, Instant::now()));
+            Ok::<(), LockError>(())
+        }));
+    }
+    drop(tx);
+    // Everyone queued: the n−1 waiters watching.
+    let probe = match server {
+        Server::Mock(m) => Probe::Mock(m.control()),
+        Server::Real(r) => Probe::Real(r.addr),
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let w = probe.watchers(dir).await?;
+        if sessions[1..].iter().all(|s| w.contains(s)) {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(format!("{n} contenders did not queue within 120 s").into());
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let release_after = server.mock_handle().map(|m| {
+        // Only the hand-offs go into the recording (and it stays small).
+        m.clear_recording();
+        m.last_zxid()
+    });
+    let start = Instant::now();
+    locks[0].release(first).await?;
+    let mut events = vec![(0usize, start, Instant::now())];
+    while let Some(e) = rx.recv().await {
+        events.push(e);
+    }
+    for t in tasks {
+        t.await??;
+    }
+    let wall = start.elapsed();
+    events.sort_by_key(|e| e.1);
+    let handoffs = events
+        .windows(2)
+        .map(|w| w[1].1.saturating_duration_since(w[0].2))
+        .collect();
+    // Notifications caused by the deletions of lock nodes, to sessions other
+    // than the deleter's (each holder's own node watch fires to itself).
+    let server_notifications = match (server.mock_handle(), release_after) {
+        (Some(m), Some(after)) => {
+            let deleters: std::collections::HashMap<i64, i64> = m
+                .changes()
+                .iter()
+                .filter(|c| c.zxid > after && c.path.starts_with(dir))
+                .filter(|c| c.kind == zk_mock::record::ChangeKind::Deleted)
+                .map(|c| (c.zxid, c.session))
+                .collect();
+            Some(
+                m.notifications()
+                    .iter()
+                    .filter(|x| deleters.get(&x.zxid).is_some_and(|s| *s != x.session))
+                    .count() as u64,
+            )
+        }
+        _ => None,
+    };
+    let (mut client_notifications, mut children_reads) = (0, 0);
+    for l in &locks {
+        let m = l.metrics();
+        client_notifications += m.notifications;
+        children_reads += m.children_reads;
+    }
+    drop(locks);
+    for c in clients {
+        drop(c);
+    }
+    Ok(LockRun {
+        n,
+        wall,
+        handoffs,
+        server_notifications,
+        client_notifications,
+        children_reads,
+    })
+}
