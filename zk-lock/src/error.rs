@@ -10,7 +10,8 @@ use zookeeper_client as zk;
 #[non_exhaustive]
 pub enum LockError {
     /// A ZooKeeper call failed with an error the recipe does not handle
-    /// itself (ConnectionLoss is retried, never surfaced).
+    /// itself (ConnectionLoss, and the client's error for a connection it
+    /// dropped, are retried, never surfaced).
     #[error("zookeeper: {0}")]
     Zk(#[from] zk::Error),
     /// [`acquire_timeout`](crate::PredecessorLock::acquire_timeout) gave up;

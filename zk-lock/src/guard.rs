@@ -1,4 +1,5 @@
-//! [`LockGuard`]: a held lock, its fencing token, its "lost" signal, and its release.
+//! [`LockGuard`]: a held lock, its fencing token, its state (held,
+//! suspended, lost), and its release.
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -6,6 +7,26 @@ use zookeeper_client as zk;
 
 use crate::error::Result;
 use crate::node::{self, Owned};
+
+/// What the holder of a [`LockGuard`] can know about its lock.
+///
+/// `Held` and `Suspended` alternate as the client loses and regains its
+/// connection; `Lost` is final. This is Curator's `ConnectionState`
+/// advice (SUSPENDED: stop acting as the holder until RECONNECTED or
+/// LOST; apache/curator#985, CURATOR-465) as a value the holder can watch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GuardState {
+    /// Connected, and the lock node is this guard's.
+    Held,
+    /// The client is disconnected: the session may be alive (the node and
+    /// the lock with it) or expiring, and the holder cannot tell which.
+    /// Back to `Held` once the client reconnects within the session and
+    /// finds the node still there; `Lost` otherwise.
+    Suspended,
+    /// The lock is gone: the session expired or was closed, or the node was
+    /// deleted by someone else.
+    Lost,
+}
 
 /// A held lock.
 ///
@@ -19,6 +40,10 @@ use crate::node::{self, Owned};
 ///   but [`release`](Self::release), or the session expires or is closed.
 ///   This is one server-side watch per holder; when the holder deletes its
 ///   node, any notification of it goes to the holder itself, never to a waiter.
+/// * The same task follows the client's session state: [`state`](Self::state)
+///   turns [`GuardState::Suspended`] when the client is disconnected and
+///   back to [`GuardState::Held`] when it has reconnected to the same session
+///   and read the node back (one getData, without a watch).
 /// * Dropping the guard without `release` deletes the node from a spawned
 ///   task (best effort: needs a Tokio runtime); call `release` to know when
 ///   the lock is free.
@@ -27,18 +52,25 @@ pub struct LockGuard {
     client: zk::Client,
     node: Owned,
     lost: watch::Receiver<bool>,
+    state: watch::Receiver<GuardState>,
     task: JoinHandle<()>,
     released: bool,
 }
 
 impl LockGuard {
     pub(crate) fn new(client: zk::Client, node: Owned) -> LockGuard {
-        let (tx, lost) = watch::channel(false);
-        let task = tokio::spawn(watch_node(client.clone(), node.clone(), tx));
+        let (lost_tx, lost) = watch::channel(false);
+        let (state_tx, state) = watch::channel(GuardState::Held);
+        let signals = Signals {
+            lost: lost_tx,
+            state: state_tx,
+        };
+        let task = tokio::spawn(watch_node(client.clone(), node.clone(), signals));
         LockGuard {
             client,
             node,
             lost,
+            state,
             task,
             released: false,
         }
@@ -58,6 +90,14 @@ impl LockGuard {
     /// `changed()` or use [`LockGuard::lost_signal`].
     pub fn lost(&self) -> watch::Receiver<bool> {
         self.lost.clone()
+    }
+
+    /// A receiver of the lock's [`GuardState`]: `Held`, `Suspended` while
+    /// the client is disconnected, and finally `Lost`. Select on
+    /// `changed()`, or `wait_for` a state. [`lost`](Self::lost) turns `true`
+    /// exactly when this turns `Lost`.
+    pub fn state(&self) -> watch::Receiver<GuardState> {
+        self.state.clone()
     }
 
     /// Whether the loss of the lock has been observed.
@@ -111,23 +151,117 @@ impl Drop for LockGuard {
     }
 }
 
-async fn watch_node(client: zk::Client, node: Owned, tx: watch::Sender<bool>) {
+/// The guard task's two outputs; `Lost` is sent on both when it ends.
+struct Signals {
+    lost: watch::Sender<bool>,
+    state: watch::Sender<GuardState>,
+}
+
+impl Signals {
+    fn set(&self, to: GuardState) {
+        self.state
+            .send_if_modified(|s| std::mem::replace(s, to) != to);
+    }
+}
+
+/// What a session state means for a held lock.
+enum Session {
+    Connected,
+    Disconnected,
+    Ended,
+}
+
+fn session(state: zk::SessionState) -> Session {
+    match state {
+        zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => Session::Connected,
+        zk::SessionState::Disconnected => Session::Disconnected,
+        _ => Session::Ended,
+    }
+}
+
+/// Runs `op` (a request) while following the session state: `Suspended`
+/// on disconnection. `None` if the session ended first.
+async fn following<T>(
+    op: impl std::future::Future<Output = T>,
+    states: &mut zk::StateWatcher,
+    signals: &Signals,
+) -> Option<T> {
+    tokio::pin!(op);
     loop {
-        match client.get_and_watch_data(&node.path).await {
-            Ok((_, stat, _)) if stat.czxid != node.czxid => break,
-            Ok((_, _, watcher)) => {
-                let event = watcher.changed().await;
-                match event.event_type {
-                    zk::EventType::NodeDeleted => break,
-                    zk::EventType::Session if event.session_state.is_terminated() => break,
-                    _ => {}
-                }
-            }
-            Err(zk::Error::ConnectionLoss) if !client.state().is_terminated() => {
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-            }
-            Err(_) => break,
+        tokio::select! {
+            // A reply received before a disconnection wins over it.
+            biased;
+            out = &mut op => return Some(out),
+            state = states.changed() => match session(state) {
+                Session::Ended => return None,
+                Session::Disconnected => signals.set(GuardState::Suspended),
+                // The request's reply will tell.
+                Session::Connected => {}
+            },
         }
     }
-    let _ = tx.send(true);
+}
+
+/// After a reply that shows the node is still ours: `Held`, unless the
+/// client has been disconnected since.
+fn confirmed(client: &zk::Client, signals: &Signals) {
+    if matches!(session(client.state()), Session::Connected) {
+        signals.set(GuardState::Held);
+    }
+}
+
+/// Follows the node (a getData watch) and the session state until the
+/// lock is lost or the guard is released (the task is aborted then).
+async fn watch_node(client: zk::Client, node: Owned, signals: Signals) {
+    let mut states = client.state_watcher();
+    if !matches!(session(states.state()), Session::Connected) {
+        signals.set(GuardState::Suspended);
+    }
+    'watch: loop {
+        let arm = client.get_and_watch_data(&node.path);
+        let Some(reply) = following(arm, &mut states, &signals).await else {
+            break;
+        };
+        let watcher = match reply {
+            Ok((_, stat, _)) if stat.czxid != node.czxid => break,
+            Ok((_, _, watcher)) => watcher,
+            Err(err) if node::connection_lost(&err) && !client.state().is_terminated() => {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                continue;
+            }
+            Err(_) => break,
+        };
+        confirmed(&client, &signals);
+        let event = watcher.changed();
+        tokio::pin!(event);
+        loop {
+            tokio::select! {
+                biased;
+                event = &mut event => match event.event_type {
+                    zk::EventType::NodeDeleted => break 'watch,
+                    zk::EventType::Session if event.session_state.is_terminated() => break 'watch,
+                    // Data changed: re-arm.
+                    _ => continue 'watch,
+                },
+                state = states.changed() => match session(state) {
+                    Session::Ended => break 'watch,
+                    Session::Disconnected => signals.set(GuardState::Suspended),
+                    Session::Connected => {
+                        // Same session, but was the node deleted meanwhile?
+                        let check = client.get_data(&node.path);
+                        match following(check, &mut states, &signals).await {
+                            Some(Ok((_, stat))) if stat.czxid == node.czxid => {
+                                confirmed(&client, &signals);
+                            }
+                            // Cut again: a later state change or the re-armed watch tells.
+                            Some(Err(err)) if node::connection_lost(&err) => continue 'watch,
+                            _ => break 'watch,
+                        }
+                    }
+                },
+            }
+        }
+    }
+    signals.set(GuardState::Lost);
+    let _ = signals.lost.send(true);
 }

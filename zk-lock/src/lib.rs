@@ -16,9 +16,10 @@
 //! Every exclusive recipe offers `acquire()`, `try_acquire()` and
 //! `acquire_timeout(d)` (the read/write lock: `read`/`try_read`/`read_timeout`
 //! and `write`/`try_write`/`write_timeout`), and each hands out a [`LockGuard`] with an explicit
-//! async [`release`](LockGuard::release), a [`lost`](LockGuard::lost)
-//! signal and a [`fencing_token`](LockGuard::fencing_token) (the lock
-//! node's czxid). [`LockMetrics`] counts, per recipe instance, the watch
+//! async [`release`](LockGuard::release), a [`state`](LockGuard::state)
+//! ([`GuardState`]: held, suspended while the client is disconnected, lost),
+//! a [`lost`](LockGuard::lost) signal and a
+//! [`fencing_token`](LockGuard::fencing_token) (the lock node's czxid). [`LockMetrics`] counts, per recipe instance, the watch
 //! notifications received, the children re-reads and the time spent waiting.
 //!
 //! The guard-based locks are not reentrant: acquiring again through the
@@ -37,7 +38,12 @@
 //! * Every holder keeps one getData watch on its own node (the lost signal).
 //!
 //! ## Failure handling
-//! * **ConnectionLoss** on any read is retried after the client reconnects.
+//! * **ConnectionLoss** on any call is retried after the client reconnects.
+//!   So is the error zookeeper-client 0.11 gives every request in flight
+//!   when it drops a connection itself (`Error::Custom`, "no response from
+//!   connection in …ms" after replies stop for 2/5 of the session timeout,
+//!   or an I/O error): like ConnectionLoss, the request may or may not have
+//!   been applied.
 //! * **Lost create reply**: sequential nodes carry a per-acquisition
 //!   protected prefix (`_c_<uuid>-`, as Curator does); after ConnectionLoss
 //!   the recipe lists the directory, and a child with its prefix *whose
@@ -48,6 +54,13 @@
 //! * **Lost delete reply**: release retries until the node is provably
 //!   gone: NoNode, or a node at that path with another czxid (never
 //!   deleting another contender's node).
+//! * **Disconnection** (Curator's SUSPENDED, CURATOR-465): while the
+//!   client is disconnected the holder cannot know whether its session, and
+//!   the lock, still live. The guard's [`state`](LockGuard::state) is then
+//!   [`GuardState::Suspended`]; it returns to `Held` once the client has
+//!   reconnected to the same session and read the node back, or becomes
+//!   `Lost`. A holder that must never overlap with the next one stops
+//!   using the resource while suspended (and passes the fencing token).
 //! * **Session expiry**: the guard's lost signal fires (the getData watch
 //!   on its own node reports NodeDeleted or the Expired session state);
 //!   waiters behind it are woken by the deletion of its ephemeral node.
@@ -130,7 +143,7 @@ mod rwlock;
 mod sequential;
 
 pub use error::{LockError, Result};
-pub use guard::LockGuard;
+pub use guard::{GuardState, LockGuard};
 pub use herd::HerdLock;
 pub use metrics::LockMetrics;
 pub use naive::NaiveLock;

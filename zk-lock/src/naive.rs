@@ -16,7 +16,7 @@ use zookeeper_client as zk;
 use crate::error::{LockError, Result};
 use crate::guard::LockGuard;
 use crate::metrics::{Counters, LockMetrics};
-use crate::node::{find_by_data, retry, Owned, Pending, Target};
+use crate::node::{connection_lost, find_by_data, retry, Owned, Pending, Target};
 use crate::sequential::{contender_id, ensure_dir, validate_dir};
 
 /// See the [crate docs](crate) for costs and failure handling.
@@ -140,7 +140,7 @@ impl NaiveLock {
                     return Ok(true);
                 }
                 Err(zk::Error::NoNode) => ensure_dir(client, &self.dir).await?,
-                Err(zk::Error::ConnectionLoss) => {
+                Err(err) if connection_lost(&err) => {
                     if client.state().is_terminated() {
                         return Err(LockError::SessionExpired);
                     }

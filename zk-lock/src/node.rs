@@ -11,7 +11,18 @@ use crate::error::{LockError, Result};
 /// reconnects on its own meanwhile.
 const RETRY_PAUSE: Duration = Duration::from_millis(10);
 
-/// Runs `op` until it fails with something other than ConnectionLoss.
+/// Whether `err` says the connection failed under a request, which may or
+/// may not have been applied: ConnectionLoss, or the error that ended the
+/// connection, which zookeeper-client 0.11 hands to every request in flight
+/// as `Error::Custom` ("no response from connection in …ms" when replies
+/// stop for 2/5 of the session timeout, or an I/O error). The client
+/// reconnects to the same session afterwards, as after ConnectionLoss.
+pub(crate) fn connection_lost(err: &zk::Error) -> bool {
+    matches!(err, zk::Error::ConnectionLoss | zk::Error::Custom(_))
+}
+
+/// Runs `op` until it fails with something other than a lost connection
+/// ([`connection_lost`]).
 ///
 /// Gives up with SessionExpired once the session is terminated.
 pub(crate) async fn retry<T, F, Fut>(client: &zk::Client, mut op: F) -> Result<T, zk::Error>
@@ -21,7 +32,7 @@ where
 {
     loop {
         match op().await {
-            Err(zk::Error::ConnectionLoss) => {
+            Err(err) if connection_lost(&err) => {
                 if client.state().is_terminated() {
                     return Err(zk::Error::SessionExpired);
                 }
@@ -48,7 +59,7 @@ pub(crate) async fn delete_until_gone(client: &zk::Client, node: &Owned) -> Resu
             Ok(()) | Err(zk::Error::NoNode) => return Ok(()),
             // Ephemerals go with the session: nothing left to delete.
             Err(zk::Error::SessionExpired) => return Ok(()),
-            Err(zk::Error::ConnectionLoss) => {}
+            Err(err) if connection_lost(&err) => {}
             Err(err) => return Err(LockError::Zk(err)),
         }
         // The delete may or may not have been applied: look before deleting

@@ -7,7 +7,7 @@ use tokio::sync::{watch, Mutex};
 use zookeeper_client as zk;
 
 use crate::error::{LockError, Result};
-use crate::guard::LockGuard;
+use crate::guard::{GuardState, LockGuard};
 use crate::metrics::LockMetrics;
 use crate::predecessor::PredecessorLock;
 
@@ -129,5 +129,10 @@ impl ReentrantLock {
     /// The lost signal of the current hold, if held (see [`LockGuard::lost`]).
     pub async fn lost(&self) -> Option<watch::Receiver<bool>> {
         self.held.lock().await.as_ref().map(|h| h.guard.lost())
+    }
+
+    /// The state of the current hold, if held (see [`LockGuard::state`]).
+    pub async fn state(&self) -> Option<watch::Receiver<GuardState>> {
+        self.held.lock().await.as_ref().map(|h| h.guard.state())
     }
 }

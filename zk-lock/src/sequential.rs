@@ -10,7 +10,7 @@ use zookeeper_client as zk;
 use crate::error::{LockError, Result};
 use crate::guard::LockGuard;
 use crate::metrics::{Counters, LockMetrics};
-use crate::node::{find_protected, retry, Owned, Pending, Target};
+use crate::node::{connection_lost, find_protected, retry, Owned, Pending, Target};
 
 /// What a contender asks for; its name goes into its node's name:
 /// `_c_<uuid>-lock-0000000042` (Curator's `InterProcessMutex` and
@@ -244,7 +244,7 @@ impl Sequential {
                     return Ok(node);
                 }
                 Err(zk::Error::NoNode) => ensure_dir(&self.client, &self.dir).await?,
-                Err(zk::Error::ConnectionLoss) => {
+                Err(err) if connection_lost(&err) => {
                     if self.client.state().is_terminated() {
                         return Err(LockError::SessionExpired);
                     }

@@ -1,9 +1,11 @@
 //! Lost replies on the lock's create and on the release's delete.
 
+use std::time::Duration;
+
 use zk_mock::fault::Rule;
 use zk_mock::proto::OpCode;
 use zk_mock::ZkMock;
-use zookeeper_client::{Acls, CreateMode};
+use zookeeper_client::{Acls, Client, CreateMode};
 
 use crate::support::*;
 
@@ -249,6 +251,57 @@ async fn a_cancelled_acquire_deletes_its_node() {
         .await
         .unwrap_or_else(|e| panic!("{kind:?}: cancelled contender's node left\n{e}"));
         guard.release().await.unwrap();
+        no_watches_left(&zk).await;
+    }
+}
+
+/// A create whose reply is held past 2/5 of the session timeout: the
+/// client gives up on the connection and fails the create with its own
+/// "no response from connection" error (not ConnectionLoss), then
+/// reconnects to the same session. The node was created; the recipe must
+/// find it as after a lost reply, not fail or leave it behind.
+#[tokio::test]
+async fn a_create_reply_held_past_the_client_timeout_is_treated_as_lost() {
+    for kind in ALL {
+        let zk = ZkMock::builder().tick_time(100).start().await.unwrap();
+        let dir = "/locks/slow-create";
+        let a = Client::connector()
+            .with_session_timeout(Duration::from_secs(2))
+            .connect(&zk.connect_string())
+            .await
+            .unwrap();
+        let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
+        a.mkdir(dir, &persistent).await.unwrap();
+        let rule = zk.rule(
+            Rule::new()
+                .op(OpCode::Create2)
+                .path_prefix(&format!("{dir}/"))
+                .nth(1)
+                .delay(Duration::from_millis(1500)),
+        );
+        let lock = AnyLock::new(kind, a.clone(), dir);
+        let guard = lock.acquire().await.expect("acquire through a held reply");
+        assert_eq!(rule.fired(), 1, "{kind:?}");
+        drop(rule);
+        assert_eq!(
+            children(&zk, dir),
+            vec![guard.path().to_string()],
+            "{kind:?}"
+        );
+        let created = zk.requests().op(OpCode::Create2).under(&format!("{dir}/"));
+        assert_eq!(
+            created.iter().filter(|r| r.err == 0).count(),
+            1,
+            "{kind:?}: a second node\n{}",
+            zk.recorded()
+        );
+        assert_eq!(
+            zk.session_ids(),
+            vec![session(&a)],
+            "{kind:?}: same session"
+        );
+        guard.release().await.unwrap();
+        assert!(children(&zk, dir).is_empty(), "{kind:?}");
         no_watches_left(&zk).await;
     }
 }

@@ -11,4 +11,5 @@ mod profile;
 mod reentrant;
 mod rw;
 mod support;
+mod suspend;
 mod wrap;
