@@ -546,3 +546,198 @@ pub async fn lock_experiment(
         children_reads,
     })
 }
+
+/// A single-node operation measured by the server benchmarks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// create of a new persistent node with 100 bytes.
+    Create,
+    /// getData of a 100-byte node.
+    GetData,
+    /// setData of 100 bytes.
+    SetData,
+    /// exists of an existing node.
+    Exists,
+    /// getChildren of a node with 10 children.
+    GetChildren,
+    /// delete of an existing childless node.
+    Delete,
+}
+
+impl Op {
+    /// Every op.
+    pub const ALL: [Op; 6] = [
+        Op::Create,
+        Op::GetData,
+        Op::SetData,
+        Op::Exists,
+        Op::GetChildren,
+        Op::Delete,
+    ];
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Create => "create",
+            Op::GetData => "getData",
+            Op::SetData => "setData",
+            Op::Exists => "exists",
+            Op::GetChildren => "getChildren",
+            Op::Delete => "delete",
+        }
+    }
+
+    /// Whether it writes (a transaction).
+    pub fn is_write(self) -> bool {
+        matches!(self, Op::Create | Op::SetData | Op::Delete)
+    }
+}
+
+/// Throughput and latencies of one op workload.
+#[derive(Debug, Clone, Default)]
+pub struct OpRun {
+    /// Ops completed.
+    pub ops: usize,
+    /// Wall time for all of them.
+    pub wall: Duration,
+    /// Each op's latency.
+    pub latencies: Vec<Duration>,
+}
+
+impl OpRun {
+    /// Ops per second.
+    pub fn throughput(&self) -> f64 {
+        self.ops as f64 / self.wall.as_secs_f64().max(1e-9)
+    }
+}
+
+static OP_RUN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Runs `per_session` ops of one kind on each of `clients` (closed loop: one
+/// op outstanding per session, all sessions at once).
+pub async fn op_workload(
+    clients: &[zk::Client],
+    op: Op,
+    per_session: usize,
+) -> Result<OpRun, BoxError> {
+    let run = OP_RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let root = format!("/bench-ops-{}-{run}", std::process::id());
+    let c0 = &clients[0];
+    let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    let data = vec![7u8; 100];
+    c0.create(&root, &data, &persistent).await?;
+    for i in 0..10 {
+        c0.create(&format!("{root}/child-{i}"), b"", &persistent)
+            .await?;
+    }
+    // Nodes to delete, made beforehand (not timed).
+    if op == Op::Delete {
+        for (s, c) in clients.iter().enumerate() {
+            let dir = format!("{root}/s{s}");
+            c.create(&dir, b"", &persistent).await?;
+            let futs = (0..per_session).map(|i| {
+                let path = format!("{dir}/d{i}");
+                let persistent = persistent.clone();
+                async move { c.create(&path, b"", &persistent).await.map(|_| ()) }
+            });
+            for r in futures::future::join_all(futs).await {
+                r?;
+            }
+        }
+    } else if op == Op::Create {
+        for s in 0..clients.len() {
+            c0.create(&format!("{root}/s{s}"), b"", &persistent).await?;
+        }
+    }
+    let start = Instant::now();
+    let tasks = clients.iter().enumerate().map(|(s, c)| {
+        let root = root.clone();
+        let data = data.clone();
+        let persistent = persistent.clone();
+        async move {
+            let mut lat = Vec::with_capacity(per_session);
+            for i in 0..per_session {
+                let t = Instant::now();
+                match op {
+                    Op::Create => {
+                        c.create(&format!("{root}/s{s}/c{i}"), &data, &persistent)
+                            .await?;
+                    }
+                    Op::GetData => {
+                        c.get_data(&root).await?;
+                    }
+                    Op::SetData => {
+                        c.set_data(&root, &data, None).await?;
+                    }
+                    Op::Exists => {
+                        c.check_stat(&root).await?;
+                    }
+                    Op::GetChildren => {
+                        c.list_children(&root).await?;
+                    }
+                    Op::Delete => {
+                        c.delete(&format!("{root}/s{s}/d{i}"), None).await?;
+                    }
+                }
+                lat.push(t.elapsed());
+            }
+            Ok::<_, zk::Error>(lat)
+        }
+    });
+    let mut latencies = Vec::with_capacity(clients.len() * per_session);
+    for r in futures::future::join_all(tasks).await {
+        latencies.extend(r?);
+    }
+    let wall = start.elapsed();
+    Ok(OpRun {
+        ops: latencies.len(),
+        wall,
+        latencies,
+    })
+}
+
+/// Connects `n` sessions all at once; returns the time until the last is
+/// connected, and the clients.
+pub async fn connect_storm(cs: &str, n: usize) -> Result<(Duration, Vec<zk::Client>), BoxError> {
+    let start = Instant::now();
+    let futs = (0..n).map(|_| {
+        zk::Client::connector()
+            .with_session_timeout(Duration::from_secs(30))
+            .connect(cs)
+    });
+    let mut clients = Vec::with_capacity(n);
+    for c in futures::future::join_all(futs).await {
+        clients.push(c?);
+    }
+    Ok((start.elapsed(), clients))
+}
+
+/// One setData on a node that `watchers` sessions watch (getData watches):
+/// the time from sending the setData until every watcher has its
+/// notification.
+pub async fn fanout(watchers: &[zk::Client], writer: &zk::Client) -> Result<Duration, BoxError> {
+    let run = OP_RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = format!("/bench-fanout-{}-{run}", std::process::id());
+    let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    writer.create(&path, b"", &persistent).await?;
+    let futs = watchers.iter().map(|c| c.get_and_watch_data(&path));
+    let mut ws = Vec::with_capacity(watchers.len());
+    for r in futures::future::join_all(futs).await {
+        ws.push(r?.2);
+    }
+    let start = Instant::now();
+    let (set, events) = tokio::join!(
+        writer.set_data(&path, b"x", None),
+        futures::future::join_all(ws.into_iter().map(|w| w.changed()))
+    );
+    set?;
+    let elapsed = start.elapsed();
+    if events
+        .iter()
+        .any(|e| e.event_type != zk::EventType::NodeDataChanged)
+    {
+        return Err("a watcher got something else than NodeDataChanged".into());
+    }
+    writer.delete(&path, None).await?;
+    Ok(elapsed)
+}
