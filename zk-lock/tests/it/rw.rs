@@ -1,9 +1,12 @@
-//! The read/write lock: sharing, exclusion, and its notification profile.
+//! The read/write lock: sharing, exclusion, its notification profile, and
+//! the reader's side of the faults (lost replies, expiry, timeout).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
-use zk_lock::ReadWriteLock;
+use zk_lock::{GuardState, LockError, ReadWriteLock};
+use zk_mock::fault::Rule;
 use zk_mock::proto::OpCode;
 use zk_mock::ZkMock;
 use zookeeper_client::{Acls, Client, CreateMode};
@@ -183,4 +186,176 @@ async fn predecessor_writer_release_wakes_only_the_readers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn herd_writer_release_wakes_every_waiter() {
     assert_eq!(writer_release(true).await, 4);
+}
+
+/// The reader's create is applied but its reply lost: the reader finds its
+/// node by its protected prefix, so no orphan and no phantom reader.
+#[tokio::test]
+async fn a_readers_lost_create_reply_leaves_no_orphan_and_no_phantom() {
+    for herd in [false, true] {
+        let zk = ZkMock::start().await;
+        let dir = "/locks/rw-lost-create";
+        let (a, b) = (client(&zk).await, client(&zk).await);
+        let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
+        a.mkdir(dir, &persistent).await.unwrap();
+        let (reader, writer) = (rw(herd, a.clone(), dir), rw(herd, b, dir));
+        let rule = zk.rule(
+            Rule::new()
+                .op(OpCode::Create2)
+                .path_prefix(&format!("{dir}/"))
+                .nth(1)
+                .lose_reply(),
+        );
+        let g = reader.read().await.expect("read through a lost reply");
+        assert_eq!(rule.fired(), 1, "herd={herd}");
+        drop(rule);
+        assert_eq!(
+            children(&zk, dir),
+            vec![g.path().to_string()],
+            "herd={herd}"
+        );
+        assert!(g.path().contains("-read-"), "{}", g.path());
+        let created = zk.requests().op(OpCode::Create2).under(&format!("{dir}/"));
+        assert_eq!(
+            created.iter().filter(|r| r.err == 0).count(),
+            1,
+            "herd={herd}"
+        );
+        let node = &zk.snapshot().tree[g.path()];
+        assert_eq!(node.stat.ephemeral_owner, session(&a), "herd={herd}");
+        assert_eq!(node.stat.czxid, g.fencing_token(), "herd={herd}");
+        // No phantom: the read lock really is held.
+        assert!(writer.try_write().await.unwrap().is_none(), "herd={herd}");
+        // And its release, through a lost delete reply too, frees it.
+        let lose_delete = zk.rule(
+            Rule::new()
+                .op(OpCode::Delete)
+                .path(g.path())
+                .nth(1)
+                .lose_reply(),
+        );
+        g.release().await.unwrap();
+        assert_eq!(lose_delete.fired(), 1, "herd={herd}");
+        assert!(children(&zk, dir).is_empty(), "herd={herd}: orphan left");
+        let w = writer
+            .try_write()
+            .await
+            .unwrap()
+            .expect("free after release");
+        w.release().await.unwrap();
+        no_watches_left(&zk).await;
+    }
+}
+
+/// A reader queued behind a writer loses its session: it returns
+/// SessionExpired and leaves nothing behind; the writer holds on.
+#[tokio::test]
+async fn a_waiting_readers_expiry_returns_session_expired_and_leaves_no_node() {
+    for herd in [false, true] {
+        let zk = ZkMock::start().await;
+        let dir = "/locks/rw-reader-expiry";
+        let (a, b) = (client(&zk).await, client(&zk).await);
+        let w = rw(herd, b.clone(), dir).write().await.unwrap();
+        let a_session = session(&a);
+        let reader = tokio::spawn(async move { rw(herd, a, dir).read().await.map(|_| ()) });
+        watching(&zk, dir, &[a_session]).await;
+        assert_eq!(children(&zk, dir).len(), 2, "herd={herd}");
+        assert!(zk.expire_session(a_session));
+        let result = tokio::time::timeout(PATIENCE, reader)
+            .await
+            .unwrap_or_else(|_| panic!("herd={herd}: the reader never returned"))
+            .unwrap();
+        assert_eq!(result, Err(LockError::SessionExpired), "herd={herd}");
+        assert_eq!(
+            children(&zk, dir),
+            vec![w.path().to_string()],
+            "herd={herd}"
+        );
+        assert!(!w.is_lost(), "herd={herd}");
+        w.release().await.unwrap();
+        no_watches_left(&zk).await;
+    }
+}
+
+/// A reader holds and a writer waits; the reader's session expires. The
+/// writer takes over with a larger fencing token, and the reader's guard
+/// reports the loss.
+#[tokio::test]
+async fn a_holding_readers_expiry_hands_the_lock_to_the_queued_writer() {
+    for herd in [false, true] {
+        let zk = ZkMock::start().await;
+        let dir = "/locks/rw-reader-holder-expiry";
+        let (a, b) = (client(&zk).await, client(&zk).await);
+        let r = rw(herd, a.clone(), dir).read().await.unwrap();
+        let mut state = r.state();
+        let b_session = session(&b);
+        let writer = tokio::spawn(async move {
+            let lock = rw(herd, b, dir);
+            let g = lock.write().await.unwrap();
+            (lock, g)
+        });
+        watching(&zk, dir, &[b_session]).await;
+        assert!(zk.expire_session(session(&a)));
+        tokio::time::timeout(PATIENCE, r.lost_signal())
+            .await
+            .unwrap_or_else(|_| panic!("herd={herd}: the reader never learned of the loss"));
+        assert_eq!(*state.borrow_and_update(), GuardState::Lost, "herd={herd}");
+        let (_lock, w) = tokio::time::timeout(PATIENCE, writer)
+            .await
+            .unwrap_or_else(|_| panic!("herd={herd}: the writer was left behind"))
+            .unwrap();
+        assert!(w.fencing_token() > r.fencing_token(), "herd={herd}");
+        r.release().await.unwrap();
+        assert_eq!(
+            children(&zk, dir),
+            vec![w.path().to_string()],
+            "herd={herd}"
+        );
+        w.release().await.unwrap();
+        no_watches_left(&zk).await;
+    }
+}
+
+#[tokio::test]
+async fn read_timeout_deletes_the_readers_node() {
+    for herd in [false, true] {
+        let zk = ZkMock::start().await;
+        let dir = "/locks/rw-read-timeout";
+        let (a, b) = (client(&zk).await, client(&zk).await);
+        let w = rw(herd, b, dir).write().await.unwrap();
+        let reader = rw(herd, a, dir);
+        let err = reader
+            .read_timeout(Duration::from_millis(50))
+            .await
+            .unwrap_err();
+        assert_eq!(err, LockError::Timeout, "herd={herd}");
+        assert_eq!(
+            children(&zk, dir),
+            vec![w.path().to_string()],
+            "herd={herd}"
+        );
+        assert!(reader.try_read().await.unwrap().is_none(), "herd={herd}");
+        assert_eq!(
+            children(&zk, dir),
+            vec![w.path().to_string()],
+            "herd={herd}"
+        );
+        // The reader's nodes were created and deleted, none left.
+        let reads = zk
+            .requests()
+            .op(OpCode::Create2)
+            .under(&format!("{dir}/"))
+            .iter()
+            .filter(|r| r.err == 0)
+            .count();
+        assert_eq!(reads, 3, "herd={herd}: the writer's and two readers'");
+        w.release().await.unwrap();
+        let r = reader
+            .try_read()
+            .await
+            .unwrap()
+            .expect("free after the writer");
+        r.release().await.unwrap();
+        no_watches_left(&zk).await;
+    }
 }
