@@ -51,6 +51,19 @@
 //!   so no orphan node and no second node. The naive lock stores a
 //!   per-acquisition id as the node's data and, on NodeExists after a
 //!   ConnectionLoss, reads the node back (id and owner both must match).
+//! * **A node with our prefix that is not ours** (CURATOR-604,
+//!   apache/curator#1121): Curator once found, after an expiry and a new
+//!   session, the old session's node (its deletion still pending) by the
+//!   protected prefix and took the lock on it. Here the lookup accepts a
+//!   child only if its ephemeral owner is the current session; besides,
+//!   every acquisition has a fresh prefix and runs on one
+//!   [`zookeeper_client::Client`], which never changes session (after
+//!   expiry every call fails with SessionExpired), so no acquisition can
+//!   meet an earlier session's node with its prefix. A test plants a node with a contender's prefix from another
+//!   session after a cut create; the contender creates its own node and
+//!   queues behind it. (The exact Curator sequence, an expired session's
+//!   ephemerals lingering after a new session starts, cannot happen on
+//!   zk-mock, which deletes them in the expiry transaction.)
 //! * **Lost delete reply**: release retries until the node is provably
 //!   gone: NoNode, or a node at that path with another czxid (never
 //!   deleting another contender's node).

@@ -305,3 +305,88 @@ async fn a_create_reply_held_past_the_client_timeout_is_treated_as_lost() {
         no_watches_left(&zk).await;
     }
 }
+
+/// CURATOR-604 / apache/curator#1121, Curator PR #303: after a lost create,
+/// a child with the contender's protected prefix that another session owns
+/// (in Curator's case, the old session's node not yet deleted after its
+/// expiry) must not be taken for the contender's own node. Here the create
+/// is cut before it is applied, the client is kept out, and another session
+/// creates a node with the very same prefix (read from the server's
+/// record). The contender creates its own node and queues behind that one.
+#[tokio::test]
+async fn a_node_with_our_prefix_owned_by_another_session_is_not_ours() {
+    for kind in [Kind::Predecessor, Kind::Herd, Kind::Writer] {
+        let zk = ZkMock::start().await;
+        let dir = "/locks/impostor";
+        let (a, b) = (client(&zk).await, client(&zk).await);
+        let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
+        a.mkdir(dir, &persistent).await.unwrap();
+        let a_session = session(&a);
+        let rule = zk.rule(
+            Rule::new()
+                .op(OpCode::Create2)
+                .path_prefix(&format!("{dir}/"))
+                .session(a_session)
+                .nth(1)
+                .disconnect(),
+        );
+        let refusal = zk.refuse_connections();
+        let contender = tokio::spawn(async move {
+            let lock = AnyLock::new(kind, a, dir);
+            let g = lock.acquire().await.unwrap();
+            (lock, g)
+        });
+        zk.wait_until(PATIENCE, |r| r.requests.faulted().count() == 1)
+            .await
+            .unwrap_or_else(|e| panic!("{kind:?}: the create was never cut\n{e}"));
+        let cut = zk.requests().faulted();
+        let prefix = cut.iter().next().unwrap().path.clone().unwrap();
+        assert_eq!(rule.fired(), 1, "{kind:?}");
+        drop(rule);
+        // Another session's node with the contender's protected prefix.
+        let opts = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
+        let (_, seq) = b.create(&prefix, &[], &opts).await.unwrap();
+        let impostor = format!("{prefix}{seq}");
+        drop(refusal);
+
+        // The contender creates its own node and waits behind the impostor.
+        watching(&zk, dir, &[a_session]).await;
+        let tree = zk.snapshot().tree;
+        let owners: Vec<_> = children(&zk, dir)
+            .iter()
+            .map(|p| (p.clone(), tree[p].stat.ephemeral_owner))
+            .collect();
+        assert_eq!(owners.len(), 2, "{kind:?}: {owners:?}");
+        assert!(
+            owners.iter().all(|(p, _)| p.starts_with(&prefix)),
+            "{kind:?}"
+        );
+        assert!(
+            owners.contains(&(impostor.clone(), session(&b))),
+            "{kind:?}"
+        );
+        assert!(
+            owners.iter().any(|(_, s)| *s == a_session),
+            "{kind:?}: {owners:?}"
+        );
+        assert!(
+            !contender.is_finished(),
+            "{kind:?}: took the impostor's node"
+        );
+
+        b.delete(&impostor, None).await.unwrap();
+        let (_lock, g) = tokio::time::timeout(PATIENCE, contender)
+            .await
+            .unwrap_or_else(|_| panic!("{kind:?}: left behind"))
+            .unwrap();
+        assert_ne!(g.path(), impostor, "{kind:?}");
+        assert_eq!(
+            zk.snapshot().tree[g.path()].stat.ephemeral_owner,
+            a_session,
+            "{kind:?}"
+        );
+        g.release().await.unwrap();
+        assert!(children(&zk, dir).is_empty(), "{kind:?}");
+        no_watches_left(&zk).await;
+    }
+}
