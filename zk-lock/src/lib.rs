@@ -1,8 +1,10 @@
 //! # zk-lock
 //!
-//! Exclusive lock recipes on the [`zookeeper_client`] crate, each correct
-//! under connection loss and session expiry, side by side so their costs
-//! can be compared.
+//! The ZooKeeper lock recipes the literature teaches (exclusive locks in
+//! naive, herd and predecessor form, a reentrant lock, and a read/write
+//! lock in herd and predecessor form) on the [`zookeeper_client`] crate,
+//! each correct under connection loss and session expiry, side by side so
+//! their costs can be compared.
 //!
 //! | recipe | nodes | a waiter watches | one release wakes |
 //! |---|---|---|---|
@@ -15,12 +17,13 @@
 //!
 //! Every exclusive recipe offers `acquire()`, `try_acquire()` and
 //! `acquire_timeout(d)` (the read/write lock: `read`/`try_read`/`read_timeout`
-//! and `write`/`try_write`/`write_timeout`), and each hands out a [`LockGuard`] with an explicit
-//! async [`release`](LockGuard::release), a [`state`](LockGuard::state)
-//! ([`GuardState`]: held, suspended while the client is disconnected, lost),
-//! a [`lost`](LockGuard::lost) signal and a
-//! [`fencing_token`](LockGuard::fencing_token) (the lock node's czxid). [`LockMetrics`] counts, per recipe instance, the watch
-//! notifications received, the children re-reads and the time spent waiting.
+//! and `write`/`try_write`/`write_timeout`), and each hands out a
+//! [`LockGuard`] with an explicit async [`release`](LockGuard::release), a
+//! [`state`](LockGuard::state) ([`GuardState`]: held, suspended while the
+//! client is disconnected, lost), a [`lost`](LockGuard::lost) signal and a
+//! [`fencing_token`](LockGuard::fencing_token) (the lock node's czxid).
+//! [`LockMetrics`] counts, per recipe instance, the watch notifications
+//! received, the children re-reads and the time spent waiting.
 //!
 //! The guard-based locks are not reentrant: acquiring again through the
 //! same handle queues behind oneself ([`PredecessorLock::try_acquire`]
@@ -35,7 +38,12 @@
 //!   first list them again with a watch (2N−3 reads).
 //! * Naive: per release, N−1 notifications and N−1 create attempts, of
 //!   which N−2 fail with NodeExists.
-//! * Every holder keeps one getData watch on its own node (the lost signal).
+//! * Read/write lock, predecessor form: a writer's release wakes the next
+//!   writer, or all the readers queued between it and the next writer (they
+//!   then hold together, by design); a reader's release wakes the writer
+//!   right behind it, if any. Herd form: every waiter, as above.
+//! * Every holder keeps one getData watch on its own node (the lost
+//!   signal), and reads the node once more after each reconnection.
 //!
 //! ## Failure handling
 //! * **ConnectionLoss** on any call is retried after the client reconnects.
@@ -59,11 +67,12 @@
 //!   every acquisition has a fresh prefix and runs on one
 //!   [`zookeeper_client::Client`], which never changes session (after
 //!   expiry every call fails with SessionExpired), so no acquisition can
-//!   meet an earlier session's node with its prefix. A test plants a node with a contender's prefix from another
-//!   session after a cut create; the contender creates its own node and
-//!   queues behind it. (The exact Curator sequence, an expired session's
-//!   ephemerals lingering after a new session starts, cannot happen on
-//!   zk-mock, which deletes them in the expiry transaction.)
+//!   meet an earlier session's node with its prefix. A test plants a node
+//!   with a contender's prefix from another session after a cut create;
+//!   the contender creates its own node and queues behind it. (The exact
+//!   Curator sequence, an expired session's ephemerals lingering after a
+//!   new session starts, cannot be staged on zk-mock, which deletes them in
+//!   the expiry transaction.)
 //! * **Lost delete reply**: release retries until the node is provably
 //!   gone: NoNode, or a node at that path with another czxid (never
 //!   deleting another contender's node).
@@ -116,15 +125,17 @@
 //!   (dropping it deletes the node once, best effort);
 //! * the prefix lookup after a lost reply also checks the ephemeral owner
 //!   for Curator-style prefixes (the crate checks it only for shared prefixes);
-//! * the herd and naive forms, `try_acquire`, a timeout that cleans up, and
-//!   metrics, so the recipes can be compared.
+//! * the sequence suffix is ordered across the counter's wrap past
+//!   `i32::MAX` (the crate's lock ignores `-2147483648`-style suffixes);
+//! * the herd and naive forms, the read/write lock, `try_acquire`, a
+//!   timeout that cleans up, and metrics, so the recipes can be compared.
 //!
 //! ## Example
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::time::Duration;
-//! use zk_lock::PredecessorLock;
+//! use zk_lock::{GuardState, PredecessorLock};
 //!
 //! let zk = zk_mock::ZkMock::start().await;
 //! let client = zookeeper_client::Client::connect(&zk.connect_string()).await?;
@@ -135,6 +146,7 @@
 //! assert!(token > 0);
 //! assert!(lock.try_acquire().await?.is_none(), "not reentrant: held already");
 //! assert!(!guard.is_lost());
+//! assert_eq!(*guard.state().borrow(), GuardState::Held);
 //! guard.release().await?;
 //!
 //! let again = lock.acquire_timeout(Duration::from_secs(5)).await?;
