@@ -34,8 +34,10 @@
 //! * Predecessor form: per release, one notification and one children read
 //!   by the next waiter. It is the form that scales.
 //! * Herd form: per release, N−1 notifications (N contenders); each woken
-//!   waiter lists the children once more, and the N−2 that are still not
-//!   first list them again with a watch (2N−3 reads).
+//!   waiter lists the children once more, setting its watch in the same
+//!   call (N−1 reads of up to N names). For N contenders each acquiring
+//!   once: N(N−1)/2 notifications and about N³/3 child names re-read
+//!   ([`LockMetrics::children_listed`]).
 //! * Naive: per release, N−1 notifications and N−1 create attempts, of
 //!   which N−2 fail with NodeExists.
 //! * Read/write lock, predecessor form: a writer's release wakes the next

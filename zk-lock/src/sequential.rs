@@ -308,18 +308,32 @@ impl Sequential {
     async fn wait(&self, own: &Owned, role: Role, try_only: bool) -> Result<bool> {
         let client = &self.client;
         loop {
-            let children = retry(client, || client.list_children(&self.dir))
-                .await
-                .map_err(LockError::from_zk)?;
-            self.counters.children_read();
-            let Some(blocker) = self.blocker(children, own, role)? else {
-                return Ok(true);
-            };
-            if try_only {
-                return Ok(false);
-            }
-            let watcher = match self.form {
-                Form::Predecessor => {
+            let watcher = match (self.form, try_only) {
+                // The herd form lists the children and sets its watch in one
+                // call, once per wake-up: no deletion can slip in between.
+                // A holder drops the watcher, which removes its watch.
+                (Form::Herd, false) => {
+                    let (children, watcher) =
+                        retry(client, || client.list_and_watch_children(&self.dir))
+                            .await
+                            .map_err(LockError::from_zk)?;
+                    self.counters.children_read(&children);
+                    if self.blocker(children, own, role)?.is_none() {
+                        return Ok(true);
+                    }
+                    watcher
+                }
+                _ => {
+                    let children = retry(client, || client.list_children(&self.dir))
+                        .await
+                        .map_err(LockError::from_zk)?;
+                    self.counters.children_read(&children);
+                    let Some(blocker) = self.blocker(children, own, role)? else {
+                        return Ok(true);
+                    };
+                    if try_only {
+                        return Ok(false);
+                    }
                     let pred = format!("{}/{blocker}", self.dir);
                     // getData, not exists: a predecessor already gone leaves no watch.
                     match retry(client, || client.get_and_watch_data(&pred)).await {
@@ -327,19 +341,6 @@ impl Sequential {
                         Err(zk::Error::NoNode) => continue,
                         Err(err) => return Err(LockError::from_zk(err)),
                     }
-                }
-                Form::Herd => {
-                    let (children, watcher) =
-                        match retry(client, || client.list_and_watch_children(&self.dir)).await {
-                            Ok(v) => v,
-                            Err(err) => return Err(LockError::from_zk(err)),
-                        };
-                    self.counters.children_read();
-                    if self.blocker(children, own, role)?.is_none() {
-                        // Holds after all; the watch fires on the next change.
-                        return Ok(true);
-                    }
-                    watcher
                 }
             };
             let event = watcher.changed().await;
