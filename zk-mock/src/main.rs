@@ -41,6 +41,10 @@ struct Args {
     /// Seed of every random choice (probabilistic fault rules).
     #[arg(long)]
     seed: Option<u64>,
+    /// Connections the kernel queues before they are accepted
+    /// (ZooKeeper's clientPortListenBacklog).
+    #[arg(long = "listen-backlog", default_value_t = 1024)]
+    listen_backlog: u32,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -61,6 +65,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .listen(SocketAddr::new(args.host, args.port))
         .tick_time(args.tick_time)
         .max_packet_size(args.max_packet_size)
+        .listen_backlog(args.listen_backlog)
         .clock(match args.clock {
             ClockArg::Real => ClockMode::Real,
             ClockArg::Manual => ClockMode::Manual,

@@ -636,6 +636,7 @@ pub struct ZkMockBuilder {
     seed: Option<u64>,
     record: bool,
     recorder_capacity: usize,
+    listen_backlog: u32,
 }
 
 impl Default for ZkMockBuilder {
@@ -651,6 +652,7 @@ impl Default for ZkMockBuilder {
             seed: None,
             record: true,
             recorder_capacity: DEFAULT_CAPACITY,
+            listen_backlog: 1024,
         }
     }
 }
@@ -659,6 +661,15 @@ impl ZkMockBuilder {
     /// Where to listen; the default is `127.0.0.1:0` (a free loopback port).
     pub fn listen(mut self, addr: SocketAddr) -> Self {
         self.addr = addr;
+        self
+    }
+
+    /// Sets the listen backlog: how many connections the kernel queues
+    /// before the server accepts them (default 1024, as tokio's; a burst of
+    /// connects larger than the backlog waits for SYN retransmits, about 1 s;
+    /// ZooKeeper's `clientPortListenBacklog`).
+    pub fn listen_backlog(mut self, connections: u32) -> Self {
+        self.listen_backlog = connections.max(1);
         self
     }
 
@@ -762,8 +773,7 @@ impl ZkMockBuilder {
             addr: self.addr,
             source,
         };
-        let listener = std::net::TcpListener::bind(self.addr).map_err(bind_err)?;
-        listener.set_nonblocking(true).map_err(bind_err)?;
+        let listener = bind(self.addr, self.listen_backlog).map_err(bind_err)?;
         let addr = listener.local_addr().map_err(bind_err)?;
         let seed = self.seed.unwrap_or_else(|| {
             SystemTime::now()
@@ -821,4 +831,15 @@ impl ZkMockBuilder {
             thread: Some(thread),
         })
     }
+}
+
+/// A non-blocking listener with an explicit backlog (std's `bind` uses 128).
+fn bind(addr: SocketAddr, backlog: u32) -> std::io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(i32::try_from(backlog).unwrap_or(i32::MAX))?;
+    socket.set_nonblocking(true)?;
+    Ok(socket.into())
 }
