@@ -322,6 +322,10 @@ pub struct LockRun {
     pub client_notifications: u64,
     /// Children listings the recipes made.
     pub children_reads: u64,
+    /// Child names those listings returned, in all.
+    pub children_listed: u64,
+    /// Bytes of those names.
+    pub children_bytes: u64,
 }
 
 impl LockRun {
@@ -350,34 +354,113 @@ pub fn percentile(samples: &[Duration], p: f64) -> Duration {
     v[i.min(v.len() - 1)]
 }
 
-type Settle =
-    Box<dyn Fn(Vec<i64>) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send>;
+/// Paces the hand-offs ([`Pace::Settled`]): before each release, waits
+/// until every remaining waiter has its watch armed again.
+///
+/// On the mock the server's watch table tells. On ZooKeeper the `wchc`
+/// four-letter word lists data and exists watches but not child watches,
+/// so for the herd forms the recipes' own counters tell instead: a release
+/// wakes every remaining waiter (each was armed), and a waiter is armed
+/// again once it has counted that notification and listed the children
+/// (one listing sets its watch) — `children_reads == notifications + 1`.
+struct Pacer {
+    pace: Pace,
+    dir: String,
+    probe: Probe,
+    counters: bool,
+    locks: std::collections::HashMap<i64, Arc<AnyLock>>,
+    baseline: std::sync::Mutex<std::collections::HashMap<i64, u64>>,
+}
 
-/// Waits (with `Pace::Settled`) until every session in `rest` watches `dir`.
-fn settle_fn(server: &Server, dir: &str, pace: Pace) -> Settle {
-    if pace == Pace::Immediate {
-        return Box::new(|_| Box::pin(async {}));
+impl Pacer {
+    fn new(
+        server: &Server,
+        recipe: Recipe,
+        dir: &str,
+        pace: Pace,
+        sessions: &[i64],
+        locks: &[Arc<AnyLock>],
+    ) -> Pacer {
+        let probe = match server {
+            Server::Mock(m) => Probe::Mock(m.control()),
+            Server::Real(r) => Probe::Real(r.addr),
+        };
+        let counters =
+            matches!(server, Server::Real(_)) && matches!(recipe, Recipe::Herd | Recipe::RwHerd);
+        Pacer {
+            pace,
+            dir: dir.to_string(),
+            probe,
+            counters,
+            locks: sessions
+                .iter()
+                .copied()
+                .zip(locks.iter().cloned())
+                .collect(),
+            baseline: std::sync::Mutex::new(Default::default()),
+        }
     }
-    let dir = dir.to_string();
-    let probe = match server {
-        Server::Mock(m) => Probe::Mock(m.control()),
-        Server::Real(r) => Probe::Real(r.addr),
-    };
-    Box::new(move |rest: Vec<i64>| {
-        let dir = dir.clone();
-        let probe = probe.clone();
-        Box::pin(async move {
-            let deadline = Instant::now() + Duration::from_secs(30);
-            while Instant::now() < deadline {
-                if let Ok(w) = probe.watchers(&dir).await {
-                    if rest.iter().all(|s| w.contains(s)) {
-                        return;
-                    }
-                }
-                tokio::time::sleep(Duration::from_micros(200)).await;
+
+    fn armed_by_counters(&self, s: i64) -> bool {
+        let Some(l) = self.locks.get(&s) else {
+            return false;
+        };
+        let m = l.metrics();
+        let base = self
+            .baseline
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&s)
+            .copied();
+        let woken = base.is_none_or(|b| m.notifications > b);
+        woken && m.children_reads == m.notifications + 1
+    }
+
+    /// Waits until every session in `rest` is armed, then records the
+    /// baseline for the next hand-off.
+    async fn settle(&self, rest: &[i64], first: bool) -> Result<(), BoxError> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let done = if self.counters {
+                rest.iter().all(|s| self.armed_by_counters(*s))
+            } else {
+                let w = self.probe.watchers(&self.dir).await?;
+                rest.iter().all(|s| w.contains(s))
+            };
+            if done {
+                break;
             }
-        })
-    })
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "waiters did not arm their watches on {} within 60 s",
+                    self.dir
+                )
+                .into());
+            }
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
+        if self.counters && first {
+            // Arrivals wake earlier herd waiters too; let the last of those land.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if !rest.iter().all(|s| self.armed_by_counters(*s)) {
+                return Box::pin(self.settle(rest, true)).await;
+            }
+        }
+        let mut b = self.baseline.lock().unwrap_or_else(|e| e.into_inner());
+        for s in rest {
+            if let Some(l) = self.locks.get(s) {
+                b.insert(*s, l.metrics().notifications);
+            }
+        }
+        Ok(())
+    }
+
+    async fn before_release(&self, rest: &[i64]) -> Result<(), BoxError> {
+        if self.pace == Pace::Settled {
+            self.settle(rest, false).await?;
+        }
+        Ok(())
+    }
 }
 
 #[derive(Clone)]
@@ -448,14 +531,14 @@ pub async fn lock_experiment(
     let waiting: Arc<std::sync::Mutex<std::collections::HashSet<i64>>> = Arc::new(
         std::sync::Mutex::new(sessions[1..].iter().copied().collect()),
     );
-    let server_ref: &Server = server;
+    let pacer = Arc::new(Pacer::new(server, recipe, dir, pace, &sessions, &locks));
     let mut tasks = Vec::new();
     for (i, l) in locks.iter().enumerate().skip(1) {
         let l = l.clone();
         let tx = tx.clone();
         let waiting = waiting.clone();
         let me = sessions[i];
-        let settle = settle_fn(server_ref, dir, pace);
+        let pacer = pacer.clone();
         tasks.push(tokio::spawn(async move {
             let held = l.acquire().await?;
             let acquired = Instant::now();
@@ -464,29 +547,15 @@ pub async fn lock_experiment(
                 w.remove(&me);
                 w.iter().copied().collect()
             };
-            settle(rest).await;
+            pacer.before_release(&rest).await?;
             l.release(held).await?;
             let _ = tx.send((i, acquired, Instant::now()));
-            Ok::<(), LockError>(())
+            Ok::<(), BoxError>(())
         }));
     }
     drop(tx);
     // Everyone queued: the n−1 waiters watching.
-    let probe = match server {
-        Server::Mock(m) => Probe::Mock(m.control()),
-        Server::Real(r) => Probe::Real(r.addr),
-    };
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let w = probe.watchers(dir).await?;
-        if sessions[1..].iter().all(|s| w.contains(s)) {
-            break;
-        }
-        if Instant::now() > deadline {
-            return Err(format!("{n} contenders did not queue within 120 s").into());
-        }
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+    pacer.settle(&sessions[1..], true).await?;
     let release_after = server.mock_handle().map(|m| {
         // Only the hand-offs go into the recording (and it stays small).
         m.clear_recording();
@@ -527,11 +596,14 @@ pub async fn lock_experiment(
         }
         _ => None,
     };
-    let (mut client_notifications, mut children_reads) = (0, 0);
+    let (mut client_notifications, mut children_reads, mut children_listed, mut children_bytes) =
+        (0, 0, 0, 0);
     for l in &locks {
         let m = l.metrics();
         client_notifications += m.notifications;
         children_reads += m.children_reads;
+        children_listed += m.children_listed;
+        children_bytes += m.children_bytes;
     }
     drop(locks);
     for c in clients {
@@ -544,6 +616,8 @@ pub async fn lock_experiment(
         server_notifications,
         client_notifications,
         children_reads,
+        children_listed,
+        children_bytes,
     })
 }
 

@@ -1,0 +1,455 @@
+//! The same workloads against zk-mock and a real ZooKeeper 3.8 in one run,
+//! side by side with their ratio, checked against the targets of issue #6;
+//! plus the lock experiment at N = 1000 and an SVG plot of notifications
+//! per hand-off against N for every recipe.
+//!
+//! `cargo run --release -p benches --bin compare [-- --out DIR] [--quick] [--skip-real]`
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use benches::{
+    connect_many, connect_storm, fanout, lock_experiment, op_workload, percentile, BoxError,
+    LockRun, Op, Pace, Recipe, Server,
+};
+use clap::Parser;
+
+#[derive(Debug, Parser)]
+#[command(about = "zk-mock against a real ZooKeeper 3.8, side by side")]
+struct Args {
+    /// Where the report (compare.md) and the plot (notifications.svg) go.
+    #[arg(long, default_value = "target/compare")]
+    out: PathBuf,
+    /// Fewer ops and repetitions (a smoke run).
+    #[arg(long)]
+    quick: bool,
+    /// Only the mock (no Java needed); ratios are not computed.
+    #[arg(long)]
+    skip_real: bool,
+    /// Skip the N = 1000 lock runs.
+    #[arg(long)]
+    skip_1000: bool,
+    /// Sections to run (comma-separated): ops, sessions, locks.
+    #[arg(long, value_delimiter = ',', default_value = "ops,sessions,locks")]
+    only: Vec<String>,
+    /// Recipes for the lock sections (default: all).
+    #[arg(long, value_delimiter = ',')]
+    recipes: Vec<String>,
+}
+
+struct Report {
+    text: String,
+    misses: Vec<String>,
+}
+
+impl Report {
+    fn line(&mut self, s: impl AsRef<str>) {
+        println!("{}", s.as_ref());
+        self.text.push_str(s.as_ref());
+        self.text.push('\n');
+    }
+    fn target(&mut self, what: &str, ratio: Option<f64>, want: f64) -> String {
+        match ratio {
+            Some(r) if r >= want => format!("{r:.1}x (target {want}x: met)"),
+            Some(r) => {
+                self.misses.push(format!("{what}: {r:.2}x < {want}x"));
+                format!("{r:.2}x (target {want}x: MISSED)")
+            }
+            None => "-".into(),
+        }
+    }
+}
+
+fn ms(d: Duration) -> String {
+    if d < Duration::from_millis(1) {
+        format!("{:.0}µs", d.as_secs_f64() * 1e6)
+    } else {
+        format!("{:.2}ms", d.as_secs_f64() * 1e3)
+    }
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or_default()
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let args = Args::parse();
+    if let Err(e) = run(args).await {
+        eprintln!("compare failed: {e}");
+        std::process::exit(1);
+    }
+}
+
+async fn run(args: Args) -> Result<(), BoxError> {
+    std::fs::create_dir_all(&args.out)?;
+    let mut r = Report {
+        text: String::new(),
+        misses: Vec::new(),
+    };
+    let mock = Server::mock().await?;
+    if let Some(m) = mock.mock_handle() {
+        m.clear_recording();
+    }
+    let real = if args.skip_real {
+        None
+    } else {
+        Some(Server::real().await?)
+    };
+    let servers: Vec<&Server> = std::iter::once(&mock).chain(real.as_ref()).collect();
+    // A JVM keeps compiling and collecting for a while after it starts:
+    // warm both servers up with every workload, then let the JVM settle,
+    // before anything is measured.
+    for s in &servers {
+        let clients = connect_many(&s.connect_string(), 16).await?;
+        let until = std::time::Instant::now() + Duration::from_secs(if args.quick { 2 } else { 8 });
+        while std::time::Instant::now() < until {
+            for op in Op::ALL {
+                op_workload(&clients, op, 50).await?;
+            }
+        }
+        let (_, storm) = connect_storm(&s.connect_string(), 200).await?;
+        drop(storm);
+        if let Some(m) = s.mock_handle() {
+            m.clear_recording();
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    r.line(format!(
+        "# zk-mock vs ZooKeeper 3.8 ({} cores, same client: zookeeper-client 0.11, same listen backlog 1024)\n",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    ));
+
+    let section = |name: &str| args.only.iter().any(|s| s == name);
+    let recipes: Vec<Recipe> = Recipe::ALL
+        .into_iter()
+        .filter(|r| args.recipes.is_empty() || args.recipes.iter().any(|x| x == r.name()))
+        .collect();
+
+    // ---- single ops -----------------------------------------------------
+    if section("ops") {
+        r.line("## Ops (closed loop, one op outstanding per session)\n");
+        r.line("| op | sessions | zk-mock ops/s | ZooKeeper ops/s | ratio | zk-mock p50 / p99 | ZooKeeper p50 / p99 |");
+        r.line("|---|---|---|---|---|---|---|");
+        let total_ops = if args.quick { 2_000 } else { 20_000 };
+        for sessions in [1usize, 16, 64] {
+            let mut clients = Vec::new();
+            for s in &servers {
+                clients.push(connect_many(&s.connect_string(), sessions).await?);
+            }
+            for op in Op::ALL {
+                let per = (total_ops / sessions).max(20);
+                let mut runs = Vec::new();
+                for cs in &clients {
+                    // Warm up (JIT, caches), then measure.
+                    op_workload(cs, op, (per / 10).max(5)).await?;
+                    runs.push(op_workload(cs, op, per).await?);
+                    if let Some(m) = mock.mock_handle() {
+                        m.clear_recording();
+                    }
+                }
+                let ratio = runs.get(1).map(|z| runs[0].throughput() / z.throughput());
+                let want = if op.is_write() { 5.0 } else { 3.0 };
+                let verdict = if sessions >= 16 {
+                    r.target(&format!("{} x{sessions}", op.name()), ratio, want)
+                } else {
+                    ratio
+                        .map(|x| format!("{x:.1}x"))
+                        .unwrap_or_else(|| "-".into())
+                };
+                let lat = |run: &benches::OpRun| {
+                    format!(
+                        "{} / {}",
+                        ms(percentile(&run.latencies, 0.5)),
+                        ms(percentile(&run.latencies, 0.99))
+                    )
+                };
+                r.line(format!(
+                    "| {} | {sessions} | {:.0} | {} | {verdict} | {} | {} |",
+                    op.name(),
+                    runs[0].throughput(),
+                    runs.get(1)
+                        .map(|z| format!("{:.0}", z.throughput()))
+                        .unwrap_or_else(|| "-".into()),
+                    lat(&runs[0]),
+                    runs.get(1).map(lat).unwrap_or_else(|| "-".into()),
+                ));
+            }
+            drop(clients);
+        }
+    }
+
+    // ---- connect storm and fan-out --------------------------------------
+    if section("sessions") {
+        r.line("\n## Sessions\n");
+        r.line("| workload | zk-mock | ZooKeeper | ratio |");
+        r.line("|---|---|---|---|");
+        let reps = if args.quick { 1 } else { 3 };
+        let mut storm = vec![Vec::new(); servers.len()];
+        for _ in 0..reps {
+            for (i, s) in servers.iter().enumerate() {
+                let (d, clients) = connect_storm(&s.connect_string(), 1000).await?;
+                storm[i].push(d);
+                drop(clients);
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+        let storm: Vec<Duration> = storm.into_iter().map(median).collect();
+        let ratio = storm
+            .get(1)
+            .map(|z| z.as_secs_f64() / storm[0].as_secs_f64());
+        let verdict = r.target("connect 1000", ratio, 10.0);
+        r.line(format!(
+            "| 1000 sessions connecting at once (median of {reps}) | {} | {} | {verdict} |",
+            ms(storm[0]),
+            storm.get(1).map(|d| ms(*d)).unwrap_or_else(|| "-".into())
+        ));
+        let mut fan = Vec::new();
+        for s in &servers {
+            let watchers = connect_many(&s.connect_string(), 1000).await?;
+            let writer = connect_many(&s.connect_string(), 1).await?.remove(0);
+            let mut v = Vec::new();
+            fanout(&watchers, &writer).await?; // warm-up
+            for _ in 0..(reps * 3) {
+                v.push(fanout(&watchers, &writer).await?);
+            }
+            fan.push(median(v));
+        }
+        let ratio = fan.get(1).map(|z| z.as_secs_f64() / fan[0].as_secs_f64());
+        let verdict = r.target("fan-out 1000", ratio, 5.0);
+        r.line(format!(
+            "| one setData to 1000 watchers (median of {}) | {} | {} | {verdict} |",
+            reps * 3,
+            ms(fan[0]),
+            fan.get(1).map(|d| ms(*d)).unwrap_or_else(|| "-".into())
+        ));
+        if let Some(m) = mock.mock_handle() {
+            m.clear_recording();
+        }
+    }
+
+    // ---- the lock experiment --------------------------------------------
+    if section("locks") {
+        r.line("\n## Lock experiment: N contenders, each acquires and releases once\n");
+        r.line("Wall time: the N−1 hand-offs with every holder releasing at once. Notifications and children");
+        r.line("reads: with every hand-off settled (each holder waits until all remaining waiters watch), so");
+        r.line("that they are what the recipe's design costs, the same on every run and on both servers.\n");
+        r.line("| recipe | N | zk-mock wall | ZooKeeper wall | ratio | hand-off p50 mock / zk | notifications mock / zk | per hand-off | children reads mock / zk |");
+        r.line("|---|---|---|---|---|---|---|---|---|");
+        let mut plot: Vec<(Recipe, Vec<(usize, f64)>)> =
+            Recipe::ALL.iter().map(|r| (*r, Vec::new())).collect();
+        let ns: &[usize] = if args.quick {
+            &[10, 50]
+        } else {
+            &[10, 50, 200]
+        };
+        let mut run_id = 0;
+        for &recipe in &recipes {
+            for &n in ns {
+                let mut timed: Vec<LockRun> = Vec::new();
+                let mut counted: Vec<LockRun> = Vec::new();
+                for s in &servers {
+                    run_id += 1;
+                    timed.push(
+                        lock_experiment(
+                            s,
+                            recipe,
+                            n,
+                            &format!("/bench-lock-{run_id}"),
+                            Pace::Immediate,
+                        )
+                        .await?,
+                    );
+                    run_id += 1;
+                    counted.push(
+                        lock_experiment(
+                            s,
+                            recipe,
+                            n,
+                            &format!("/bench-lock-{run_id}"),
+                            Pace::Settled,
+                        )
+                        .await?,
+                    );
+                    if let Some(m) = mock.mock_handle() {
+                        m.clear_recording();
+                    }
+                }
+                let ratio = timed
+                    .get(1)
+                    .map(|z| z.wall.as_secs_f64() / timed[0].wall.as_secs_f64());
+                let verdict = if n == 200 && matches!(recipe, Recipe::Herd | Recipe::Predecessor) {
+                    r.target(&format!("lock {} N=200", recipe.name()), ratio, 10.0)
+                } else {
+                    ratio
+                        .map(|x| format!("{x:.1}x"))
+                        .unwrap_or_else(|| "-".into())
+                };
+                let notes = |x: &LockRun| x.server_notifications.unwrap_or(x.client_notifications);
+                let mock_notes = notes(&counted[0]);
+                if let Some(z) = counted.get(1) {
+                    // The same workload must cost the same notifications.
+                    if z.client_notifications != counted[0].client_notifications {
+                        r.misses.push(format!(
+                        "{} N={n}: clients counted {} notifications on zk-mock, {} on ZooKeeper",
+                        recipe.name(),
+                        counted[0].client_notifications,
+                        z.client_notifications
+                    ));
+                    }
+                }
+                if recipe.is_herd() {
+                    let expected = (n * (n - 1) / 2) as u64;
+                    if mock_notes != expected {
+                        r.misses.push(format!(
+                            "{} N={n}: {mock_notes} notifications, design says {expected}",
+                            recipe.name()
+                        ));
+                    }
+                } else if mock_notes != (n - 1) as u64 {
+                    r.misses.push(format!(
+                        "{} N={n}: {mock_notes} notifications, design says {}",
+                        recipe.name(),
+                        n - 1
+                    ));
+                }
+                plot.iter_mut()
+                    .find(|(x, _)| *x == recipe)
+                    .map(|(_, v)| v.push((n, counted[0].per_handoff())));
+                r.line(format!(
+                    "| {} | {n} | {} | {} | {verdict} | {} / {} | {} / {} | {:.1} | {} / {} |",
+                    recipe.name(),
+                    ms(timed[0].wall),
+                    timed
+                        .get(1)
+                        .map(|z| ms(z.wall))
+                        .unwrap_or_else(|| "-".into()),
+                    ms(counted[0].median_handoff()),
+                    counted
+                        .get(1)
+                        .map(|z| ms(z.median_handoff()))
+                        .unwrap_or_else(|| "-".into()),
+                    mock_notes,
+                    counted
+                        .get(1)
+                        .map(|z| z.client_notifications.to_string())
+                        .unwrap_or_else(|| "-".into()),
+                    counted[0].per_handoff(),
+                    counted[0].children_reads,
+                    counted
+                        .get(1)
+                        .map(|z| z.children_reads.to_string())
+                        .unwrap_or_else(|| "-".into()),
+                ));
+            }
+        }
+
+        if !args.skip_1000 {
+            r.line(
+                "\n## N = 1000 on zk-mock (single measured runs, each holder releasing at once)\n",
+            );
+            r.line("| recipe | wall | notifications | per hand-off | children reads | child names re-read | bytes re-read |");
+            r.line("|---|---|---|---|---|---|---|");
+            for &recipe in &recipes {
+                run_id += 1;
+                let run = lock_experiment(
+                    &mock,
+                    recipe,
+                    1000,
+                    &format!("/bench-lock-{run_id}"),
+                    Pace::Immediate,
+                )
+                .await?;
+                if let Some(m) = mock.mock_handle() {
+                    m.clear_recording();
+                }
+                plot.iter_mut()
+                    .find(|(x, _)| *x == recipe)
+                    .map(|(_, v)| v.push((1000, run.per_handoff())));
+                r.line(format!(
+                    "| {} | {} | {} | {:.1} | {} | {} | {:.1} MB |",
+                    recipe.name(),
+                    ms(run.wall),
+                    run.server_notifications.unwrap_or(run.client_notifications),
+                    run.per_handoff(),
+                    run.children_reads,
+                    run.children_listed,
+                    run.children_bytes as f64 / 1e6
+                ));
+            }
+        }
+
+        let svg = args.out.join("notifications.svg");
+        plot_svg(&svg, &plot)?;
+        r.line(format!("\nPlot: {}", svg.display()));
+    }
+    if r.misses.is_empty() {
+        r.line("\nEvery target met.");
+    } else {
+        r.line("\nMissed:");
+        for m in r.misses.clone() {
+            r.line(format!("- {m}"));
+        }
+    }
+    let mut text = r.text.clone();
+    let _ = writeln!(text);
+    std::fs::write(args.out.join("compare.md"), text)?;
+    Ok(())
+}
+
+fn plot_svg(
+    path: &std::path::Path,
+    series: &[(Recipe, Vec<(usize, f64)>)],
+) -> Result<(), BoxError> {
+    use plotters::prelude::*;
+    let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let max_n = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().map(|p| p.0))
+        .max()
+        .unwrap_or(10) as f64;
+    let max_y = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().map(|p| p.1))
+        .fold(1.0f64, f64::max);
+    let mut chart = ChartBuilder::on(&root)
+        .caption("Watch notifications per lock hand-off", ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(44)
+        .y_label_area_size(64)
+        .build_cartesian_2d(
+            (5f64..max_n * 1.3).log_scale(),
+            (0.5f64..max_y * 1.5).log_scale(),
+        )?;
+    chart
+        .configure_mesh()
+        .x_desc("contenders N")
+        .y_desc("notifications per hand-off")
+        .draw()?;
+    let colors = [RED, BLUE, GREEN, MAGENTA, CYAN, BLACK];
+    for (i, (recipe, points)) in series.iter().enumerate() {
+        let color = colors[i % colors.len()];
+        let pts: Vec<(f64, f64)> = points
+            .iter()
+            .map(|(n, y)| (*n as f64, y.max(0.5)))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?
+            .label(recipe.name())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+        chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 4, color.filled())))?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
