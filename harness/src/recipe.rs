@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 use zk_lock::{
-    HerdLock, Layout, LockError, LockGuard, NaiveLock, PredecessorLock, ReadWriteLock,
+    GuardState, HerdLock, Layout, LockError, LockGuard, NaiveLock, PredecessorLock, ReadWriteLock,
     ReentrantLock,
 };
 use zookeeper_client as zk;
@@ -40,7 +40,7 @@ pub(crate) enum Held {
     /// The reentrant lock, entered twice.
     Reentrant {
         token: i64,
-        lost: Option<watch::Receiver<bool>>,
+        state: Option<watch::Receiver<GuardState>>,
     },
     Broken(crate::broken::BrokenGuard),
 }
@@ -116,7 +116,7 @@ impl Lock {
                 l.acquire().await?;
                 Ok(Some(Held::Reentrant {
                     token: l.fencing_token().await.unwrap_or(0),
-                    lost: l.lost().await,
+                    state: l.state().await,
                 }))
             }
             (Lock::Broken(l), mode) => l.acquire(mode).await.map(|g| g.map(Held::Broken)),
@@ -180,31 +180,33 @@ impl Held {
         }
     }
 
-    /// The guard's lost signal, if the recipe has one.
-    pub(crate) fn lost(&self) -> Option<watch::Receiver<bool>> {
+    /// The guard's state signal (held, suspended, lost), if the recipe has one.
+    pub(crate) fn state(&self) -> Option<watch::Receiver<GuardState>> {
         match self {
-            Held::Guard(g) => Some(g.lost()),
-            Held::Reentrant { lost, .. } => lost.clone(),
+            Held::Guard(g) => Some(g.state()),
+            Held::Reentrant { state, .. } => state.clone(),
             Held::Broken(_) => None,
         }
     }
 }
 
-/// The holder's view. With a guard, only the guard says "lost" (that is
-/// what is under test); the client's state says "suspended" (disconnected,
-/// or terminated but not yet reported by the guard). Without one (the
-/// broken recipes), a terminated session counts as lost.
-pub(crate) fn hold_state(client: &zk::Client, lost: Option<&watch::Receiver<bool>>) -> HoldState {
-    let connected = matches!(
-        client.state(),
-        zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly
-    );
-    match lost {
-        Some(l) if *l.borrow() => HoldState::Lost,
-        Some(_) if connected => HoldState::Held,
-        Some(_) => HoldState::Suspended,
-        None if connected => HoldState::Held,
-        None if client.state() == zk::SessionState::Disconnected => HoldState::Suspended,
-        None => HoldState::Lost,
+/// The holder's view. With a guard, the guard's own state signal is what
+/// is under test: it says suspended, held again, or lost. Without one (the
+/// broken recipes), the client's session state stands in for it.
+pub(crate) fn hold_state(
+    client: &zk::Client,
+    guard: Option<&watch::Receiver<GuardState>>,
+) -> HoldState {
+    match guard.map(|g| *g.borrow()) {
+        Some(GuardState::Held) => HoldState::Held,
+        Some(GuardState::Suspended) => HoldState::Suspended,
+        Some(GuardState::Lost) => HoldState::Lost,
+        None => match client.state() {
+            zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => {
+                HoldState::Held
+            }
+            zk::SessionState::Disconnected => HoldState::Suspended,
+            _ => HoldState::Lost,
+        },
     }
 }

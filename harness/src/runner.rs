@@ -642,14 +642,14 @@ async fn hold(
 ) -> HoldState {
     let j = &ctx.journal;
     let token = held.token();
-    let mut lost = held.lost();
+    let mut guard_state = held.state();
     let mut states = client.state_watcher();
     let until = tokio::time::Instant::now() + g.hold.0;
     let mut inside = false;
     let mut entry = 0;
     let mut last = HoldState::Held;
     loop {
-        let observed = hold_state(client, lost.as_ref());
+        let observed = hold_state(client, guard_state.as_ref());
         if observed != last {
             match observed {
                 HoldState::Suspended => j.log(name, Event::Suspended),
@@ -685,8 +685,8 @@ async fn hold(
         if now >= until && Instant::now() >= ctx.deadline {
             break;
         }
-        let lost_changed = async {
-            match lost.as_mut() {
+        let guard_changed = async {
+            match guard_state.as_mut() {
                 Some(l) => {
                     if l.changed().await.is_err() {
                         std::future::pending::<()>().await
@@ -698,7 +698,7 @@ async fn hold(
         tokio::select! {
             _ = tokio::time::sleep_until(until), if now < until => {}
             _ = states.changed() => {}
-            _ = lost_changed => {}
+            _ = guard_changed => {}
             // A suspended holder past its hold time waits for the outcome.
             _ = tokio::time::sleep(Duration::from_millis(50)), if now >= until => {}
         }
