@@ -1,0 +1,36 @@
+//! The bench workloads themselves, small, on the embedded mock: the
+//! settled lock experiment costs exactly what each recipe's design says.
+
+use benches::{connect_many, fanout, lock_experiment, op_workload, Op, Pace, Recipe, Server};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settled_hand_offs_cost_what_the_design_says() {
+    let server = Server::mock().await.unwrap();
+    for (i, recipe) in Recipe::ALL.into_iter().enumerate() {
+        let n = 8;
+        let run = lock_experiment(&server, recipe, n, &format!("/t/{i}"), Pace::Settled)
+            .await
+            .unwrap();
+        let want = if recipe.is_herd() { n * (n - 1) / 2 } else { n - 1 } as u64;
+        assert_eq!(run.server_notifications, Some(want), "{}", recipe.name());
+        assert_eq!(run.client_notifications, want, "{}", recipe.name());
+        assert_eq!(run.handoffs.len(), n - 1);
+        if matches!(recipe, Recipe::Herd | Recipe::RwHerd) {
+            // Each woken waiter lists the children once: N(N−1)/2 reads.
+            assert_eq!(run.children_reads, want, "{}", recipe.name());
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn op_workloads_and_fanout_complete() {
+    let server = Server::mock().await.unwrap();
+    let clients = connect_many(&server.connect_string(), 4).await.unwrap();
+    for op in Op::ALL {
+        let run = op_workload(&clients, op, 25).await.unwrap();
+        assert_eq!(run.ops, 100, "{}", op.name());
+        assert_eq!(run.latencies.len(), 100);
+    }
+    let watchers = connect_many(&server.connect_string(), 50).await.unwrap();
+    fanout(&watchers, &clients[0]).await.unwrap();
+}
