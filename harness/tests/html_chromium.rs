@@ -1,0 +1,244 @@
+//! The HTML report of real runs renders in headless Chromium: the DOM that
+//! Chromium builds from the page keeps every element the report wrote (one
+//! SVG timeline per scenario, one lane per client, the fault bands and
+//! labels, the hand-off markers), and a screenshot comes out.
+//!
+//! Needs Debian's `chromium` package (`apt-get install -y chromium`; another
+//! binary with `CHROMIUM=/path/to/chrome`):
+//!
+//! ```sh
+//! cargo test -p harness --features chromium --test html_chromium
+//! ```
+#![cfg(feature = "chromium")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use harness::report::{failure_details, Outcome, Status};
+use harness::runner::{run, RunOptions};
+use harness::target::TargetSpec;
+
+/// The holder loses its connection while the waiters queue; it comes back
+/// within the session timeout and the queue goes on.
+const DISCONNECT: &str = "\
+description: The holder is <disconnected> & reconnects within its session.
+server:
+  session_timeout: 2s
+lock:
+  recipe: predecessor
+clients:
+  - name: holder
+    hold: 400ms
+  - name: waiter
+    count: 3
+    start: 50ms
+    hold: 20ms
+timeline:
+  - on: {waiting: waiter}
+    disconnect: holder
+";
+
+/// The holder's session expires while it holds: it is lost, then expired.
+const EXPIRE: &str = "\
+description: The holder's session expires while it holds the lock.
+server:
+  session_timeout: 1s
+lock:
+  recipe: predecessor
+clients:
+  - name: holder
+    hold: 2s
+    on_expiry: stop
+  - name: waiter
+    count: 2
+    start: 100ms
+    hold: 20ms
+timeline:
+  - on: {waiting: waiter}
+    expire: holder
+";
+
+fn chromium() -> String {
+    std::env::var("CHROMIUM").unwrap_or_else(|_| "chromium".to_string())
+}
+
+/// Runs Chromium headless with `args`, killing it after `limit`.
+fn run_chromium(args: &[String], limit: Duration) -> Output {
+    let mut child = Command::new(chromium())
+        .args([
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--no-first-run",
+            "--hide-scrollbars",
+        ])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot start `{}` ({e}): apt-get install -y chromium, or set CHROMIUM",
+                chromium()
+            )
+        });
+    // Read the pipes on threads so that a large DOM cannot block Chromium.
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let out_t = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut out, &mut v);
+        v
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut err, &mut v);
+        v
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait for chromium") {
+            break s;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    Output {
+        status,
+        stdout: out_t.join().unwrap_or_default(),
+        stderr: err_t.join().unwrap_or_default(),
+    }
+}
+
+async fn play(name: &str, text: &str) -> Outcome {
+    let loaded = harness::scenario::parse(Path::new(name), text).unwrap_or_else(|e| panic!("{e}"));
+    let outcome = run(
+        &loaded,
+        &RunOptions {
+            target: TargetSpec::Mock,
+            seed: Some(11),
+        },
+    )
+    .await;
+    // The report is what is under test, not the lock: any verdict will do
+    // as long as the scenario ran.
+    assert!(
+        !matches!(outcome.status, Status::Error | Status::Skipped),
+        "{}",
+        failure_details(&outcome)
+    );
+    outcome
+}
+
+fn count(haystack: &str, needle: &str) -> usize {
+    haystack.matches(needle).count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn report_renders_in_headless_chromium() {
+    let outcomes = vec![
+        play("html-disconnect.yaml", DISCONNECT).await,
+        play("html-expire.yaml", EXPIRE).await,
+    ];
+    let clients: usize = outcomes.iter().map(|o| o.clients.len()).sum();
+    assert_eq!(clients, 4 + 3);
+    let html = harness::html::render(&outcomes);
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let page: PathBuf = dir.path().join("report.html");
+    std::fs::write(&page, &html).expect("write the report");
+    let url = format!("file://{}", page.display());
+    let profile = dir.path().join("profile");
+
+    // The DOM Chromium built from the page.
+    let dumped = run_chromium(
+        &[
+            format!("--user-data-dir={}", profile.display()),
+            "--dump-dom".into(),
+            url.clone(),
+        ],
+        Duration::from_secs(120),
+    );
+    let dom = String::from_utf8_lossy(&dumped.stdout).into_owned();
+    assert!(
+        dumped.status.success() && dom.contains("</html>"),
+        "chromium --dump-dom failed ({}): {}",
+        dumped.status,
+        String::from_utf8_lossy(&dumped.stderr)
+    );
+
+    // The timelines are there, as SVG, one per scenario, one lane per client.
+    assert_eq!(count(&dom, "<svg"), 2, "one SVG per scenario");
+    assert_eq!(
+        count(&dom, "<g class=\"lane\""),
+        clients,
+        "one lane per client"
+    );
+    for c in ["holder", "waiter.0", "waiter.1", "waiter.2"] {
+        assert!(
+            dom.contains(&format!("data-client=\"{c}\"")),
+            "no lane for {c}"
+        );
+    }
+    assert!(dom.contains(">disconnect holder</text>"), "fault label");
+    assert!(dom.contains(">expire holder</text>"), "fault label");
+    assert!(count(&dom, "class=\"fault\"") >= 2, "fault bands");
+    assert!(count(&dom, "<g class=\"handoff\"") >= 4, "hand-off markers");
+    assert!(dom.contains("class=\"seg holding\""));
+    assert!(
+        dom.contains("class=\"mark fault\""),
+        "the fault marks its client's lane"
+    );
+    assert!(
+        dom.contains("class=\"seg expired\""),
+        "the holder's session expired"
+    );
+    assert!(dom.contains("The holder is &lt;disconnected&gt; &amp; reconnects"));
+
+    // Nothing was lost or re-nested by the parser: every element the report
+    // wrote is in the DOM, as many times.
+    for tag in [
+        "<svg", "<g ", "<rect", "<path", "<line", "<text", "<title", "<section", "<table", "<tr",
+        "<td", "<details", "<a ",
+    ] {
+        assert_eq!(
+            count(&dom, tag),
+            count(&html, tag),
+            "{tag} elements: the page has {}, Chromium's DOM {}",
+            count(&html, tag),
+            count(&dom, tag)
+        );
+    }
+
+    // And it paints.
+    let png = dir.path().join("report.png");
+    let shot = run_chromium(
+        &[
+            format!("--user-data-dir={}", profile.display()),
+            format!("--screenshot={}", png.display()),
+            "--window-size=1300,1600".into(),
+            url,
+        ],
+        Duration::from_secs(120),
+    );
+    let bytes = std::fs::read(&png).unwrap_or_else(|e| {
+        panic!(
+            "no screenshot ({e}); chromium {}: {}",
+            shot.status,
+            String::from_utf8_lossy(&shot.stderr)
+        )
+    });
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+    assert!(bytes.len() > 10_000, "suspiciously small screenshot");
+    if let Ok(keep) = std::env::var("HTML_REPORT_KEEP") {
+        let _ = std::fs::copy(&page, Path::new(&keep).join("report.html"));
+        let _ = std::fs::copy(&png, Path::new(&keep).join("report.png"));
+    }
+}
