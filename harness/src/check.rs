@@ -142,7 +142,15 @@ pub(crate) fn check(ctx: &Ctx, end: End, o: &mut Outcome) {
             let Some(start) = created_marker.get(path.as_str()).copied() else {
                 continue;
             };
-            let exit_path = path.replace(".enter", ".exit");
+            // The runner numbers the exit marker after the entry counter
+            // moved on: the exit of `.r{R}.{E}.enter` is `.r{R}.{E+1}.exit`.
+            let exit_path = format!(
+                "{}/{}.r{}.{}.exit",
+                ctx.res_dir,
+                m.client,
+                m.round,
+                m.entry + 1
+            );
             let exit = markers
                 .get(&exit_path)
                 .and_then(|_| created_marker.get(exit_path.as_str()).copied());

@@ -114,7 +114,13 @@ impl Target {
                     refusal: Default::default(),
                 })
             }
-            TargetSpec::Real(addr) => Ok(Target::Real(crate::proxy::RealTarget::new(*addr))),
+            TargetSpec::Real(addr) => crate::proxy::RealTarget::start(
+                *addr,
+                &scenario.lock_dir(),
+                &scenario.resource_dir(),
+            )
+            .await
+            .map(Target::Real),
         }
     }
 
