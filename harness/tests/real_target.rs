@@ -257,6 +257,21 @@ invariants:
     assert!(journal_has(&o, "holder", "lost"), "{:#?}", o.journal);
     assert!(journal_has(&o, "holder", "expired"), "{:#?}", o.journal);
     assert_eq!(o.stats.acquisitions, 4);
+    // The proxies attribute the holder's node to its session's end, so the
+    // loss is checked against the holder's own journal.
+    let lost = o
+        .invariants
+        .iter()
+        .find(|i| i.name == "lost_noticed")
+        .unwrap();
+    assert!(lost.checked && lost.held, "{lost:?}");
+    assert!(
+        o.handoffs
+            .iter()
+            .any(|h| h.by_session_end && h.from.as_deref() == Some("holder")),
+        "{:#?}",
+        o.handoffs
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
