@@ -368,6 +368,7 @@ struct Pacer {
     dir: String,
     probe: Probe,
     counters: bool,
+    herd_children: bool,
     locks: std::collections::HashMap<i64, Arc<AnyLock>>,
     baseline: std::sync::Mutex<std::collections::HashMap<i64, u64>>,
 }
@@ -392,6 +393,7 @@ impl Pacer {
             dir: dir.to_string(),
             probe,
             counters,
+            herd_children: matches!(recipe, Recipe::Herd | Recipe::RwHerd),
             locks: sessions
                 .iter()
                 .copied()
@@ -425,7 +427,16 @@ impl Pacer {
                 rest.iter().all(|s| self.armed_by_counters(*s))
             } else {
                 let w = self.probe.watchers(&self.dir).await?;
-                rest.iter().all(|s| w.contains(s))
+                // A herd waiter's watch is back on the server a moment before
+                // its own counters show the listing that set it.
+                let idle = |s: &i64| {
+                    !self.herd_children
+                        || self.locks.get(s).is_some_and(|l| {
+                            let m = l.metrics();
+                            m.children_reads == m.notifications + 1
+                        })
+                };
+                rest.iter().all(|s| w.contains(s) && idle(s))
             };
             if done {
                 break;
