@@ -11,7 +11,11 @@ async fn settled_hand_offs_cost_what_the_design_says() {
         let run = lock_experiment(&server, recipe, n, &format!("/t/{i}"), Pace::Settled)
             .await
             .unwrap();
-        let want = if recipe.is_herd() { n * (n - 1) / 2 } else { n - 1 } as u64;
+        let want = if recipe.is_herd() {
+            n * (n - 1) / 2
+        } else {
+            n - 1
+        } as u64;
         assert_eq!(run.server_notifications, Some(want), "{}", recipe.name());
         assert_eq!(run.client_notifications, want, "{}", recipe.name());
         assert_eq!(run.handoffs.len(), n - 1);
