@@ -238,6 +238,7 @@ impl Recipe {
 }
 
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one per contender: not worth boxing
 enum AnyLock {
     Naive(NaiveLock),
     Herd(HerdLock),

@@ -315,9 +315,9 @@ async fn run(args: Args) -> Result<(), BoxError> {
                         n - 1
                     ));
                 }
-                plot.iter_mut()
-                    .find(|(x, _)| *x == recipe)
-                    .map(|(_, v)| v.push((n, counted[0].per_handoff())));
+                if let Some((_, v)) = plot.iter_mut().find(|(x, _)| *x == recipe) {
+                    v.push((n, counted[0].per_handoff()));
+                }
                 r.line(format!(
                     "| {} | {n} | {} | {} | {verdict} | {} / {} | {} / {} | {:.1} | {} / {} |",
                     recipe.name(),
@@ -365,9 +365,9 @@ async fn run(args: Args) -> Result<(), BoxError> {
                 if let Some(m) = mock.mock_handle() {
                     m.clear_recording();
                 }
-                plot.iter_mut()
-                    .find(|(x, _)| *x == recipe)
-                    .map(|(_, v)| v.push((1000, run.per_handoff())));
+                if let Some((_, v)) = plot.iter_mut().find(|(x, _)| *x == recipe) {
+                    v.push((1000, run.per_handoff()));
+                }
                 r.line(format!(
                     "| {} | {} | {} | {:.1} | {} | {} | {:.1} MB |",
                     recipe.name(),
