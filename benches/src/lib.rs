@@ -834,3 +834,93 @@ pub async fn fanout(watchers: &[zk::Client], writer: &zk::Client) -> Result<Dura
     writer.delete(&path, None).await?;
     Ok(elapsed)
 }
+
+/// getData (`write: false`) or setData (`write: true`) through zk-mock's lean
+/// `RawClient`, `depth` requests in flight per session: the server's share of
+/// the work shows, the client's (a Rust client built for features, not
+/// speed) shrinks. The same client for both servers.
+pub async fn raw_pipelined(
+    addr: SocketAddr,
+    sessions: usize,
+    per_session: usize,
+    depth: usize,
+    write: bool,
+) -> Result<OpRun, BoxError> {
+    use bytes::BytesMut;
+    use zk_mock::client::RawClient;
+    use zk_mock::codec::Record;
+    use zk_mock::proto::{OpCode, PathWatchRequest, RequestHeader, SetDataRequest};
+    let run = OP_RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = format!("/bench-raw-{}-{run}", std::process::id());
+    let admin = zk::Client::connect(&addr.to_string()).await?;
+    let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    admin.create(&path, &[7u8; 100], &persistent).await?;
+    let mut clients = Vec::with_capacity(sessions);
+    for _ in 0..sessions {
+        clients.push(RawClient::connect(addr, 30_000).await?);
+    }
+    let frame = |xid: i32| {
+        let mut b = BytesMut::new();
+        if write {
+            RequestHeader {
+                xid,
+                op_type: OpCode::SetData as i32,
+            }
+            .encode(&mut b);
+            SetDataRequest {
+                path: path.clone(),
+                data: Some(bytes::Bytes::from_static(&[7u8; 100])),
+                version: -1,
+            }
+            .encode(&mut b);
+        } else {
+            RequestHeader {
+                xid,
+                op_type: OpCode::GetData as i32,
+            }
+            .encode(&mut b);
+            PathWatchRequest {
+                path: path.clone(),
+                watch: false,
+            }
+            .encode(&mut b);
+        }
+        b
+    };
+    let start = Instant::now();
+    let tasks = clients.into_iter().map(|mut c| {
+        let frame = &frame;
+        async move {
+            let mut lat = Vec::with_capacity(per_session);
+            let mut sent = std::collections::VecDeque::with_capacity(depth);
+            let mut xid = 1;
+            while xid as usize <= depth.min(per_session) {
+                c.send_frame(&frame(xid)).await?;
+                sent.push_back(Instant::now());
+                xid += 1;
+            }
+            while lat.len() < per_session {
+                let reply = c.next_reply().await?.ok_or("connection closed")?;
+                if reply.header.err != 0 {
+                    return Err(format!("error {}", reply.header.err).into());
+                }
+                lat.push(sent.pop_front().map(|t| t.elapsed()).unwrap_or_default());
+                if (xid as usize) <= per_session {
+                    c.send_frame(&frame(xid)).await?;
+                    sent.push_back(Instant::now());
+                    xid += 1;
+                }
+            }
+            Ok::<_, BoxError>(lat)
+        }
+    });
+    let mut latencies = Vec::new();
+    for r in futures::future::join_all(tasks).await {
+        latencies.extend(r?);
+    }
+    Ok(OpRun {
+        ops: latencies.len(),
+        wall: start.elapsed(),
+        latencies,
+    })
+}

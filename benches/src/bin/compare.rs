@@ -30,8 +30,8 @@ struct Args {
     /// Skip the N = 1000 lock runs.
     #[arg(long)]
     skip_1000: bool,
-    /// Sections to run (comma-separated): ops, sessions, locks.
-    #[arg(long, value_delimiter = ',', default_value = "ops,sessions,locks")]
+    /// Sections to run (comma-separated): ops, raw, sessions, locks.
+    #[arg(long, value_delimiter = ',', default_value = "ops,raw,sessions,locks")]
     only: Vec<String>,
     /// Recipes for the lock sections (default: all).
     #[arg(long, value_delimiter = ',')]
@@ -178,6 +178,50 @@ async fn run(args: Args) -> Result<(), BoxError> {
                 ));
             }
             drop(clients);
+        }
+    }
+
+    // ---- the same reads and writes through a lean pipelined client -------
+    if section("raw") {
+        r.line("\n## getData and setData through a lean pipelined client (zk-mock's RawClient, 8 in flight per session)\n");
+        r.line("| op | sessions | zk-mock ops/s | ZooKeeper ops/s | ratio | zk-mock p50 / p99 | ZooKeeper p50 / p99 |");
+        r.line("|---|---|---|---|---|---|---|");
+        let addr = |s: &Server| -> Result<std::net::SocketAddr, BoxError> {
+            Ok(s.connect_string().parse()?)
+        };
+        for sessions in [16usize, 64] {
+            for write in [false, true] {
+                let per = (if args.quick { 4_000 } else { 40_000 } / sessions).max(50);
+                let mut runs = Vec::new();
+                for s in &servers {
+                    benches::raw_pipelined(addr(s)?, sessions, per / 10, 8, write).await?;
+                    runs.push(benches::raw_pipelined(addr(s)?, sessions, per, 8, write).await?);
+                    if let Some(m) = s.mock_handle() {
+                        m.clear_recording();
+                    }
+                }
+                let ratio = runs.get(1).map(|z| runs[0].throughput() / z.throughput());
+                let name = if write { "setData" } else { "getData" };
+                let want = if write { 5.0 } else { 3.0 };
+                let verdict =
+                    r.target(&format!("{name} x{sessions} (raw, pipelined)"), ratio, want);
+                let lat = |run: &benches::OpRun| {
+                    format!(
+                        "{} / {}",
+                        ms(percentile(&run.latencies, 0.5)),
+                        ms(percentile(&run.latencies, 0.99))
+                    )
+                };
+                r.line(format!(
+                    "| {name} | {sessions} | {:.0} | {} | {verdict} | {} | {} |",
+                    runs[0].throughput(),
+                    runs.get(1)
+                        .map(|z| format!("{:.0}", z.throughput()))
+                        .unwrap_or_else(|| "-".into()),
+                    lat(&runs[0]),
+                    runs.get(1).map(lat).unwrap_or_else(|| "-".into()),
+                ));
+            }
         }
     }
 
