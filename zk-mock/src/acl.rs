@@ -51,8 +51,12 @@ pub fn fixup(acl: &[Acl], auth_info: &[Id]) -> Result<Vec<Acl>, ErrorCode> {
     Ok(out)
 }
 
+/// Whether `fixupACL` turns an authInfo id of this scheme into an `auth` ACL
+/// entry: its provider must exist and be authenticated. Digest is; `ip` is
+/// not, and `super` (the id the super digest adds) has no provider at all,
+/// so a super user's `auth` ACL names only its digest id (checked against 3.8.0).
 fn is_authenticated_scheme(scheme: &str) -> bool {
-    matches!(scheme, "digest" | "super")
+    scheme == "digest"
 }
 
 /// `DigestAuthenticationProvider.isValid`: `id.split(":").length == 2`, with
@@ -123,6 +127,30 @@ pub fn digest(user_password: &str) -> String {
     )
 }
 
+use crate::tree::java_order::java_string_hash;
+
+/// Puts a connection's auth ids in the order ZooKeeper iterates them: the
+/// server keeps them in a `ConcurrentHashMap`-backed set
+/// (`ServerCnxn.authInfo`), so whoAmI lists them, and an `auth` ACL names
+/// them, in hash-bin order, insertion order within a bin. `ids` must
+/// already be in that order but for the last one (each addition calls this).
+pub(crate) fn java_set_order(ids: &mut [Id]) {
+    // Jute's `Id.hashCode`, then `ConcurrentHashMap.spread`; the table has 16
+    // bins until it holds 12 entries, then doubles (its resize keeps the
+    // order within a bin).
+    let bins = (ids.len() * 4 / 3 + 1).next_power_of_two().max(16);
+    let bin = |id: &Id| {
+        let h = 17i32
+            .wrapping_mul(37)
+            .wrapping_add(java_string_hash(&id.scheme))
+            .wrapping_mul(37)
+            .wrapping_add(java_string_hash(&id.id));
+        let spread = (h ^ ((h as u32) >> 16) as i32) & 0x7fff_ffff;
+        spread as usize & (bins - 1)
+    };
+    ids.sort_by_key(bin);
+}
+
 /// `checkACL`: whether a connection with `auth_info` holds `perm` on a node with `acl`.
 pub fn check(acl: &[Acl], perm: i32, auth_info: &[Id]) -> Result<(), ErrorCode> {
     if acl.is_empty() || auth_info.iter().any(|id| id.scheme == "super") {
@@ -186,6 +214,21 @@ mod tests {
         );
         assert!(fixup(&[Acl::new(31, "ip", "10.0.0.0/8")], &ip()).is_ok());
         assert!(fixup(&[Acl::new(31, "digest", "u:hash")], &ip()).is_ok());
+    }
+
+    #[test]
+    fn auth_ids_come_in_java_hash_set_order() {
+        let id = |scheme: &str, id: &str| Id {
+            scheme: scheme.into(),
+            id: id.into(),
+        };
+        // What a real 3.8.0 answers zkCli's whoami after `addauth digest alice:secret`.
+        let mut ids = vec![
+            id("ip", "127.0.0.1"),
+            id("digest", "alice:aYXlLOpEooaV1cRAvUL1fp9Qt7E="),
+        ];
+        java_set_order(&mut ids);
+        assert_eq!(ids[0].scheme, "digest");
     }
 
     #[test]

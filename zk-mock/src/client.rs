@@ -294,6 +294,36 @@ impl RawClient {
         Ok(self.take_events())
     }
 
+    /// Waits for the next notification (the oldest queued one first); `None`
+    /// if the server closed the connection. A reply arriving meanwhile is an
+    /// error: this is for connections with nothing outstanding.
+    ///
+    /// # Errors
+    /// I/O errors, `TimedOut` after the read timeout, `InvalidData` for a
+    /// reply or an undecodable frame.
+    pub async fn next_event(&mut self) -> io::Result<Option<Notification>> {
+        if let Some(n) = self.events.pop_front() {
+            return Ok(Some(n));
+        }
+        let Some(f) = self.read_frame().await? else {
+            return Ok(None);
+        };
+        let (body, header) = ReplyHeader::parse(&f)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "short reply header"))?;
+        if header.xid != XID_NOTIFICATION {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("unexpected reply {header:?}"),
+            ));
+        }
+        let event = WatcherEvent::decode(body)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        Ok(Some(Notification {
+            zxid: header.zxid,
+            event,
+        }))
+    }
+
     /// Takes the notifications received so far, in arrival order.
     pub fn take_events(&mut self) -> Vec<Notification> {
         self.events.drain(..).collect()

@@ -13,7 +13,11 @@ use crate::record::{SessionEvent, WatchKind};
 use crate::session::ConnId;
 use crate::state::{Flow, State};
 use crate::tree::{Caller, CreateArgs, CreateMode, TreeEvent};
-use crate::watch::{Notification, Table, WatchManager};
+use crate::watch::{Notification, Table};
+use crate::Compat;
+
+/// `EphemeralType.TTL`'s largest ttl (40 bits of ms).
+const MAX_TTL: i64 = 0xFF_FFFF_FFFF;
 
 /// The outcome of one request as the recorder and logs see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +75,15 @@ impl State {
             applied.zxid,
             verdict.map(|v| v.name()),
         );
+        if let Some(c) = self.conns.get_mut(&conn) {
+            // `ServerCnxn.updateStatsForResponse`.
+            if xid >= 0 {
+                c.last_cxid = i64::from(xid);
+            }
+            c.last_zxid = applied.zxid;
+            c.last_op = op_name(op);
+            c.last_response_ms = now;
+        }
         self.record_watches(conn);
         self.changed();
         flow
@@ -222,6 +235,19 @@ impl State {
                 let stat = st.tree.set_acl(&r.path, &r.acl, r.version, caller)?;
                 Ok(Reply::Stat(stat))
             }),
+            Request::Check(_) if self.settings.compat == Compat::V3_9 => {
+                // 3.9: `Request.isValid` is false for check outside multi:
+                // UnimplementedRequestProcessor, zxid −1, then close.
+                self.reply_header(conn, xid, -1, ErrorCode::Unimplemented.code());
+                self.close_conn(conn);
+                return (
+                    Flow::Close,
+                    Applied {
+                        err: ErrorCode::Unimplemented.code(),
+                        zxid: -1,
+                    },
+                );
+            }
             Request::Check(r) => {
                 // ZooKeeper 3.8.0 treats a standalone check as a transaction: it
                 // consumes a zxid and failures are answered, but a *successful*
@@ -270,7 +296,7 @@ impl State {
                 let two = op == OpCode::GetChildren2 as i32;
                 self.read(conn, xid, |st| {
                     let node = st.tree.read(&r.path, perms::READ, caller)?;
-                    let children: Vec<String> = node.children.iter().cloned().collect();
+                    let children: Vec<String> = node.listing().to_vec();
                     let stat = node.stat();
                     if r.watch {
                         st.watches
@@ -356,21 +382,17 @@ impl State {
                 Applied { err: 0, zxid }
             }
             Request::CheckWatches(r) => self.read(conn, xid, |st| {
-                let tables =
-                    WatchManager::tables(r.watcher_type).ok_or(ErrorCode::MarshallingError)?;
-                if st.watches.contains(tables, &r.path) {
-                    Ok(Reply::None)
-                } else {
-                    Err(ErrorCode::NoWatcher)
+                match st.watches.check(r.watcher_type, &r.path, conn) {
+                    None => Err(ErrorCode::MarshallingError),
+                    Some(true) => Ok(Reply::None),
+                    Some(false) => Err(ErrorCode::NoWatcher),
                 }
             }),
             Request::RemoveWatches(r) => self.read(conn, xid, |st| {
-                let tables =
-                    WatchManager::tables(r.watcher_type).ok_or(ErrorCode::MarshallingError)?;
-                if st.watches.remove(tables, &r.path, conn) {
-                    Ok(Reply::None)
-                } else {
-                    Err(ErrorCode::NoWatcher)
+                match st.watches.remove(r.watcher_type, &r.path, conn) {
+                    None => Err(ErrorCode::MarshallingError),
+                    Some(true) => Ok(Reply::None),
+                    Some(false) => Err(ErrorCode::NoWatcher),
                 }
             }),
             Request::WhoAmI => self.read(conn, xid, |_| {
@@ -432,6 +454,7 @@ impl State {
                     for id in new_ids {
                         if !c.auth.contains(&id) {
                             c.auth.push(id);
+                            crate::acl::java_set_order(&mut c.auth);
                         }
                     }
                 }
@@ -563,24 +586,27 @@ impl State {
         events: &mut Vec<TreeEvent>,
     ) -> Result<(String, Stat), ErrorCode> {
         let mode = CreateMode::from_flags(new.flags)?;
-        if mode.ttl {
+        if mode.ttl && !self.settings.extended_types {
             // zookeeper.extendedTypesEnabled is false by default.
             return Err(ErrorCode::Unimplemented);
         }
-        if new.ttl.is_some() {
-            // EphemeralType.validateTTL rejects a ttl with a non-TTL mode. A
-            // createTTL with a non-TTL mode and ttl −1 passes that check on
-            // 3.8.0 and then kills the real server's process; the mock
-            // answers BADARGUMENTS instead of dying.
-            return Err(ErrorCode::BadArguments);
-        }
+        // EphemeralType.validateTTL: a TTL mode needs a ttl in
+        // 1..=0xFF_FFFF_FFFF (a plain create carries none); other modes
+        // take none. A createTTL with a non-TTL mode and ttl −1 passes that
+        // check on 3.8.0 and then kills the real server's process; the mock
+        // answers BADARGUMENTS instead of dying.
+        let ttl = match (mode.ttl, new.ttl) {
+            (true, Some(ttl)) if (1..=MAX_TTL).contains(&ttl) => ttl,
+            (false, None) => 0,
+            _ => return Err(ErrorCode::BadArguments),
+        };
         let time = self.clock.wall_ms();
         let args = CreateArgs {
             path: new.path,
             data: new.data.clone(),
             acl: new.acl,
             mode,
-            ttl: 0,
+            ttl,
         };
         self.tree.create(zxid, time, args, caller, events)
     }
@@ -656,12 +682,15 @@ impl State {
         Ok(match op {
             // ZooKeeper 3.8.0 answers create and create2 inside multi with a
             // CreateResult of type 1 (path only) — create2 getting its Stat
-            // (type 15) came with 3.8.2 (ZOOKEEPER-4026) — while
+            // (type 15) came with 3.8.2 and 3.9 (ZOOKEEPER-4026) — while
             // createContainer and createTTL already answer type 15 with a Stat.
             MultiOp::Create(code, r) => {
                 let (path, stat) = self.create(zxid, NewNode::create(*code, r), caller, events)?;
                 match code {
                     OpCode::CreateContainer => MultiResult::Create2 { path, stat },
+                    OpCode::Create2 if self.settings.compat == Compat::V3_9 => {
+                        MultiResult::Create2 { path, stat }
+                    }
                     _ => MultiResult::Create { path },
                 }
             }
@@ -701,7 +730,7 @@ impl State {
                 self.tree
                     .read(&r.path, perms::READ, caller)
                     .map(|n| MultiResult::GetChildren {
-                        children: n.children.iter().cloned().collect(),
+                        children: n.listing().to_vec(),
                     })
             }
             _ => Err(ErrorCode::MarshallingError),
@@ -803,5 +832,43 @@ impl Reply {
                 &GetAllChildrenNumberResponse { total_number },
             ),
         }
+    }
+}
+
+/// The `lastOp` names `FinalRequestProcessor` gives each op (`cons`).
+fn op_name(op: i32) -> &'static str {
+    match OpCode::from_i32(op) {
+        Some(code) => match code {
+            OpCode::Ping => "PING",
+            OpCode::CreateSession => "SESS",
+            OpCode::CloseSession => "CLOS",
+            OpCode::Multi => "MULT",
+            OpCode::MultiRead => "MLTR",
+            OpCode::Create | OpCode::Create2 | OpCode::CreateTtl | OpCode::CreateContainer => {
+                "CREA"
+            }
+            OpCode::Delete | OpCode::DeleteContainer => "DELE",
+            OpCode::SetData => "SETD",
+            OpCode::Reconfig => "RECO",
+            OpCode::SetAcl => "SETA",
+            OpCode::Check => "CHEC",
+            OpCode::Sync => "SYNC",
+            OpCode::Exists => "EXIS",
+            OpCode::GetData => "GETD",
+            OpCode::GetAcl => "GETA",
+            OpCode::GetChildren | OpCode::GetChildren2 => "GETC",
+            OpCode::GetAllChildrenNumber => "GETACN",
+            OpCode::CheckWatches => "CHKW",
+            OpCode::RemoveWatches => "REMW",
+            OpCode::GetEphemerals => "GETE",
+            OpCode::AddWatch => "ADDW",
+            OpCode::SetWatches => "SETW",
+            OpCode::SetWatches2 => "STW2",
+            OpCode::WhoAmI => "HOMI",
+            OpCode::Auth => "AUTH",
+            OpCode::Sasl => "SASL",
+            _ => "NA",
+        },
+        None => "NA",
     }
 }

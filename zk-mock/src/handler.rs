@@ -113,6 +113,10 @@ impl Reader {
         if !self.handshaken && four_letter::is_command(&self.buf) {
             let word = self.buf.split_to(4);
             let mut st = lock(&self.shared);
+            if let Some(c) = st.conns.get_mut(&conn) {
+                c.four_letter = true;
+                c.received += 1;
+            }
             let text = four_letter::answer(&st, &word);
             if let Some(c) = st.conns.get(&conn) {
                 let _ = c.tx.send(Outgoing::Frame(Bytes::from(text)));

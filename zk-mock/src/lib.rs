@@ -63,6 +63,7 @@ pub mod admin;
 pub mod client;
 pub mod clock;
 pub mod codec;
+mod compat;
 mod dispatch;
 mod error;
 pub mod fault;
@@ -78,7 +79,8 @@ mod state;
 pub mod tree;
 mod watch;
 
+pub use compat::{Compat, UnknownCompat};
 pub use error::Error;
-pub use four_letter::VERSION;
+pub use four_letter::{VERSION, VERSION_3_9};
 pub use mock::{Control, Metrics, Refusal, RuleGuard, ZkMock, ZkMockBuilder};
 pub use session::password_for;

@@ -45,6 +45,19 @@ struct Args {
     /// (ZooKeeper's clientPortListenBacklog).
     #[arg(long = "listen-backlog", default_value_t = 1024)]
     listen_backlog: u32,
+    /// Threads serving connections (1: a single thread, the default).
+    #[arg(long = "worker-threads", default_value_t = 1)]
+    worker_threads: usize,
+    /// The ZooKeeper release to imitate where 3.8 and 3.9 differ: `3.8` or `3.9`.
+    #[arg(long, default_value = "3.8")]
+    compat: zk_mock::Compat,
+    /// How often empty containers and expired TTL nodes are deleted, in ms
+    /// (znode.container.checkIntervalMs).
+    #[arg(long = "container-check-interval", default_value_t = 60_000)]
+    container_check_interval: u64,
+    /// Allow TTL nodes (zookeeper.extendedTypesEnabled).
+    #[arg(long = "extended-types")]
+    extended_types: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -66,6 +79,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .tick_time(args.tick_time)
         .max_packet_size(args.max_packet_size)
         .listen_backlog(args.listen_backlog)
+        .worker_threads(args.worker_threads)
+        .compat(args.compat)
+        .container_check_interval(std::time::Duration::from_millis(
+            args.container_check_interval,
+        ))
+        .extended_types(args.extended_types)
         .clock(match args.clock {
             ClockArg::Real => ClockMode::Real,
             ClockArg::Manual => ClockMode::Manual,

@@ -19,6 +19,7 @@ use crate::server;
 use crate::session::SessionManager;
 use crate::snapshot::Snapshot;
 use crate::state::{lock, Settings, Shared, State};
+use crate::Compat;
 
 /// A running in-process ZooKeeper server.
 ///
@@ -401,11 +402,25 @@ impl Control {
         let mut st = self.state();
         st.clock.advance(by);
         st.expire_due();
+        st.check_containers_due();
     }
 
     /// The session clock, in ms since the server started.
     pub fn clock_ms(&self) -> u64 {
         self.state().clock.now_ms()
+    }
+
+    /// Runs the container check now (as the background check does every
+    /// [`container_check_interval`](ZkMockBuilder::container_check_interval)):
+    /// deletes every empty container that once had a child and every
+    /// childless TTL node older than its TTL; returns how many it deleted.
+    pub fn check_containers(&self) -> usize {
+        self.state().check_containers()
+    }
+
+    /// The ZooKeeper release the server imitates.
+    pub fn compat(&self) -> Compat {
+        self.state().settings.compat
     }
 
     /// Which clock the server runs on.
@@ -637,6 +652,10 @@ pub struct ZkMockBuilder {
     record: bool,
     recorder_capacity: usize,
     listen_backlog: u32,
+    worker_threads: usize,
+    compat: Compat,
+    container_check_interval: Duration,
+    extended_types: bool,
 }
 
 impl Default for ZkMockBuilder {
@@ -653,6 +672,10 @@ impl Default for ZkMockBuilder {
             record: true,
             recorder_capacity: DEFAULT_CAPACITY,
             listen_backlog: 1024,
+            worker_threads: 1,
+            compat: Compat::V3_8,
+            container_check_interval: Duration::from_secs(60),
+            extended_types: false,
         }
     }
 }
@@ -670,6 +693,41 @@ impl ZkMockBuilder {
     /// ZooKeeper's `clientPortListenBacklog`).
     pub fn listen_backlog(mut self, connections: u32) -> Self {
         self.listen_backlog = connections.max(1);
+        self
+    }
+
+    /// Which ZooKeeper release to imitate where 3.8 and 3.9 differ (default
+    /// 3.8); see [`Compat`] for every difference.
+    pub fn compat(mut self, compat: Compat) -> Self {
+        self.compat = compat;
+        self
+    }
+
+    /// How often the container check deletes empty containers and expired
+    /// TTL nodes (ZooKeeper's `znode.container.checkIntervalMs`, default
+    /// 60 s; tests want about a second). The check goes by the session
+    /// clock: on a manual clock it runs when [`Control::advance`] passes its
+    /// time, and [`Control::check_containers`] runs it at once either way.
+    pub fn container_check_interval(mut self, every: Duration) -> Self {
+        self.container_check_interval = every.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Allows TTL nodes (ZooKeeper's `zookeeper.extendedTypesEnabled`,
+    /// default off, when createTTL and the TTL create modes answer
+    /// UNIMPLEMENTED).
+    pub fn extended_types(mut self, enabled: bool) -> Self {
+        self.extended_types = enabled;
+        self
+    }
+
+    /// Threads serving connections (default 1: one thread, a current-thread
+    /// Tokio runtime, the cheapest to start). More threads serve more
+    /// sessions in parallel when the clients have cores to spare; the data
+    /// tree stays one short critical section per request either way, so
+    /// every ordering guarantee holds with any number.
+    pub fn worker_threads(mut self, threads: usize) -> Self {
+        self.worker_threads = threads.max(1);
         self
     }
 
@@ -793,6 +851,9 @@ impl ZkMockBuilder {
             client_port: addr.port(),
             min_session_timeout: min,
             max_session_timeout: max,
+            compat: self.compat,
+            container_check_interval_ms: self.container_check_interval.as_millis() as u64,
+            extended_types: self.extended_types,
         };
         let recorder = Recorder::new(self.record, self.recorder_capacity);
         let state = State::new(
@@ -805,10 +866,18 @@ impl ZkMockBuilder {
         );
         let shared: Shared = Arc::new(Mutex::new(state));
         let (tx, rx) = watch::channel(false);
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(Error::Runtime)?;
+        let runtime = if self.worker_threads > 1 {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(self.worker_threads)
+                .thread_name(format!("zk-mock-{}-worker", addr.port()))
+                .enable_all()
+                .build()
+        } else {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+        }
+        .map_err(Error::Runtime)?;
         let handle = runtime.handle().clone();
         let server_state = shared.clone();
         let thread = std::thread::Builder::new()

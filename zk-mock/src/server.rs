@@ -16,6 +16,13 @@ pub(crate) async fn run(
 ) {
     let tick = Duration::from_millis(lock(&shared).settings.tick_time.max(1));
     let ticker = tokio::spawn(expiry_loop(shared.clone(), tick, shutdown.clone()));
+    let check_interval =
+        Duration::from_millis(lock(&shared).settings.container_check_interval_ms.max(1));
+    let containers = tokio::spawn(container_loop(
+        shared.clone(),
+        check_interval,
+        shutdown.clone(),
+    ));
     loop {
         tokio::select! {
             r = listener.accept() => match r {
@@ -39,6 +46,21 @@ pub(crate) async fn run(
         }
     }
     ticker.abort();
+    containers.abort();
+}
+
+/// Runs the container check on schedule (`ContainerManager`'s timer). The
+/// check goes by the session clock: on a manual clock it runs when the
+/// clock is advanced past its time, not here.
+async fn container_loop(shared: Shared, every: Duration, mut shutdown: watch::Receiver<bool>) {
+    let mut interval = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = interval.tick() => lock(&shared).check_containers_due(),
+            _ = shutdown.changed() => return,
+        }
+    }
 }
 
 /// Checks session deadlines at every tick, as `SessionTrackerImpl` does.

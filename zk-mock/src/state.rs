@@ -11,6 +11,8 @@
 use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::Compat;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -65,6 +67,15 @@ pub(crate) struct Conn {
     pub(crate) peer: SocketAddr,
     pub(crate) received: u64,
     pub(crate) sent: u64,
+    /// For `cons`: when the connection was accepted (wall ms), and the last
+    /// request's op name, cxid, zxid and response time.
+    pub(crate) established_ms: i64,
+    pub(crate) last_op: &'static str,
+    pub(crate) last_cxid: i64,
+    pub(crate) last_zxid: i64,
+    pub(crate) last_response_ms: u64,
+    /// A four-letter-word connection (reads nothing more: interest ops 0).
+    pub(crate) four_letter: bool,
 }
 
 /// Server settings that requests consult.
@@ -78,6 +89,12 @@ pub(crate) struct Settings {
     pub(crate) client_port: u16,
     pub(crate) min_session_timeout: i32,
     pub(crate) max_session_timeout: i32,
+    /// Which release's behaviour to follow where 3.8 and 3.9 differ.
+    pub(crate) compat: Compat,
+    /// `znode.container.checkIntervalMs`, on the session clock.
+    pub(crate) container_check_interval_ms: u64,
+    /// `zookeeper.extendedTypesEnabled`: TTL nodes allowed.
+    pub(crate) extended_types: bool,
 }
 
 /// Tree, sessions, watches, connections, rules and the recorder.
@@ -95,6 +112,8 @@ pub(crate) struct State {
     pub(crate) seed: u64,
     /// Sessions stalled by a fault: nothing moves on their connections.
     pub(crate) stalled: BTreeSet<i64>,
+    /// When the next container check is due, in session-clock ms.
+    pub(crate) next_container_check: u64,
     /// While true, new connections are closed as soon as they are accepted.
     pub(crate) refusing: bool,
     /// Bumped after every request and expiry, for [`ZkMock::wait_until`](crate::ZkMock::wait_until).
@@ -131,10 +150,11 @@ impl State {
         seed: u64,
         rng: StdRng,
     ) -> State {
+        let settings_check_interval = settings.container_check_interval_ms.max(1);
         State {
             tree: DataTree::new(),
             sessions,
-            watches: WatchManager::default(),
+            watches: WatchManager::new(settings.compat),
             conns: HashMap::new(),
             clock,
             settings,
@@ -143,6 +163,7 @@ impl State {
             rng,
             seed,
             stalled: BTreeSet::new(),
+            next_container_check: settings_check_interval,
             refusing: false,
             changes: watch::channel(0).0,
             next_conn: 1,
@@ -176,6 +197,12 @@ impl State {
                 peer,
                 received: 0,
                 sent: 0,
+                established_ms: self.clock.wall_ms(),
+                last_op: "NA",
+                last_cxid: -1,
+                last_zxid: -1,
+                last_response_ms: 0,
+                four_letter: false,
             },
         );
         (id, gate_rx)
@@ -246,6 +273,9 @@ impl State {
     /// and records them with the zxid of the transaction that caused them.
     pub(crate) fn notify(&mut self, notes: Vec<Notification>, zxid: i64) {
         let now = self.clock.now_ms();
+        // One event fans out to many watchers: its frame is encoded once and
+        // shared (a `Bytes` clone is a reference count, not a copy).
+        let mut last: Option<(i32, Arc<str>, Bytes)> = None;
         for n in notes {
             let Some(c) = self.conns.get(&n.conn) else {
                 continue;
@@ -262,20 +292,35 @@ impl State {
             let session = c.session.unwrap_or(0);
             self.recorder
                 .notification(now, session, &n.path, n.kind, n.event_type, zxid);
-            let mut b = BytesMut::with_capacity(32 + n.path.len());
-            ReplyHeader {
-                xid: XID_NOTIFICATION,
-                zxid: -1,
-                err: 0,
-            }
-            .encode(&mut b);
-            WatcherEvent {
-                event_type: n.event_type,
-                state: STATE_SYNC_CONNECTED,
-                path: n.path,
-            }
-            .encode(&mut b);
-            self.send(n.conn, b.freeze());
+            // 3.9 sends the zxid of the change (ZOOKEEPER-4655); SetWatches
+            // replays (zxid 0 here) carry −1 there too.
+            let wire_zxid = if self.settings.compat == Compat::V3_9 && zxid > 0 {
+                zxid
+            } else {
+                -1
+            };
+            let frame = match &last {
+                Some((t, p, f)) if *t == n.event_type && Arc::ptr_eq(p, &n.path) => f.clone(),
+                _ => {
+                    let mut b = BytesMut::with_capacity(32 + n.path.len());
+                    ReplyHeader {
+                        xid: XID_NOTIFICATION,
+                        zxid: wire_zxid,
+                        err: 0,
+                    }
+                    .encode(&mut b);
+                    WatcherEvent {
+                        event_type: n.event_type,
+                        state: STATE_SYNC_CONNECTED,
+                        path: n.path.to_string(),
+                    }
+                    .encode(&mut b);
+                    let f = b.freeze();
+                    last = Some((n.event_type, n.path.clone(), f.clone()));
+                    f
+                }
+            };
+            self.send(n.conn, frame);
         }
     }
 
@@ -372,6 +417,10 @@ impl State {
             self.close_conn(conn);
             return Flow::Close;
         }
+        self.packets_received += 1;
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.received += 1;
+        }
         let timeout = self.sessions.negotiate(req.time_out);
         let now = self.clock.now_ms();
         let read_only = req.read_only.map(|_| false);
@@ -385,10 +434,13 @@ impl State {
                 timeout,
                 "session created"
             );
+            let zxid = self.tree.last_zxid();
             if let Some(c) = self.conns.get_mut(&conn) {
                 c.session = Some(s.id);
+                c.last_op = "SESS";
+                c.last_zxid = zxid;
+                c.last_response_ms = now;
             }
-            let zxid = self.tree.last_zxid();
             self.recorder
                 .session(now, s.id, SessionEvent::Created, zxid);
             let passwd = Some(Bytes::copy_from_slice(&s.passwd));
@@ -502,6 +554,44 @@ impl State {
     }
 
     /// Expires every session whose deadline has passed.
+    /// The container check (`ContainerManager.checkContainers`), now: deletes
+    /// every childless container that once had a child and every childless
+    /// TTL node unmodified for longer than its TTL, each as its own
+    /// transaction (firing NodeDeleted and the parent's
+    /// NodeChildrenChanged). Returns how many it deleted.
+    pub(crate) fn check_containers(&mut self) -> usize {
+        let candidates = self.tree.reap_candidates(self.clock.wall_ms());
+        let mut deleted = 0;
+        for path in candidates {
+            let zxid = self.tree.next_zxid();
+            let mut events = Vec::new();
+            match self.tree.delete_container(zxid, &path, &mut events) {
+                Ok(()) => {
+                    tracing::debug!(path, zxid, "container check deleted a node");
+                    self.fire(&events, zxid, 0);
+                    deleted += 1;
+                }
+                Err(e) => tracing::debug!(path, zxid, ?e, "container check failed"),
+            }
+        }
+        if deleted > 0 {
+            self.changed();
+        }
+        deleted
+    }
+
+    /// Runs the container check if one is due on the session clock (at a
+    /// fixed rate; checks missed while time jumped collapse into one).
+    pub(crate) fn check_containers_due(&mut self) {
+        let now = self.clock.now_ms();
+        if now < self.next_container_check {
+            return;
+        }
+        let interval = self.settings.container_check_interval_ms.max(1);
+        self.next_container_check += ((now - self.next_container_check) / interval + 1) * interval;
+        self.check_containers();
+    }
+
     pub(crate) fn expire_due(&mut self) {
         let now = self.clock.now_ms();
         for id in self.sessions.expired(now) {

@@ -10,6 +10,7 @@ use crate::proto::Acl;
 use crate::record::WatchKind;
 use crate::session::ConnId;
 use crate::tree::{path, DataTree, TreeEvent};
+use crate::Compat;
 
 /// Which server-side table a watch lives in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -32,71 +33,126 @@ pub(crate) struct Notification {
     pub(crate) acl: Option<Arc<[Acl]>>,
     /// `EventType` (1–4).
     pub(crate) event_type: i32,
-    /// The node's path.
-    pub(crate) path: String,
+    /// The node's path, shared by every watcher one event notifies.
+    pub(crate) path: Arc<str>,
 }
 
-/// How a watch fires (`WatcherMode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    /// One-shot: removed when it fires.
-    Standard,
+/// The watch modes one connection holds on one path in one table: on 3.8 at
+/// most one (`WatcherModeManager`: a new registration replaces the old
+/// mode), on 3.9 any combination (`WatchStats`, ZOOKEEPER-4466).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Modes {
+    /// A one-shot watch, and the request that set it (getData, exists on a
+    /// missing node, getChildren).
+    standard: Option<WatchKind>,
     /// addWatch mode 0: stays; fires for the path itself only.
-    Persistent,
+    persistent: bool,
     /// addWatch mode 1: stays; fires for the path and every descendant,
     /// never with NodeChildrenChanged.
-    PersistentRecursive,
+    recursive: bool,
 }
 
-fn mode(kind: WatchKind) -> Mode {
-    match kind {
-        WatchKind::Persistent => Mode::Persistent,
-        WatchKind::PersistentRecursive => Mode::PersistentRecursive,
-        _ => Mode::Standard,
+impl Modes {
+    fn of(kind: WatchKind) -> Modes {
+        let mut m = Modes::default();
+        m.set(kind);
+        m
+    }
+
+    fn set(&mut self, kind: WatchKind) {
+        match kind {
+            WatchKind::Persistent => self.persistent = true,
+            WatchKind::PersistentRecursive => self.recursive = true,
+            k => self.standard = Some(k),
+        }
+    }
+
+    fn unset(&mut self, kind: WatchKind) {
+        match kind {
+            WatchKind::Persistent => self.persistent = false,
+            WatchKind::PersistentRecursive => self.recursive = false,
+            _ => self.standard = None,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        *self == Modes::default()
+    }
+
+    /// Each mode held, as the kind the recorder and snapshots name.
+    fn kinds(&self) -> impl Iterator<Item = WatchKind> {
+        let standard = self.standard;
+        let persistent = self.persistent.then_some(WatchKind::Persistent);
+        let recursive = self.recursive.then_some(WatchKind::PersistentRecursive);
+        standard.into_iter().chain(persistent).chain(recursive)
+    }
+
+    /// The kind to name when the entry fires: the one-shot watch if there is one.
+    fn first(&self) -> WatchKind {
+        self.kinds().next().unwrap_or(WatchKind::Data)
     }
 }
 
 /// Every watch of every connection.
 #[derive(Debug, Default)]
 pub(crate) struct WatchManager {
-    data: HashMap<String, BTreeMap<ConnId, WatchKind>>,
-    child: HashMap<String, BTreeMap<ConnId, WatchKind>>,
+    data: HashMap<String, BTreeMap<ConnId, Modes>>,
+    child: HashMap<String, BTreeMap<ConnId, Modes>>,
     by_conn: HashMap<ConnId, BTreeSet<(Table, String)>>,
-    /// Recursive entries per table; when 0, triggers skip the ancestor walk.
+    /// Entries holding a recursive mode, per table; when 0, triggers skip the ancestor walk.
     recursive: [usize; 2],
     /// Registrations since the last [`take_registered`](Self::take_registered), for the recorder.
     registered: Vec<(String, WatchKind)>,
+    /// 3.9's watch semantics instead of 3.8's.
+    v39: bool,
 }
 
 impl WatchManager {
-    fn table(&mut self, t: Table) -> &mut HashMap<String, BTreeMap<ConnId, WatchKind>> {
+    /// An empty manager with the watch semantics of `compat`.
+    pub(crate) fn new(compat: Compat) -> WatchManager {
+        WatchManager {
+            v39: compat == Compat::V3_9,
+            ..WatchManager::default()
+        }
+    }
+
+    fn table(&mut self, t: Table) -> &mut HashMap<String, BTreeMap<ConnId, Modes>> {
         match t {
             Table::Data => &mut self.data,
             Table::Child => &mut self.child,
         }
     }
 
-    fn count_mode(&mut self, t: Table, old: Option<WatchKind>, new: Option<WatchKind>) {
+    fn count_mode(&mut self, t: Table, old: Option<Modes>, new: Option<Modes>) {
         let i = t as usize;
-        if old == Some(WatchKind::PersistentRecursive) {
+        if old.is_some_and(|m| m.recursive) {
             self.recursive[i] -= 1;
         }
-        if new == Some(WatchKind::PersistentRecursive) {
+        if new.is_some_and(|m| m.recursive) {
             self.recursive[i] += 1;
         }
     }
 
     /// Registers a watch; registering the same one twice is the same as once.
-    /// As in 3.8's `WatcherModeManager`, a registration replaces the mode a
-    /// connection had on that path and table: a standard getData/getChildren
-    /// watch downgrades a persistent one to one-shot (fixed in 3.9).
+    /// On 3.8 a registration replaces the mode a connection had on that path
+    /// and table (`WatcherModeManager`: a standard getData/getChildren watch
+    /// downgrades a persistent one to one-shot); on 3.9 modes add up.
     pub(crate) fn add(&mut self, table: Table, path: &str, conn: ConnId, kind: WatchKind) {
-        let old = self
+        let v39 = self.v39;
+        let entry = self
             .table(table)
             .entry(path.to_string())
             .or_default()
-            .insert(conn, kind);
-        self.count_mode(table, old, Some(kind));
+            .entry(conn)
+            .or_default();
+        let old = *entry;
+        if v39 {
+            entry.set(kind);
+        } else {
+            *entry = Modes::of(kind);
+        }
+        let new = *entry;
+        self.count_mode(table, (!old.is_empty()).then_some(old), Some(new));
         self.by_conn
             .entry(conn)
             .or_default()
@@ -112,20 +168,44 @@ impl WatchManager {
         std::mem::take(&mut self.registered)
     }
 
-    fn remove_entry(&mut self, table: Table, path: &str, conn: ConnId) -> bool {
+    /// Removes `only` this mode of this connection's entry (every mode if
+    /// `None`); whether the entry changed.
+    fn remove_entry(
+        &mut self,
+        table: Table,
+        path: &str,
+        conn: ConnId,
+        only: Option<WatchKind>,
+    ) -> bool {
         let t = self.table(table);
         let Some(map) = t.get_mut(path) else {
             return false;
         };
-        let old = map.remove(&conn);
-        if map.is_empty() {
-            t.remove(path);
+        let Some(old) = map.get(&conn).copied() else {
+            return false;
+        };
+        let mut new = old;
+        match only {
+            Some(kind) => new.unset(kind),
+            None => new = Modes::default(),
         }
-        self.count_mode(table, old, None);
-        if let Some(set) = self.by_conn.get_mut(&conn) {
-            set.remove(&(table, path.to_string()));
+        if new == old {
+            return false;
         }
-        old.is_some()
+        if new.is_empty() {
+            map.remove(&conn);
+            if map.is_empty() {
+                t.remove(path);
+            }
+            if let Some(set) = self.by_conn.get_mut(&conn) {
+                set.remove(&(table, path.to_string()));
+            }
+            self.count_mode(table, Some(old), None);
+        } else {
+            map.insert(conn, new);
+            self.count_mode(table, Some(old), Some(new));
+        }
+        true
     }
 
     /// Drops every watch of a closed connection (`DataTree.removeCnxn`).
@@ -161,26 +241,32 @@ impl WatchManager {
             let at_parent = lp != path;
             let mut fired_standard = Vec::new();
             if let Some(map) = self.table(table).get(lp) {
-                for (&conn, &kind) in map {
-                    match mode(kind) {
-                        Mode::PersistentRecursive => {
-                            if event_type != NODE_CHILDREN_CHANGED {
-                                found.entry(conn).or_insert(kind);
-                            }
+                for (&conn, modes) in map {
+                    if at_parent {
+                        if modes.recursive && event_type != NODE_CHILDREN_CHANGED {
+                            found.entry(conn).or_insert(WatchKind::PersistentRecursive);
                         }
-                        _ if at_parent => {}
-                        Mode::Persistent => {
-                            found.entry(conn).or_insert(kind);
-                        }
-                        Mode::Standard => {
-                            found.entry(conn).or_insert(kind);
-                            fired_standard.push(conn);
-                        }
+                        continue;
+                    }
+                    // 3.8 keeps recursive watches in the child table too, where
+                    // NodeChildrenChanged must not fire them (3.9 keeps them in
+                    // the data table only).
+                    if modes.recursive
+                        && !modes.persistent
+                        && modes.standard.is_none()
+                        && event_type == NODE_CHILDREN_CHANGED
+                    {
+                        continue;
+                    }
+                    found.entry(conn).or_insert(modes.first());
+                    if modes.standard.is_some() {
+                        fired_standard.push(conn);
                     }
                 }
             }
             for conn in fired_standard {
-                self.remove_entry(table, lp, conn);
+                // Only the one-shot mode goes; persistent modes held beside it (3.9) stay.
+                self.remove_entry(table, lp, conn, Some(WatchKind::Data));
             }
             local = if walk_up { parent(lp) } else { None };
         }
@@ -247,12 +333,13 @@ impl WatchManager {
         out: &mut Vec<Notification>,
     ) -> BTreeSet<ConnId> {
         let conns = self.trigger(table, path, event_type, suppress);
+        let shared: Arc<str> = path.into();
         for (&conn, &kind) in &conns {
             out.push(Notification {
                 conn,
                 kind,
                 event_type,
-                path: path.to_string(),
+                path: shared.clone(),
                 acl: Some(acl.clone()),
             });
         }
@@ -278,7 +365,7 @@ impl WatchManager {
                 conn,
                 kind,
                 event_type,
-                path: path.to_string(),
+                path: path.into(),
                 acl: None,
             })
         };
@@ -306,8 +393,9 @@ impl WatchManager {
         }
     }
 
-    /// addWatch, and SetWatches2's persistent lists: 3.8 registers the mode in
-    /// both tables. Missed events are not replayed.
+    /// addWatch, and SetWatches2's persistent lists: 3.8 registers either mode
+    /// in both tables, 3.9 a recursive one in the data table only. Missed
+    /// events are not replayed.
     pub(crate) fn add_persistent(&mut self, path: &str, conn: ConnId, recursive: bool) {
         let kind = if recursive {
             WatchKind::PersistentRecursive
@@ -315,50 +403,83 @@ impl WatchManager {
             WatchKind::Persistent
         };
         self.add(Table::Data, path, conn, kind);
-        self.add(Table::Child, path, conn, kind);
+        if !(recursive && self.v39) {
+            self.add(Table::Child, path, conn, kind);
+        }
     }
 
-    /// Every (table, path, connection, kind) entry, for snapshots.
+    /// Every (table, path, connection, kind) entry, for snapshots: one per mode held.
     pub(crate) fn entries(&self) -> impl Iterator<Item = (Table, &str, ConnId, WatchKind)> + '_ {
         let data = self.data.iter().flat_map(|(p, m)| {
             m.iter()
-                .map(move |(c, k)| (Table::Data, p.as_str(), *c, *k))
+                .flat_map(move |(c, k)| k.kinds().map(move |k| (Table::Data, p.as_str(), *c, k)))
         });
         let child = self.child.iter().flat_map(|(p, m)| {
             m.iter()
-                .map(move |(c, k)| (Table::Child, p.as_str(), *c, *k))
+                .flat_map(move |(c, k)| k.kinds().map(move |k| (Table::Child, p.as_str(), *c, k)))
         });
         data.chain(child)
     }
 
-    /// The tables a `WatcherType` names: 1 children, 2 data, 3 any.
-    pub(crate) fn tables(watcher_type: i32) -> Option<&'static [Table]> {
-        match watcher_type {
-            1 => Some(&[Table::Child]),
-            2 => Some(&[Table::Data]),
-            3 => Some(&[Table::Child, Table::Data]),
-            _ => None,
-        }
-    }
-
-    /// checkWatches: whether *any* connection watches exactly `path` in one of
-    /// `tables` (3.8's `WatchManager.containsWatcher` looks at the path's
-    /// watcher set, not at the asking connection).
-    pub(crate) fn contains(&self, tables: &[Table], path: &str) -> bool {
-        tables.iter().any(|t| match t {
-            Table::Data => self.data.contains_key(path),
-            Table::Child => self.child.contains_key(path),
+    /// Which (table, mode) pairs a `WatcherType` names: 1 children, 2 data,
+    /// 3 any (every mode); on 3.9 also 4 persistent and 5 persistent
+    /// recursive (ZOOKEEPER-4471). On 3.8 the one-shot types name a table
+    /// whatever mode its entry has.
+    fn selection(&self, watcher_type: i32) -> Option<&'static [(Table, Option<WatchKind>)]> {
+        const STD: Option<WatchKind> = Some(WatchKind::Data);
+        Some(match (watcher_type, self.v39) {
+            (1, false) => &[(Table::Child, None)],
+            (2, false) => &[(Table::Data, None)],
+            (1, true) => &[(Table::Child, STD)],
+            (2, true) => &[(Table::Data, STD)],
+            (3, _) => &[(Table::Child, None), (Table::Data, None)],
+            (4, true) => &[
+                (Table::Child, Some(WatchKind::Persistent)),
+                (Table::Data, Some(WatchKind::Persistent)),
+            ],
+            (5, true) => &[(Table::Data, Some(WatchKind::PersistentRecursive))],
+            _ => return None,
         })
     }
 
-    /// removeWatches: drops this connection's watch on exactly `path` in each of
-    /// `tables`; false if there was none.
-    pub(crate) fn remove(&mut self, tables: &[Table], path: &str, conn: ConnId) -> bool {
-        let mut removed = false;
-        for &t in tables {
-            removed |= self.remove_entry(t, path, conn);
+    /// checkWatches: `None` for an unknown watcher type. On 3.8 whether *any*
+    /// connection watches exactly `path` in the table(s) (3.8's
+    /// `WatchManager.containsWatcher` looks at the path's watcher set, not at
+    /// the asking connection); on 3.9 whether this connection holds the mode.
+    pub(crate) fn check(&self, watcher_type: i32, path: &str, conn: ConnId) -> Option<bool> {
+        let sel = self.selection(watcher_type)?;
+        let table = |t: Table| match t {
+            Table::Data => &self.data,
+            Table::Child => &self.child,
+        };
+        if !self.v39 {
+            return Some(sel.iter().any(|(t, _)| table(*t).contains_key(path)));
         }
-        removed
+        // 4 (persistent) is looked up in the data table only (`DataTree.containsWatcher`).
+        let sel: &[(Table, Option<WatchKind>)] = if watcher_type == 4 { &sel[1..] } else { sel };
+        Some(sel.iter().any(|(t, only)| {
+            table(*t)
+                .get(path)
+                .and_then(|m| m.get(&conn))
+                .is_some_and(|m| match only {
+                    None => !m.is_empty(),
+                    Some(WatchKind::Persistent) => m.persistent,
+                    Some(WatchKind::PersistentRecursive) => m.recursive,
+                    Some(_) => m.standard.is_some(),
+                })
+        }))
+    }
+
+    /// removeWatches: drops this connection's watch on exactly `path` as the
+    /// watcher type selects; `None` for an unknown type, else whether anything
+    /// was removed.
+    pub(crate) fn remove(&mut self, watcher_type: i32, path: &str, conn: ConnId) -> Option<bool> {
+        let sel = self.selection(watcher_type)?;
+        let mut removed = false;
+        for &(t, only) in sel {
+            removed |= self.remove_entry(t, path, conn, only);
+        }
+        Some(removed)
     }
 
     /// Total number of (connection, path, table) watches.
@@ -422,7 +543,7 @@ mod tests {
         w.fire(&[ev::deleted("/a/b")], &mut out);
         let got: Vec<_> = out
             .iter()
-            .map(|n| (n.conn, n.event_type, n.path.as_str()))
+            .map(|n| (n.conn, n.event_type, &*n.path))
             .collect();
         assert_eq!(
             got,
@@ -473,7 +594,7 @@ mod tests {
         w.fire(&[ev::created("/a/b"), ev::changed("/a")], &mut out);
         let got: Vec<_> = out
             .iter()
-            .map(|n| (n.conn, n.event_type, n.path.as_str()))
+            .map(|n| (n.conn, n.event_type, &*n.path))
             .collect();
         assert_eq!(
             got,

@@ -5,14 +5,17 @@
 //! caller passes the zxid and time of each transaction). Writes return the
 //! [`TreeEvent`]s the watch manager turns into notifications.
 
+pub(crate) mod java_order;
 pub mod node;
 pub mod path;
+mod quota;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use bytes::Bytes;
 
+use java_order::JavaHashSet;
 pub use node::{Node, NodeKind};
 
 use crate::acl;
@@ -124,12 +127,17 @@ pub struct Caller<'a> {
 #[derive(Debug)]
 pub struct DataTree {
     nodes: HashMap<String, Node>,
-    ephemerals: HashMap<i64, BTreeSet<String>>,
+    /// Each session's ephemeral paths, as ZooKeeper's `HashSet` orders them.
+    ephemerals: HashMap<i64, JavaHashSet>,
     last_zxid: i64,
     open_acl: Arc<[Acl]>,
     /// Undo journal while a multi is being prepared: the first saved version of
     /// every node the multi touches (`None` = did not exist).
     journal: Option<Vec<(String, Option<Node>)>>,
+    /// Paths under quota (`pTrie`), see `quota.rs`.
+    quotas: BTreeSet<String>,
+    /// While journaling: each touched session's ephemerals as they were.
+    session_journal: HashMap<i64, Option<JavaHashSet>>,
 }
 
 impl Default for DataTree {
@@ -145,10 +153,10 @@ impl DataTree {
         let open: Arc<[Acl]> = Acl::open_unsafe().into();
         let mut nodes = HashMap::new();
         let mut root = Node::special(open.clone());
-        root.children.insert("zookeeper".into());
+        root.add_child("zookeeper".into());
         let mut zk = Node::special(open.clone());
-        zk.children.insert("quota".into());
-        zk.children.insert("config".into());
+        zk.add_child("quota".into());
+        zk.add_child("config".into());
         let mut config = Node::special(Acl::read_unsafe().into());
         config.aversion = -1;
         nodes.insert("/".to_string(), root);
@@ -161,6 +169,8 @@ impl DataTree {
             last_zxid: 0,
             open_acl: open,
             journal: None,
+            quotas: BTreeSet::new(),
+            session_journal: HashMap::new(),
         }
     }
 
@@ -191,12 +201,22 @@ impl DataTree {
     }
 
     /// The ephemeral paths a session owns.
+    /// In the order ZooKeeper hands them out (a clone of its `HashSet`):
+    /// getEphemerals lists them so, and a closed session's go in this order.
     pub fn ephemerals_of(&self, session: i64) -> impl Iterator<Item = &str> {
         self.ephemerals
             .get(&session)
+            .map(JavaHashSet::clone_order)
+            .unwrap_or_default()
             .into_iter()
-            .flatten()
-            .map(String::as_str)
+    }
+
+    /// Saves a session's ephemerals index into the multi journal, once.
+    fn save_session(&mut self, session: i64) {
+        if self.journal.is_some() && !self.session_journal.contains_key(&session) {
+            let saved = self.ephemerals.get(&session).cloned();
+            self.session_journal.insert(session, saved);
+        }
     }
 
     fn key(path: &str) -> &str {
@@ -225,12 +245,17 @@ impl DataTree {
         // After forgetting the old version: restoring a saved ephemeral over
         // itself (a rolled-back multi) must leave it indexed.
         if let NodeKind::Ephemeral(s) = kind {
-            self.ephemerals.entry(s).or_default().insert(path);
+            self.save_session(s);
+            self.ephemerals
+                .entry(s)
+                .or_insert_with(|| JavaHashSet::with_capacity(16))
+                .insert(&path);
         }
     }
 
     fn forget_ephemeral(&mut self, path: &str, node: &Node) {
         if let NodeKind::Ephemeral(s) = node.kind {
+            self.save_session(s);
             if let Some(set) = self.ephemerals.get_mut(&s) {
                 set.remove(path);
                 if set.is_empty() {
@@ -254,6 +279,7 @@ impl DataTree {
     /// Keeps every write since [`begin`](Self::begin).
     pub fn commit(&mut self) {
         self.journal = None;
+        self.session_journal.clear();
     }
 
     /// Undoes every write since [`begin`](Self::begin).
@@ -269,6 +295,15 @@ impl DataTree {
                 }
             }
         }
+        // Restoring nodes re-indexed their ephemerals; put each session's
+        // set back as it was, insertion order included.
+        for (session, saved) in std::mem::take(&mut self.session_journal) {
+            match saved {
+                Some(set) => self.ephemerals.insert(session, set),
+                None => self.ephemerals.remove(&session),
+            };
+        }
+        self.rebuild_quotas();
     }
 
     /// create / create2 / createContainer / createTTL, in `pRequest2TxnCreate`'s
@@ -333,6 +368,7 @@ impl DataTree {
             cversion: 0,
             aversion: 0,
             children: BTreeSet::new(),
+            order: Default::default(),
         };
         let stat = node.stat();
         let node_acl = node.acl.clone();
@@ -344,11 +380,14 @@ impl DataTree {
             .nodes
             .get_mut(&parent_key)
             .expect("parent checked above");
-        parent.children.insert(child);
+        parent.add_child(child);
         parent.cversion = parent.cversion.wrapping_add(1);
         parent.pzxid = zxid;
         let parent_acl = parent.acl.clone();
+        let bytes = node.data.as_ref().map_or(0, |d| d.len() as i64);
         self.insert(full.clone(), node);
+        let child = &full[parent_path.len() + 1..];
+        self.quota_created(Self::key(parent_path), child, &full, bytes);
         events.push(TreeEvent::Created {
             path: full.clone(),
             acl: node_acl,
@@ -386,6 +425,49 @@ impl DataTree {
         Ok(())
     }
 
+    /// The containers and TTL nodes a container check deletes now
+    /// (`ContainerManager.getCandidates`), in path order: childless
+    /// containers that once had a child (stored cversion > 0), and childless
+    /// TTL nodes unmodified for longer than their TTL.
+    pub fn reap_candidates(&self, now_wall_ms: i64) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .nodes
+            .iter()
+            .filter(|(_, n)| n.children.is_empty())
+            .filter(|(_, n)| match n.kind {
+                NodeKind::Container => n.cversion > 0,
+                NodeKind::Ttl(ttl) => ttl != 0 && now_wall_ms - n.mtime > ttl,
+                _ => false,
+            })
+            .map(|(p, _)| p.clone())
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    /// The container check's `deleteContainer` transaction: NOTEMPTY if the
+    /// node has children, BADVERSION if it is neither a container nor a TTL
+    /// node (`PrepRequestProcessor case deleteContainer`). No ACL applies.
+    pub fn delete_container(
+        &mut self,
+        zxid: i64,
+        path: &str,
+        events: &mut Vec<TreeEvent>,
+    ) -> Result<(), ErrorCode> {
+        if path::split(path).is_none() || path::is_special(path) {
+            return Err(ErrorCode::BadArguments);
+        }
+        let node = self.get(path).ok_or(ErrorCode::NoNode)?;
+        if !node.children.is_empty() {
+            return Err(ErrorCode::NotEmpty);
+        }
+        if !matches!(node.kind, NodeKind::Container | NodeKind::Ttl(_)) {
+            return Err(ErrorCode::BadVersion);
+        }
+        self.delete_node(zxid, path, events);
+        Ok(())
+    }
+
     /// `DataTree.deleteNode`: removes a node known to exist and to have no children.
     fn delete_node(&mut self, zxid: i64, path: &str, events: &mut Vec<TreeEvent>) {
         let (parent_path, child) = path::split(path).expect("deleted paths have a parent");
@@ -394,15 +476,19 @@ impl DataTree {
         self.save(path);
         let mut parent_acl = self.open_acl.clone();
         if let Some(parent) = self.nodes.get_mut(&parent_key) {
-            parent.children.remove(child);
+            parent.remove_child(child);
             if zxid > parent.pzxid {
                 parent.pzxid = zxid;
             }
             parent_acl = parent.acl.clone();
         }
-        let acl = self
-            .remove(path)
-            .map_or_else(|| self.open_acl.clone(), |n| n.acl);
+        let removed = self.remove(path);
+        let bytes = removed
+            .as_ref()
+            .and_then(|n| n.data.as_ref())
+            .map_or(0, |d| d.len() as i64);
+        let acl = removed.map_or_else(|| self.open_acl.clone(), |n| n.acl);
+        self.quota_deleted(&parent_key, child, path, bytes);
         events.push(TreeEvent::Deleted {
             path: path.to_string(),
             acl,
@@ -432,12 +518,15 @@ impl DataTree {
         }
         self.save(path);
         let node = self.nodes.get_mut(Self::key(path)).expect("checked above");
+        let len = |d: &Option<Bytes>| d.as_ref().map_or(0, |d| d.len() as i64);
+        let bytes_diff = len(&data) - len(&node.data);
         node.data = data;
         node.version = node.version.wrapping_add(1);
         node.mzxid = zxid;
         node.mtime = time;
         let stat = node.stat();
         let acl = node.acl.clone();
+        self.quota_data_changed(path, bytes_diff);
         events.push(TreeEvent::DataChanged {
             path: path.to_string(),
             acl,
@@ -509,12 +598,9 @@ impl DataTree {
 
     /// Deletes a session's ephemerals in one transaction (`DataTree.killSession`).
     pub fn kill_session(&mut self, zxid: i64, session: i64, events: &mut Vec<TreeEvent>) {
-        let paths: Vec<String> = self
-            .ephemerals
-            .remove(&session)
-            .into_iter()
-            .flatten()
-            .collect();
+        // `PrepRequestProcessor` lists them from a clone of the set.
+        let paths: Vec<String> = self.ephemerals_of(session).map(String::from).collect();
+        self.ephemerals.remove(&session);
         for path in paths {
             if self.nodes.contains_key(&path) {
                 self.delete_node(zxid, &path, events);

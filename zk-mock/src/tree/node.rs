@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use super::java_order::JavaHashSet;
 use crate::proto::{Acl, Stat};
 
 /// What kind of node this is; decides the ephemeral owner ZooKeeper stores
@@ -39,11 +40,65 @@ pub struct Node {
     /// It is also the next sequential suffix.
     pub(crate) cversion: i32,
     pub(crate) aversion: i32,
-    /// Child names (not paths).
+    /// Child names (not paths), sorted; [`Node::listing`] gives them in the
+    /// order ZooKeeper sends them.
     pub children: BTreeSet<String>,
+    /// How ZooKeeper would iterate `children`.
+    pub(crate) order: ChildOrder,
+}
+
+/// ZooKeeper keeps a node's children in a Java `HashSet<String>` created
+/// with capacity 8 (`DataNode.addChild`), and getChildren lists them in its
+/// iteration order (see `java_order`).
+#[derive(Debug, Clone)]
+pub(crate) struct ChildOrder {
+    set: JavaHashSet,
+    /// The listing, until the children change.
+    cache: std::sync::OnceLock<Arc<[String]>>,
+}
+
+impl Default for ChildOrder {
+    fn default() -> Self {
+        ChildOrder {
+            set: JavaHashSet::with_capacity(8),
+            cache: std::sync::OnceLock::new(),
+        }
+    }
 }
 
 impl Node {
+    /// Adds a child name (no-op if present).
+    pub(crate) fn add_child(&mut self, name: String) {
+        if self.order.set.insert(&name) {
+            self.children.insert(name);
+            self.order.cache = std::sync::OnceLock::new();
+        }
+    }
+
+    /// Removes a child name.
+    pub(crate) fn remove_child(&mut self, name: &str) {
+        if self.order.set.remove(name) {
+            self.children.remove(name);
+            self.order.cache = std::sync::OnceLock::new();
+        }
+    }
+
+    /// The children in the order a real ZooKeeper lists them (see
+    /// `ChildOrder`); computed once per change of the children.
+    pub fn listing(&self) -> Arc<[String]> {
+        self.order
+            .cache
+            .get_or_init(|| {
+                self.order
+                    .set
+                    .order()
+                    .into_iter()
+                    .map(String::from)
+                    .collect()
+            })
+            .clone()
+    }
+
     /// A node as `DataTree`'s constructor makes the built-in ones: every stat field 0.
     pub(crate) fn special(acl: Arc<[Acl]>) -> Node {
         Node {
@@ -59,6 +114,7 @@ impl Node {
             cversion: 0,
             aversion: 0,
             children: BTreeSet::new(),
+            order: ChildOrder::default(),
         }
     }
 

@@ -1987,3 +1987,123 @@ pub(crate) fn four_letter_words() -> Vec<Op> {
         lw("crst", &[]),
     ]
 }
+
+// ---------------------------------------------------------------------------
+// Cases on servers started with settings (`main.rs`, `check_configured`).
+// Every step leaves at most one node due for the container check, so the
+// order in which a check deletes several (a HashSet's on the real server)
+// never decides a zxid.
+
+fn create_ttl(s: Slot, path: &str, flags: i32, ttl: i64) -> Op {
+    r(
+        s,
+        Req::CreateTtl {
+            path: path.into(),
+            data: d("t"),
+            flags,
+            ttl,
+        },
+    )
+}
+
+fn await_events(s: Slot, count: usize) -> Op {
+    Op::AwaitEvents {
+        s,
+        count,
+        max_ms: 15000,
+    }
+}
+
+/// Containers with `znode.container.checkIntervalMs=300`: an emptied one
+/// goes (NodeDeleted, the parent's NodeChildrenChanged, a zxid of its own),
+/// nested ones one level per check, a never-used one stays.
+pub(crate) fn container_check() -> Vec<Op> {
+    let container = |path: &str| create_acl(0, 19, path, NULL, Acl::open_unsafe(), 4);
+    vec![
+        conn(0),
+        conn(1),
+        create(0, "@/k", NULL, 0),
+        container("@/k/c"),
+        container("@/k/unused"),
+        create(0, "@/k/c/x", NULL, 0),
+        exists(1, "@/k/c", true),
+        ls(1, "@/k", true),
+        del(0, "@/k/c/x", -1),
+        await_events(1, 2),
+        exists(0, "@/k/c", false),
+        ls2(0, "@/k", false),
+        container("@/k/outer"),
+        container("@/k/outer/inner"),
+        create(0, "@/k/outer/inner/leaf", NULL, 0),
+        exists(1, "@/k/outer/inner", true),
+        exists(1, "@/k/outer", true),
+        del(0, "@/k/outer/inner/leaf", -1),
+        await_events(1, 1),
+        await_events(1, 1),
+        exists(0, "@/k/outer", false),
+        exists(0, "@/k/unused", false),
+        ls2(0, "@/k", false),
+    ]
+}
+
+/// TTL nodes with `zookeeper.extendedTypesEnabled=true`: the ttl range,
+/// TTL modes without a ttl, and expiry at the container check.
+pub(crate) fn ttl_nodes() -> Vec<Op> {
+    vec![
+        conn(0),
+        conn(1),
+        create(0, "@/k", NULL, 0),
+        create_ttl(0, "@/k/bad0", 5, 0),
+        create_ttl(0, "@/k/neg", 5, -5),
+        create_ttl(0, "@/k/big", 5, 0x100_0000_0000),
+        create_ttl(0, "@/k/notttl", 0, 1000),
+        create_ttl(0, "@/k/eph", 1, 1000),
+        create(0, "@/k/plain5", NULL, 5),
+        create2(0, "@/k/plain6", NULL, 6),
+        create_ttl(0, "@/k/max", 5, 0xFF_FFFF_FFFF),
+        create_ttl(0, "@/k/s-", 6, 0xFFFF_FFFF),
+        create_ttl(0, "@/k/t", 5, 400),
+        create_ttl(0, "@/k/parent", 5, 100),
+        create(0, "@/k/parent/child", NULL, 0),
+        get(0, "@/k/max", false),
+        exists(1, "@/k/t", true),
+        await_events(1, 1),
+        exists(0, "@/k/t", false),
+        exists(1, "@/k/parent", true),
+        del(0, "@/k/parent/child", -1),
+        await_events(1, 1),
+        ls2(0, "@/k", false),
+    ]
+}
+
+/// `zookeeper.DigestAuthenticationProvider.superDigest` for super:test.
+pub(crate) fn super_digest() -> Vec<Op> {
+    let creator = || vec![acl(perms::ALL, "auth", "")];
+    vec![
+        conn(0),
+        conn(1),
+        conn(2),
+        auth(0, "digest", "alice:pw"),
+        create_acl(0, 1, "@/private", d("p"), creator(), 0),
+        create_acl(0, 1, "@/private/c", d("c"), creator(), 0),
+        get(1, "@/private", false),
+        auth(2, "digest", "super:wrong"),
+        whoami(2),
+        get(2, "@/private", false),
+        auth(1, "digest", "super:test"),
+        whoami(1),
+        get(1, "@/private", false),
+        get_acl(1, "@/private"),
+        set(1, "@/private", d("q"), -1),
+        set_acl(
+            1,
+            "@/private/c",
+            vec![acl(perms::READ, "world", "anyone")],
+            -1,
+        ),
+        create_acl(1, 1, "@/private/d", NULL, creator(), 0),
+        get_acl(1, "@/private/d"),
+        del(1, "@/private/c", -1),
+        get(0, "@/private/d", false),
+    ]
+}

@@ -171,6 +171,87 @@ fn check_fresh(name: &str, ops: Vec<Op>) {
     compare(name, &r, &m, || real.log_tail(30));
 }
 
+/// Server settings beyond the defaults, applied to both servers: the real
+/// one gets them as system properties, the mock through its builder.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Config {
+    /// `znode.container.checkIntervalMs`.
+    pub(crate) container_check_ms: Option<u64>,
+    /// `zookeeper.extendedTypesEnabled`.
+    pub(crate) extended_types: bool,
+    /// `zookeeper.DigestAuthenticationProvider.superDigest`.
+    pub(crate) super_digest: Option<String>,
+}
+
+/// A case on a fresh real server and a fresh mock, both configured with `config`.
+fn check_configured(name: &str, config: Config, ops: Vec<Op>) {
+    let mut props = Vec::new();
+    let mut builder = ZkMock::builder();
+    if let Some(ms) = config.container_check_ms {
+        props.push(format!("-Dznode.container.checkIntervalMs={ms}"));
+        builder = builder.container_check_interval(std::time::Duration::from_millis(ms));
+    }
+    if config.extended_types {
+        props.push("-Dzookeeper.extendedTypesEnabled=true".into());
+        builder = builder.extended_types(true);
+    }
+    if let Some(digest) = &config.super_digest {
+        props.push(format!(
+            "-Dzookeeper.DigestAuthenticationProvider.superDigest={digest}"
+        ));
+        builder = builder.super_digest(digest);
+    }
+    let real = real_zk::RealZk::start_with(&props).unwrap_or_else(|e| panic!("{e}"));
+    let rt = runtime();
+    let (r, m) = rt.block_on(async {
+        let mock = builder.start().await.expect("mock starts");
+        let out = tokio::join!(
+            driver::run(real.addr(), "", Mode::Fresh, &ops),
+            driver::run(mock.addr(), "", Mode::Fresh, &ops)
+        );
+        drop(mock);
+        out
+    });
+    compare(name, &r, &m, || real.log_tail(30));
+}
+
+#[test]
+fn container_check() {
+    check_configured(
+        "container_check",
+        Config {
+            container_check_ms: Some(300),
+            ..Config::default()
+        },
+        cases::container_check(),
+    );
+}
+
+#[test]
+fn ttl_nodes() {
+    check_configured(
+        "ttl_nodes",
+        Config {
+            container_check_ms: Some(300),
+            extended_types: true,
+            ..Config::default()
+        },
+        cases::ttl_nodes(),
+    );
+}
+
+#[test]
+fn super_digest() {
+    check_configured(
+        "super_digest",
+        Config {
+            super_digest: Some(zk_mock::acl::digest("super:test")),
+            ..Config::default()
+        },
+        cases::super_digest(),
+    );
+}
+
 macro_rules! shared_cases {
     ($($name:ident),* $(,)?) => {
         $(

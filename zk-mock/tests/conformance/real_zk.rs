@@ -73,9 +73,14 @@ impl RealZk {
     /// Starts a fresh server (new data directory, free port) and waits until it
     /// serves requests. Retries on another port if the first attempt fails.
     pub(crate) fn start() -> Result<RealZk, String> {
+        RealZk::start_with(&[])
+    }
+
+    /// [`start`](Self::start) with extra JVM system properties (`-Dkey=value`).
+    pub(crate) fn start_with(props: &[String]) -> Result<RealZk, String> {
         let mut last = String::new();
         for _ in 0..3 {
-            match RealZk::try_start() {
+            match RealZk::try_start(props) {
                 Ok(z) => return Ok(z),
                 Err(e) => last = e,
             }
@@ -83,7 +88,7 @@ impl RealZk {
         Err(last)
     }
 
-    fn try_start() -> Result<RealZk, String> {
+    fn try_start(props: &[String]) -> Result<RealZk, String> {
         let n = NEXT.fetch_add(1, Ordering::SeqCst);
         let dir = std::env::temp_dir().join(format!(
             "zk-conformance-{}-{}-{}",
@@ -130,6 +135,7 @@ case "$dir" in */zk-conformance-*) rm -rf "$dir" ;; esac
             .arg("-Dzookeeper.forceSync=no")
             .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=info")
             .arg("-Dorg.slf4j.simpleLogger.showDateTime=true")
+            .args(props)
             .arg("-cp")
             .arg(classpath())
             .arg("org.apache.zookeeper.server.ZooKeeperServerMain")

@@ -4,6 +4,9 @@
 //! test keeps asserting ZooKeeper's behaviour.
 
 mod admin;
+mod binary;
+mod compat;
+mod containers;
 mod crud;
 mod errors;
 mod faults;

@@ -58,3 +58,29 @@ async fn dropping_a_mock_closes_its_client_connections_and_frees_the_port() {
     // Another mock is unaffected.
     assert_eq!(raw_exists(&mut other, "/", false).await.header.err, 0);
 }
+
+#[tokio::test]
+async fn a_multi_threaded_mock_serves_watches_in_order_and_stops_cleanly() {
+    let mock = zk_mock::ZkMock::builder()
+        .worker_threads(2)
+        .start()
+        .await
+        .unwrap();
+    let addr = mock.addr();
+    let writer = connect(&mock).await;
+    let watcher = connect(&mock).await;
+    writer.create("/mt", b"0", &persistent()).await.unwrap();
+    // Sessions on different worker threads: every change is seen, in order.
+    for i in 1..=20u8 {
+        let (_, _, w) = watcher.get_and_watch_data("/mt").await.unwrap();
+        writer.set_data("/mt", &[i], None).await.unwrap();
+        let e = with_timeout(QUICK, "NodeDataChanged", w.changed()).await;
+        assert_eq!(e.event_type, zookeeper_client::EventType::NodeDataChanged);
+        assert_eq!(watcher.get_data("/mt").await.unwrap().0, [i]);
+    }
+    assert_eq!(mock.notifications().by_path("/mt").count(), 20);
+    let mut rawc = raw(&mock).await;
+    drop(mock);
+    assert_eq!(rawc.read_frame().await.unwrap(), None);
+    assert!(RawClient::connect(addr, 10_000).await.is_err());
+}

@@ -1,0 +1,152 @@
+//! The `zk-mock` binary: every server setting as a flag, observed through
+//! real clients.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use zk_mock::client::RawClient;
+use zookeeper_client::{Acls, Client, CreateMode, Error, EventType};
+
+use crate::support::*;
+
+/// A running `zk-mock` binary, killed on drop.
+struct Binary {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn spawn(args: &[&str]) -> Binary {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zk-mock"))
+        .args(["--port", "0"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("zk-mock binary starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    // "zk-mock listening on 127.0.0.1:PORT (seed N)"
+    let addr = line
+        .split_whitespace()
+        .nth(3)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+    Binary { child, addr }
+}
+
+async fn four_letter(addr: SocketAddr, word: &[u8]) -> String {
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(word).await.unwrap();
+    let mut out = String::new();
+    with_timeout(QUICK, "four-letter answer", s.read_to_string(&mut out))
+        .await
+        .unwrap();
+    out
+}
+
+#[tokio::test]
+async fn every_server_setting_is_a_flag() {
+    let digest = zk_mock::acl::digest("super:secret");
+    let bin = spawn(&[
+        "--compat",
+        "3.9",
+        "--tick-time",
+        "100",
+        "--min-session-timeout",
+        "300",
+        "--max-session-timeout",
+        "900",
+        "--max-packet-size",
+        "2000",
+        "--container-check-interval",
+        "100",
+        "--extended-types",
+        "--super-digest",
+        &digest,
+    ]);
+    let srvr = four_letter(bin.addr, b"srvr").await;
+    assert!(srvr.contains(zk_mock::VERSION_3_9), "{srvr}");
+    let conf = four_letter(bin.addr, b"conf").await;
+    for want in [
+        "tickTime=100",
+        "minSessionTimeout=300",
+        "maxSessionTimeout=900",
+    ] {
+        assert!(conf.contains(want), "{want} in {conf}");
+    }
+    // Session timeouts are clamped to the flags' bounds.
+    for (asked, got) in [(10, 300), (600, 600), (100_000, 900)] {
+        let c = RawClient::connect(bin.addr, asked).await.unwrap();
+        assert_eq!(c.timeout, got, "asked {asked}");
+    }
+    let client = Client::connector()
+        .with_session_timeout(Duration::from_millis(900))
+        .connect(&bin.addr.to_string())
+        .await
+        .unwrap();
+    // A packet over the maximum closes the connection.
+    let err = client
+        .create("/big", &[0u8; 3000], &persistent())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::ConnectionLoss | Error::SessionExpired),
+        "{err:?}"
+    );
+    let client = Client::connect(&bin.addr.to_string()).await.unwrap();
+    // TTL nodes are allowed.
+    let ttl = CreateMode::Persistent
+        .with_acls(Acls::anyone_all())
+        .with_ttl(Duration::from_secs(3600));
+    client.create("/ttl", b"", &ttl).await.unwrap();
+    // Containers are checked every 100 ms.
+    client.create("/c", b"", &container()).await.unwrap();
+    client.create("/c/x", b"", &persistent()).await.unwrap();
+    let (_, _, gone) = client.get_and_watch_data("/c").await.unwrap();
+    client.delete("/c/x", None).await.unwrap();
+    let event = with_timeout(QUICK, "the container check", gone.changed()).await;
+    assert_eq!(event.event_type, EventType::NodeDeleted);
+    // 3.9: the notification carries the zxid.
+    assert!(event.zxid > 0);
+    // The super digest reads what nobody else may.
+    let alice = Client::connect(&bin.addr.to_string()).await.unwrap();
+    alice.auth("digest", b"alice:pw").await.unwrap();
+    alice
+        .create(
+            "/private",
+            b"p",
+            &CreateMode::Persistent.with_acls(Acls::creator_all()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        client.get_data("/private").await.unwrap_err(),
+        Error::NoAuth
+    );
+    let root = Client::connect(&bin.addr.to_string()).await.unwrap();
+    root.auth("digest", b"super:secret").await.unwrap();
+    assert_eq!(root.get_data("/private").await.unwrap().0, b"p");
+}
+
+#[test]
+fn an_unknown_compat_is_refused_with_a_message() {
+    let out = Command::new(env!("CARGO_BIN_EXE_zk-mock"))
+        .args(["--port", "0", "--compat", "3.7"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("3.7") && err.contains("3.9"), "{err}");
+}
