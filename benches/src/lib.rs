@@ -42,7 +42,12 @@ impl Server {
     /// The embedded mock, recording, with a recorder large enough for the
     /// biggest experiment.
     pub async fn mock() -> Result<Server, BoxError> {
+        let threads = std::env::var("ZK_MOCK_THREADS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1);
         let zk = ZkMock::builder()
+            .worker_threads(threads)
             .recorder_capacity(4_000_000)
             .start()
             .await?;
@@ -70,6 +75,23 @@ impl Server {
         }
     }
 
+    /// CPU time the server's threads have used so far (on Linux, from
+    /// `/proc/…/task/*/schedstat`; zero elsewhere). For the mock, the
+    /// threads named `zk-mock-PORT…` in this process; for ZooKeeper, every
+    /// thread of its JVM. What a server costs per op apart from the client,
+    /// which is the same for both.
+    pub fn cpu_time(&self) -> Duration {
+        match self {
+            Server::Mock(m) => {
+                let name = format!("zk-mock-{}", m.addr().port());
+                task_cpu("/proc/self/task", |comm| {
+                    comm == name || comm.starts_with(&format!("{name}-"))
+                })
+            }
+            Server::Real(r) => task_cpu(&format!("/proc/{}/task", r.child.id()), |_| true),
+        }
+    }
+
     /// The mock, if it is one.
     pub fn mock_handle(&self) -> Option<&ZkMock> {
         match self {
@@ -77,6 +99,28 @@ impl Server {
             Server::Real(_) => None,
         }
     }
+}
+
+/// Sums the on-CPU nanoseconds of the tasks under `dir` whose name passes `keep`.
+fn task_cpu(dir: &str, keep: impl Fn(&str) -> bool) -> Duration {
+    let Ok(tasks) = std::fs::read_dir(dir) else {
+        return Duration::ZERO;
+    };
+    let mut ns = 0u64;
+    for t in tasks.flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if !keep(comm.trim_end()) {
+            continue;
+        }
+        if let Ok(stat) = std::fs::read_to_string(t.path().join("schedstat")) {
+            ns += stat
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    Duration::from_nanos(ns)
 }
 
 /// A real ZooKeeper 3.8 in a JVM, on a free port, with a fresh data dir;
@@ -832,6 +876,83 @@ pub async fn fanout(watchers: &[zk::Client], writer: &zk::Client) -> Result<Dura
         return Err("a watcher got something else than NodeDataChanged".into());
     }
     writer.delete(&path, None).await?;
+    Ok(elapsed)
+}
+
+/// `n` sessions connecting at once through zk-mock's lean `RawClient` (a
+/// connect request and its response per TCP connection, nothing else): the
+/// time until every session is open. The sessions are returned open.
+pub async fn raw_connect_storm(
+    addr: SocketAddr,
+    n: usize,
+) -> Result<(Duration, Vec<zk_mock::client::RawClient>), BoxError> {
+    use zk_mock::client::RawClient;
+    let start = Instant::now();
+    let mut clients = Vec::with_capacity(n);
+    for c in futures::future::join_all((0..n).map(|_| RawClient::connect(addr, 30_000))).await {
+        clients.push(c?);
+    }
+    Ok((start.elapsed(), clients))
+}
+
+/// [`fanout`] through `RawClient`s: one setData on a node that every one of
+/// `watchers` watches; the time until each has read its notification.
+pub async fn raw_fanout(
+    watchers: &mut [zk_mock::client::RawClient],
+    writer: &mut zk_mock::client::RawClient,
+) -> Result<Duration, BoxError> {
+    use zk_mock::proto::event_type::NODE_DATA_CHANGED;
+    use zk_mock::proto::{
+        Acl, CreateRequest, DeleteRequest, OpCode, PathWatchRequest, SetDataRequest,
+    };
+    let run = OP_RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = format!("/bench-raw-fanout-{}-{run}", std::process::id());
+    let ok = |r: zk_mock::client::Reply, what: &str| -> Result<(), BoxError> {
+        match r.header.err {
+            0 => Ok(()),
+            e => Err(format!("{what}: error {e}").into()),
+        }
+    };
+    let create = CreateRequest {
+        path: path.clone(),
+        data: Some(bytes::Bytes::new()),
+        acl: Acl::open_unsafe(),
+        flags: 0,
+    };
+    ok(writer.request(OpCode::Create, &create).await?, "create")?;
+    let watch = PathWatchRequest {
+        path: path.clone(),
+        watch: true,
+    };
+    for r in futures::future::join_all(
+        watchers
+            .iter_mut()
+            .map(|c| c.request(OpCode::GetData, &watch)),
+    )
+    .await
+    {
+        ok(r?, "getData")?;
+    }
+    let set = SetDataRequest {
+        path: path.clone(),
+        data: Some(bytes::Bytes::from_static(b"x")),
+        version: -1,
+    };
+    let start = Instant::now();
+    let (set, events) = tokio::join!(
+        writer.request(OpCode::SetData, &set),
+        futures::future::join_all(watchers.iter_mut().map(|c| c.next_event()))
+    );
+    let elapsed = start.elapsed();
+    ok(set?, "setData")?;
+    for e in events {
+        match e? {
+            Some(n) if n.event.event_type == NODE_DATA_CHANGED => {}
+            other => return Err(format!("a watcher got {other:?}").into()),
+        }
+    }
+    let delete = DeleteRequest { path, version: -1 };
+    ok(writer.request(OpCode::Delete, &delete).await?, "delete")?;
     Ok(elapsed)
 }
 

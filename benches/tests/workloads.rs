@@ -38,3 +38,27 @@ async fn op_workloads_and_fanout_complete() {
     let watchers = connect_many(&server.connect_string(), 50).await.unwrap();
     fanout(&watchers, &clients[0]).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raw_storm_and_fanout_reach_every_session_and_count_server_cpu() {
+    let server = Server::mock().await.unwrap();
+    let addr = server.connect_string().parse().unwrap();
+    let cpu_before = server.cpu_time();
+    let (_, mut watchers) = benches::raw_connect_storm(addr, 100).await.unwrap();
+    assert_eq!(watchers.len(), 100);
+    let mock = server.mock_handle().unwrap();
+    assert_eq!(mock.session_ids().len(), 100);
+    let mut writer = zk_mock::client::RawClient::connect(addr, 30_000)
+        .await
+        .unwrap();
+    mock.clear_recording();
+    benches::raw_fanout(&mut watchers, &mut writer)
+        .await
+        .unwrap();
+    // Every watcher was told, once, of the one change.
+    assert_eq!(mock.notifications().count(), 100);
+    if cfg!(target_os = "linux") {
+        // The server thread did the work, and it is counted.
+        assert!(server.cpu_time() > cpu_before);
+    }
+}

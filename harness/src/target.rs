@@ -91,15 +91,14 @@ impl Target {
         match spec {
             TargetSpec::Mock => {
                 let server = &scenario.scenario.server;
-                if server.compat != "3.8" {
-                    return Err(format!(
-                        "server.compat {:?}: the embedded zk-mock follows ZooKeeper 3.8 only (a 3.9 mode is planned)",
-                        server.compat
-                    ));
-                }
+                let compat: zk_mock::Compat = server
+                    .compat
+                    .parse()
+                    .map_err(|e| format!("server.compat: {e}"))?;
                 let tick = server.tick_time.0.as_millis().max(1) as u64;
                 let timeout = server.session_timeout.0.as_millis() as i32;
                 let zk = ZkMock::builder()
+                    .compat(compat)
                     .tick_time(tick)
                     .min_session_timeout((2 * tick as i32).min(timeout))
                     .max_session_timeout((20 * tick as i32).max(timeout))

@@ -69,6 +69,30 @@ fn ms(d: Duration) -> String {
     }
 }
 
+/// Runs `f` and returns its result with the CPU time `server` spent meanwhile.
+async fn with_cpu<T>(
+    server: &Server,
+    f: impl std::future::Future<Output = Result<T, BoxError>>,
+) -> Result<(T, Duration), BoxError> {
+    let before = server.cpu_time();
+    let t = f.await?;
+    Ok((t, server.cpu_time().saturating_sub(before)))
+}
+
+/// "mock / zk (ratio)" of server CPU per unit of work.
+fn cpu_cell(per: &[Duration]) -> String {
+    match per {
+        [m] => ms(*m),
+        [m, z] => format!(
+            "{} / {} ({:.1}x)",
+            ms(*m),
+            ms(*z),
+            z.as_secs_f64() / m.as_secs_f64().max(1e-12)
+        ),
+        _ => "-".into(),
+    }
+}
+
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort_unstable();
     v.get(v.len() / 2).copied().unwrap_or_default()
@@ -131,8 +155,8 @@ async fn run(args: Args) -> Result<(), BoxError> {
     // ---- single ops -----------------------------------------------------
     if section("ops") {
         r.line("## Ops (closed loop, one op outstanding per session)\n");
-        r.line("| op | sessions | zk-mock ops/s | ZooKeeper ops/s | ratio | zk-mock p50 / p99 | ZooKeeper p50 / p99 |");
-        r.line("|---|---|---|---|---|---|---|");
+        r.line("| op | sessions | zk-mock ops/s | ZooKeeper ops/s | ratio | zk-mock p50 / p99 | ZooKeeper p50 / p99 | server CPU per op mock / zk |");
+        r.line("|---|---|---|---|---|---|---|---|");
         let total_ops = if args.quick { 2_000 } else { 20_000 };
         for sessions in [1usize, 16, 64] {
             let mut clients = Vec::new();
@@ -142,10 +166,13 @@ async fn run(args: Args) -> Result<(), BoxError> {
             for op in Op::ALL {
                 let per = (total_ops / sessions).max(20);
                 let mut runs = Vec::new();
-                for cs in &clients {
+                let mut cpu = Vec::new();
+                for (cs, s) in clients.iter().zip(&servers) {
                     // Warm up (JIT, caches), then measure.
                     op_workload(cs, op, (per / 10).max(5)).await?;
-                    runs.push(op_workload(cs, op, per).await?);
+                    let (run, used) = with_cpu(s, op_workload(cs, op, per)).await?;
+                    cpu.push(used / run.ops.max(1) as u32);
+                    runs.push(run);
                     if let Some(m) = mock.mock_handle() {
                         m.clear_recording();
                     }
@@ -167,7 +194,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
                     )
                 };
                 r.line(format!(
-                    "| {} | {sessions} | {:.0} | {} | {verdict} | {} | {} |",
+                    "| {} | {sessions} | {:.0} | {} | {verdict} | {} | {} | {} |",
                     op.name(),
                     runs[0].throughput(),
                     runs.get(1)
@@ -175,6 +202,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
                         .unwrap_or_else(|| "-".into()),
                     lat(&runs[0]),
                     runs.get(1).map(lat).unwrap_or_else(|| "-".into()),
+                    cpu_cell(&cpu),
                 ));
             }
             drop(clients);
@@ -183,19 +211,26 @@ async fn run(args: Args) -> Result<(), BoxError> {
 
     // ---- the same reads and writes through a lean pipelined client -------
     if section("raw") {
-        r.line("\n## getData and setData through a lean pipelined client (zk-mock's RawClient, 8 in flight per session)\n");
-        r.line("| op | sessions | zk-mock ops/s | ZooKeeper ops/s | ratio | zk-mock p50 / p99 | ZooKeeper p50 / p99 |");
-        r.line("|---|---|---|---|---|---|---|");
+        r.line("\n## getData and setData through a lean client (zk-mock's RawClient; one session with one request in flight, then 8 in flight per session)\n");
+        r.line("| op | sessions | zk-mock ops/s | ZooKeeper ops/s | ratio | zk-mock p50 / p99 | ZooKeeper p50 / p99 | server CPU per op mock / zk |");
+        r.line("|---|---|---|---|---|---|---|---|");
         let addr = |s: &Server| -> Result<std::net::SocketAddr, BoxError> {
             Ok(s.connect_string().parse()?)
         };
-        for sessions in [16usize, 64] {
+        for (sessions, depth) in [(1usize, 1usize), (16, 8), (64, 8)] {
             for write in [false, true] {
                 let per = (if args.quick { 4_000 } else { 40_000 } / sessions).max(50);
                 let mut runs = Vec::new();
+                let mut cpu = Vec::new();
                 for s in &servers {
-                    benches::raw_pipelined(addr(s)?, sessions, per / 10, 8, write).await?;
-                    runs.push(benches::raw_pipelined(addr(s)?, sessions, per, 8, write).await?);
+                    benches::raw_pipelined(addr(s)?, sessions, per / 10, depth, write).await?;
+                    let (run, used) = with_cpu(
+                        s,
+                        benches::raw_pipelined(addr(s)?, sessions, per, depth, write),
+                    )
+                    .await?;
+                    cpu.push(used / run.ops.max(1) as u32);
+                    runs.push(run);
                     if let Some(m) = s.mock_handle() {
                         m.clear_recording();
                     }
@@ -203,8 +238,13 @@ async fn run(args: Args) -> Result<(), BoxError> {
                 let ratio = runs.get(1).map(|z| runs[0].throughput() / z.throughput());
                 let name = if write { "setData" } else { "getData" };
                 let want = if write { 5.0 } else { 3.0 };
-                let verdict =
-                    r.target(&format!("{name} x{sessions} (raw, pipelined)"), ratio, want);
+                let verdict = if sessions >= 16 {
+                    r.target(&format!("{name} x{sessions} (raw, pipelined)"), ratio, want)
+                } else {
+                    ratio
+                        .map(|x| format!("{x:.1}x"))
+                        .unwrap_or_else(|| "-".into())
+                };
                 let lat = |run: &benches::OpRun| {
                     format!(
                         "{} / {}",
@@ -213,13 +253,14 @@ async fn run(args: Args) -> Result<(), BoxError> {
                     )
                 };
                 r.line(format!(
-                    "| {name} | {sessions} | {:.0} | {} | {verdict} | {} | {} |",
+                    "| {name} | {sessions} | {:.0} | {} | {verdict} | {} | {} | {} |",
                     runs[0].throughput(),
                     runs.get(1)
                         .map(|z| format!("{:.0}", z.throughput()))
                         .unwrap_or_else(|| "-".into()),
                     lat(&runs[0]),
                     runs.get(1).map(lat).unwrap_or_else(|| "-".into()),
+                    cpu_cell(&cpu),
                 ));
             }
         }
@@ -228,47 +269,87 @@ async fn run(args: Args) -> Result<(), BoxError> {
     // ---- connect storm and fan-out --------------------------------------
     if section("sessions") {
         r.line("\n## Sessions\n");
-        r.line("| workload | zk-mock | ZooKeeper | ratio |");
-        r.line("|---|---|---|---|");
+        r.line(
+            "Through `zookeeper-client` (what applications use) and through the lean `RawClient`",
+        );
+        r.line("(a connect request or a read per socket and nothing else), so that the servers' share shows.\n");
+        r.line("| workload | client | zk-mock | ZooKeeper | ratio | server CPU mock / zk |");
+        r.line("|---|---|---|---|---|---|");
         let reps = if args.quick { 1 } else { 3 };
-        let mut storm = vec![Vec::new(); servers.len()];
-        for _ in 0..reps {
-            for (i, s) in servers.iter().enumerate() {
-                let (d, clients) = connect_storm(&s.connect_string(), 1000).await?;
-                storm[i].push(d);
-                drop(clients);
-                tokio::time::sleep(Duration::from_millis(500)).await;
+        for raw in [false, true] {
+            let client = if raw { "RawClient" } else { "zookeeper-client" };
+            let mut storm = vec![Vec::new(); servers.len()];
+            let mut cpu = vec![Vec::new(); servers.len()];
+            for _ in 0..reps {
+                for (i, s) in servers.iter().enumerate() {
+                    let before = s.cpu_time();
+                    let d = if raw {
+                        benches::raw_connect_storm(s.connect_string().parse()?, 1000)
+                            .await?
+                            .0
+                    } else {
+                        connect_storm(&s.connect_string(), 1000).await?.0
+                    };
+                    // The sessions are dropped (closed) here; that is not timed.
+                    storm[i].push(d);
+                    cpu[i].push(s.cpu_time().saturating_sub(before));
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
             }
+            let storm: Vec<Duration> = storm.into_iter().map(median).collect();
+            let cpu: Vec<Duration> = cpu.into_iter().map(median).collect();
+            let ratio = storm
+                .get(1)
+                .map(|z| z.as_secs_f64() / storm[0].as_secs_f64());
+            let verdict = r.target(&format!("connect 1000 ({client})"), ratio, 10.0);
+            r.line(format!(
+                "| 1000 sessions connecting at once, then closing (median of {reps}) | {client} | {} | {} | {verdict} | {} |",
+                ms(storm[0]),
+                storm.get(1).map(|d| ms(*d)).unwrap_or_else(|| "-".into()),
+                cpu_cell(&cpu),
+            ));
         }
-        let storm: Vec<Duration> = storm.into_iter().map(median).collect();
-        let ratio = storm
-            .get(1)
-            .map(|z| z.as_secs_f64() / storm[0].as_secs_f64());
-        let verdict = r.target("connect 1000", ratio, 10.0);
-        r.line(format!(
-            "| 1000 sessions connecting at once (median of {reps}) | {} | {} | {verdict} |",
-            ms(storm[0]),
-            storm.get(1).map(|d| ms(*d)).unwrap_or_else(|| "-".into())
-        ));
-        let mut fan = Vec::new();
-        for s in &servers {
-            let watchers = connect_many(&s.connect_string(), 1000).await?;
-            let writer = connect_many(&s.connect_string(), 1).await?.remove(0);
-            let mut v = Vec::new();
-            fanout(&watchers, &writer).await?; // warm-up
-            for _ in 0..(reps * 3) {
-                v.push(fanout(&watchers, &writer).await?);
+        for raw in [false, true] {
+            let client = if raw { "RawClient" } else { "zookeeper-client" };
+            let mut fan = Vec::new();
+            let mut cpu = Vec::new();
+            for s in &servers {
+                let mut v = Vec::new();
+                let mut c = Vec::new();
+                if raw {
+                    let addr = s.connect_string().parse()?;
+                    let (_, mut watchers) = benches::raw_connect_storm(addr, 1000).await?;
+                    let mut writer = zk_mock::client::RawClient::connect(addr, 30_000).await?;
+                    benches::raw_fanout(&mut watchers, &mut writer).await?; // warm-up
+                    for _ in 0..(reps * 3) {
+                        let (d, used) =
+                            with_cpu(s, benches::raw_fanout(&mut watchers, &mut writer)).await?;
+                        v.push(d);
+                        c.push(used);
+                    }
+                } else {
+                    let watchers = connect_many(&s.connect_string(), 1000).await?;
+                    let writer = connect_many(&s.connect_string(), 1).await?.remove(0);
+                    fanout(&watchers, &writer).await?; // warm-up
+                    for _ in 0..(reps * 3) {
+                        let (d, used) = with_cpu(s, fanout(&watchers, &writer)).await?;
+                        v.push(d);
+                        c.push(used);
+                    }
+                }
+                fan.push(median(v));
+                cpu.push(median(c));
             }
-            fan.push(median(v));
+            let ratio = fan.get(1).map(|z| z.as_secs_f64() / fan[0].as_secs_f64());
+            let verdict = r.target(&format!("fan-out 1000 ({client})"), ratio, 5.0);
+            r.line(format!(
+                "| one setData to 1000 watchers (median of {}; CPU includes the setup reads) | {client} | {} | {} | {verdict} | {} |",
+                reps * 3,
+                ms(fan[0]),
+                fan.get(1).map(|d| ms(*d)).unwrap_or_else(|| "-".into()),
+                cpu_cell(&cpu),
+            ));
         }
-        let ratio = fan.get(1).map(|z| z.as_secs_f64() / fan[0].as_secs_f64());
-        let verdict = r.target("fan-out 1000", ratio, 5.0);
-        r.line(format!(
-            "| one setData to 1000 watchers (median of {}) | {} | {} | {verdict} |",
-            reps * 3,
-            ms(fan[0]),
-            fan.get(1).map(|d| ms(*d)).unwrap_or_else(|| "-".into())
-        ));
         if let Some(m) = mock.mock_handle() {
             m.clear_recording();
         }
@@ -277,11 +358,12 @@ async fn run(args: Args) -> Result<(), BoxError> {
     // ---- the lock experiment --------------------------------------------
     if section("locks") {
         r.line("\n## Lock experiment: N contenders, each acquires and releases once\n");
-        r.line("Wall time: the N−1 hand-offs with every holder releasing at once. Notifications and children");
+        r.line("Wall time: the N−1 hand-offs with every holder releasing at once (median of 3 runs; server CPU:");
+        r.line("for the whole run, connecting and queueing included, per hand-off). Notifications and children");
         r.line("reads: with every hand-off settled (each holder waits until all remaining waiters watch), so");
         r.line("that they are what the recipe's design costs, the same on every run and on both servers.\n");
-        r.line("| recipe | N | zk-mock wall | ZooKeeper wall | ratio | hand-off p50 mock / zk | notifications mock / zk | per hand-off | children reads mock / zk |");
-        r.line("|---|---|---|---|---|---|---|---|---|");
+        r.line("| recipe | N | zk-mock wall | ZooKeeper wall | ratio | hand-off p50 mock / zk | notifications mock / zk | per hand-off | children reads mock / zk | server CPU per hand-off mock / zk |");
+        r.line("|---|---|---|---|---|---|---|---|---|---|");
         let mut plot: Vec<(Recipe, Vec<(usize, f64)>)> =
             Recipe::ALL.iter().map(|r| (*r, Vec::new())).collect();
         let ns: &[usize] = if args.quick {
@@ -294,18 +376,34 @@ async fn run(args: Args) -> Result<(), BoxError> {
             for &n in ns {
                 let mut timed: Vec<LockRun> = Vec::new();
                 let mut counted: Vec<LockRun> = Vec::new();
+                let mut cpu = Vec::new();
                 for s in &servers {
-                    run_id += 1;
-                    timed.push(
-                        lock_experiment(
-                            s,
-                            recipe,
-                            n,
-                            &format!("/bench-lock-{run_id}"),
-                            Pace::Immediate,
-                        )
-                        .await?,
-                    );
+                    // The median of three timed runs (a single one is at the
+                    // mercy of the scheduler).
+                    let mut runs = Vec::new();
+                    for _ in 0..3 {
+                        run_id += 1;
+                        runs.push(
+                            with_cpu(
+                                s,
+                                lock_experiment(
+                                    s,
+                                    recipe,
+                                    n,
+                                    &format!("/bench-lock-{run_id}"),
+                                    Pace::Immediate,
+                                ),
+                            )
+                            .await?,
+                        );
+                        if let Some(m) = s.mock_handle() {
+                            m.clear_recording();
+                        }
+                    }
+                    runs.sort_by_key(|(run, _)| run.wall);
+                    let (run, used) = runs.swap_remove(1);
+                    cpu.push(used / (n - 1).max(1) as u32);
+                    timed.push(run);
                     run_id += 1;
                     counted.push(
                         lock_experiment(
@@ -363,7 +461,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
                     v.push((n, counted[0].per_handoff()));
                 }
                 r.line(format!(
-                    "| {} | {n} | {} | {} | {verdict} | {} / {} | {} / {} | {:.1} | {} / {} |",
+                    "| {} | {n} | {} | {} | {verdict} | {} / {} | {} / {} | {:.1} | {} / {} | {} |",
                     recipe.name(),
                     ms(timed[0].wall),
                     timed
@@ -386,6 +484,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
                         .get(1)
                         .map(|z| z.children_reads.to_string())
                         .unwrap_or_else(|| "-".into()),
+                    cpu_cell(&cpu),
                 ));
             }
         }
