@@ -466,3 +466,135 @@ fn four_letter_words_have_zookeepers_formats() {
         assert_eq!(shapes(&r), shapes(&m), "{word}: real\n{r}\nmock\n{m}");
     }
 }
+
+// ---------------------------------------------------------------------------
+// kazoo's own test suite (the tests shipped in the kazoo package) against the
+// binary. `kazoo_suite/zookeeper-3.8.0.passed` lists the tests that pass
+// against one real ZooKeeper 3.8.0 (kazoo's own harness, cluster size 1);
+// every one of them must pass on zk-mock.
+
+fn kazoo_outcomes(path: &Path) -> Vec<(String, String)> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(id, o)| (id.to_string(), o.to_string()))
+        .collect()
+}
+
+/// Runs kazoo's suite (or the given node ids of it) against a `zk-mock`
+/// binary; returns each test's outcome.
+fn run_kazoo_suite(node_ids: &[String]) -> Vec<(String, String)> {
+    let plugin_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/kazoo_suite");
+    let outcomes = std::env::temp_dir().join(format!(
+        "zk-mock-kazoo-{}-{}.tsv",
+        std::process::id(),
+        node_ids.len()
+    ));
+    let mut cmd = Command::new("python3");
+    cmd.args([
+        "-m",
+        "pytest",
+        "-p",
+        "zkmock_kazoo",
+        "-q",
+        "--timeout",
+        "90",
+    ])
+    .args(["-p", "no:cacheprovider"]);
+    if node_ids.is_empty() {
+        cmd.args(["--pyargs", "kazoo.tests"]);
+    } else {
+        let tests_dir = kazoo_tests_dir();
+        cmd.args(node_ids.iter().map(|id| format!("{tests_dir}/{id}")));
+    }
+    let out = cmd
+        .current_dir(std::env::temp_dir())
+        .env("PYTHONPATH", &plugin_dir)
+        .env("ZK_MOCK_BIN", env!("CARGO_BIN_EXE_zk-mock"))
+        .env("KAZOO_OUTCOMES", &outcomes)
+        .env("ZOOKEEPER_VERSION", "3.8.0")
+        .env("CI", "true")
+        .output()
+        .expect("python3 runs");
+    let found = kazoo_outcomes(&outcomes);
+    let _ = std::fs::remove_file(&outcomes);
+    assert!(
+        !found.is_empty(),
+        "kazoo's suite did not run (pip install kazoo pytest pytest-timeout objgraph gevent eventlet pyjks 'pyOpenSSL<24.3'):\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    found
+}
+
+fn kazoo_tests_dir() -> String {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import os, kazoo.tests; print(os.path.dirname(kazoo.tests.__file__))",
+        ])
+        .output()
+        .expect("python3 runs");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn kazoos_own_test_suite_passes_on_the_binary() {
+    let baseline_file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/clients/kazoo_suite/zookeeper-3.8.0.passed");
+    let baseline: Vec<String> = std::fs::read_to_string(&baseline_file)
+        .expect("the baseline list")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(String::from)
+        .collect();
+    assert!(
+        baseline.len() > 400,
+        "{} tests in the baseline",
+        baseline.len()
+    );
+
+    let outcomes = run_kazoo_suite(&[]);
+    let passed = |o: &[(String, String)], id: &str| o.iter().any(|(i, r)| i == id && r == "passed");
+    let missing: Vec<String> = baseline
+        .iter()
+        .filter(|id| !passed(&outcomes, id))
+        .cloned()
+        .collect();
+    let on_mock = outcomes.iter().filter(|(_, o)| o == "passed").count();
+    eprintln!(
+        "kazoo's suite on zk-mock: {on_mock} of {} passed; {} of the {} that pass on ZooKeeper 3.8.0 did not",
+        outcomes.len(),
+        missing.len(),
+        baseline.len()
+    );
+    // kazoo's suite has timing-sensitive tests (sleeps of a second against
+    // session timeouts); a test that failed is run once more on its own, and
+    // only a second failure counts.
+    let still_missing: Vec<String> = if missing.is_empty() {
+        Vec::new()
+    } else {
+        let again = run_kazoo_suite(&missing);
+        missing
+            .iter()
+            .filter(|id| !passed(&again, id))
+            .cloned()
+            .collect()
+    };
+    if !missing.is_empty() {
+        eprintln!(
+            "passed on a second run: {:?}",
+            missing
+                .iter()
+                .filter(|m| !still_missing.contains(m))
+                .collect::<Vec<_>>()
+        );
+    }
+    assert!(
+        still_missing.is_empty(),
+        "these kazoo tests pass on ZooKeeper 3.8.0 but failed twice on zk-mock:\n{}",
+        still_missing.join("\n")
+    );
+}

@@ -1,15 +1,28 @@
 """A pytest plugin that runs kazoo's own test suite against zk-mock.
 
 kazoo's harness (kazoo/testing/harness.py) starts a cluster of Java ZooKeeper
-servers; this plugin replaces it with one `zk-mock` binary ($ZK_MOCK_BIN),
-a standalone server, restartable on the same port as the harness expects.
+servers; with $ZK_MOCK_BIN set this plugin replaces it with one `zk-mock`
+binary, a standalone server. Without it, kazoo's own harness runs (the
+baseline: a real ZooKeeper). Either way, with $KAZOO_OUTCOMES set, each
+test's outcome is written there, one `nodeid<TAB>outcome` line per test.
 
-    ZK_MOCK_BIN=target/debug/zk-mock python3 -m pytest -p zkmock_kazoo \
-        --pyargs kazoo.tests
+    # against zk-mock
+    ZK_MOCK_BIN=target/debug/zk-mock KAZOO_OUTCOMES=mock.tsv \
+        python3 -m pytest -p zkmock_kazoo --pyargs kazoo.tests
+    # the baseline: one real ZooKeeper 3.8.0 from Debian's packages
+    ZOOKEEPER_CLASSPATH='/usr/share/java/*' ZOOKEEPER_CLUSTER_SIZE=1 \
+        ZOOKEEPER_VERSION=3.8.0 KAZOO_OUTCOMES=real.tsv \
+        python3 -m pytest -p zkmock_kazoo --pyargs kazoo.tests
+
+`cargo test -p zk-mock --features cross-clients --test clients kazoos_own`
+runs the first and requires every test in `zookeeper-3.8.0.passed` (the
+tests that pass on the baseline) to pass.
 """
+import json
 import os
 import socket
 import subprocess
+import urllib.request
 
 import kazoo.testing.harness as harness
 
@@ -21,15 +34,25 @@ def _free_port():
 
 
 class MockServer:
-    """What the harness uses of `ManagedZooKeeper`."""
+    """What the harness uses of `ManagedZooKeeper`.
+
+    kazoo's tests stop and restart a server and expect what a restarted
+    ZooKeeper keeps: its data and its sessions (a client reconnects to the
+    same session after `stop(); run()`). The mock keeps both in memory, so
+    `stop()` takes the server down as clients see it instead: every
+    connection is cut and new ones are turned away until `run()`. The
+    process lives on until `destroy()`.
+    """
 
     host = "127.0.0.1"
 
     def __init__(self, binary):
         self.binary = binary
         self.client_port = _free_port()
+        self.admin_port = _free_port()
         self.secure_client_port = self.client_port
         self.process = None
+        self.down = False
 
     @property
     def address(self):
@@ -41,30 +64,57 @@ class MockServer:
 
     @property
     def running(self):
-        return self.process is not None and self.process.poll() is None
+        alive = self.process is not None and self.process.poll() is None
+        return alive and not self.down
+
+    def _admin(self, path):
+        url = "http://127.0.0.1:%d%s" % (self.admin_port, path)
+        req = urllib.request.Request(url, data=b"", method="POST")
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return json.load(r)
 
     def run(self):
-        if self.running:
+        if self.process is not None and self.process.poll() is None:
+            if self.down:
+                self._admin("/connections/accept")
+                self.down = False
             return
         self.process = subprocess.Popen(
-            [self.binary, "--port", str(self.client_port)],
+            [
+                self.binary,
+                "--port",
+                str(self.client_port),
+                "--admin-port",
+                str(self.admin_port),
+                # kazoo's harness gives its servers this super user
+                # ("super", password "test").
+                "--super-digest",
+                "super:D/InIHSb7yEEbrWz8b9l71RjZJU=",
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
         )
         # The first line says where it listens: it is serving.
         self.process.stdout.readline()
+        self.down = False
 
     def stop(self):
+        if self.process is None or self.process.poll() is not None:
+            return
+        if not self.down:
+            self._admin("/connections/refuse")
+            self._admin("/sessions/disconnect")
+            self.down = True
+
+    def destroy(self):
         if self.process is not None:
             self.process.terminate()
             self.process.wait()
             self.process = None
+        self.down = False
 
     def reset(self):
-        self.stop()
-
-    def destroy(self):
-        self.stop()
+        self.destroy()
 
     def get_logs(self, num_lines=100):
         return []
@@ -94,10 +144,11 @@ class MockCluster:
             s.stop()
 
     def terminate(self):
-        self.stop()
+        for s in self._servers:
+            s.destroy()
 
     def reset(self):
-        self.stop()
+        self.terminate()
 
     def get_logs(self):
         return []
@@ -113,5 +164,27 @@ def _get_global_cluster():
     return _CLUSTER
 
 
+_OUTCOMES = {}
+
+
 def pytest_configure(config):
-    harness.get_global_cluster = _get_global_cluster
+    if os.environ.get("ZK_MOCK_BIN"):
+        harness.get_global_cluster = _get_global_cluster
+
+
+def pytest_runtest_logreport(report):
+    # A test passes if its setup, call and teardown all do.
+    if report.failed:
+        _OUTCOMES[report.nodeid] = "failed"
+    elif report.skipped:
+        _OUTCOMES.setdefault(report.nodeid, "skipped")
+    elif report.when == "call":
+        _OUTCOMES.setdefault(report.nodeid, "passed")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    path = os.environ.get("KAZOO_OUTCOMES")
+    if path:
+        with open(path, "w") as f:
+            for nodeid, outcome in sorted(_OUTCOMES.items()):
+                f.write("%s\t%s\n" % (nodeid, outcome))
