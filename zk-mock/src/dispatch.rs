@@ -473,10 +473,16 @@ impl State {
                 Ok(Reply::AddWatch)
             }),
             Request::Reconfig => {
-                // reconfigEnabled is false on a standalone server: a failed
-                // transaction (a zxid is consumed), the connection stays open.
+                // A failed transaction (a zxid is consumed), the connection
+                // stays open: RECONFIGDISABLED while reconfigEnabled is false
+                // (the default), else UNIMPLEMENTED, as a standalone server
+                // is no LeaderZooKeeperServer (PrepRequestProcessor).
                 let zxid = self.tree.next_zxid();
-                let err = ErrorCode::ReconfigDisabled.code();
+                let err = if self.settings.reconfig_enabled {
+                    ErrorCode::Unimplemented.code()
+                } else {
+                    ErrorCode::ReconfigDisabled.code()
+                };
                 self.reply_header(conn, xid, zxid, err);
                 Applied { err, zxid }
             }

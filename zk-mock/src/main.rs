@@ -58,6 +58,10 @@ struct Args {
     /// Allow TTL nodes (zookeeper.extendedTypesEnabled).
     #[arg(long = "extended-types")]
     extended_types: bool,
+    /// Answer reconfig as a standalone server with reconfigEnabled=true
+    /// (UNIMPLEMENTED instead of RECONFIGDISABLED).
+    #[arg(long = "reconfig-enabled")]
+    reconfig_enabled: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -85,6 +89,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             args.container_check_interval,
         ))
         .extended_types(args.extended_types)
+        .reconfig_enabled(args.reconfig_enabled)
         .clock(match args.clock {
             ClockArg::Real => ClockMode::Real,
             ClockArg::Manual => ClockMode::Manual,

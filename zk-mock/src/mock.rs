@@ -656,6 +656,7 @@ pub struct ZkMockBuilder {
     compat: Compat,
     container_check_interval: Duration,
     extended_types: bool,
+    reconfig_enabled: bool,
 }
 
 impl Default for ZkMockBuilder {
@@ -676,6 +677,7 @@ impl Default for ZkMockBuilder {
             compat: Compat::V3_8,
             container_check_interval: Duration::from_secs(60),
             extended_types: false,
+            reconfig_enabled: false,
         }
     }
 }
@@ -718,6 +720,15 @@ impl ZkMockBuilder {
     /// UNIMPLEMENTED).
     pub fn extended_types(mut self, enabled: bool) -> Self {
         self.extended_types = enabled;
+        self
+    }
+
+    /// ZooKeeper's `reconfigEnabled` (default off). A standalone server
+    /// cannot reconfigure either way; the setting only changes its answer to
+    /// reconfig (16): RECONFIGDISABLED when off, UNIMPLEMENTED when on (what
+    /// kazoo's test harness, which turns it on, sees).
+    pub fn reconfig_enabled(mut self, enabled: bool) -> Self {
+        self.reconfig_enabled = enabled;
         self
     }
 
@@ -854,6 +865,7 @@ impl ZkMockBuilder {
             compat: self.compat,
             container_check_interval_ms: self.container_check_interval.as_millis() as u64,
             extended_types: self.extended_types,
+            reconfig_enabled: self.reconfig_enabled,
         };
         let recorder = Recorder::new(self.record, self.recorder_capacity);
         let state = State::new(

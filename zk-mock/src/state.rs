@@ -95,6 +95,8 @@ pub(crate) struct Settings {
     pub(crate) container_check_interval_ms: u64,
     /// `zookeeper.extendedTypesEnabled`: TTL nodes allowed.
     pub(crate) extended_types: bool,
+    /// `reconfigEnabled`: changes only reconfig's error code.
+    pub(crate) reconfig_enabled: bool,
 }
 
 /// Tree, sessions, watches, connections, rules and the recorder.

@@ -181,6 +181,8 @@ pub(crate) struct Config {
     pub(crate) extended_types: bool,
     /// `zookeeper.DigestAuthenticationProvider.superDigest`.
     pub(crate) super_digest: Option<String>,
+    /// `reconfigEnabled` (a zoo.cfg line).
+    pub(crate) reconfig_enabled: bool,
 }
 
 /// A case on a fresh real server and a fresh mock, both configured with `config`.
@@ -194,6 +196,10 @@ fn check_configured(name: &str, config: Config, ops: Vec<Op>) {
     if config.extended_types {
         props.push("-Dzookeeper.extendedTypesEnabled=true".into());
         builder = builder.extended_types(true);
+    }
+    if config.reconfig_enabled {
+        props.push("cfg:reconfigEnabled=true".into());
+        builder = builder.reconfig_enabled(true);
     }
     if let Some(digest) = &config.super_digest {
         props.push(format!(
@@ -237,6 +243,20 @@ fn ttl_nodes() {
             ..Config::default()
         },
         cases::ttl_nodes(),
+    );
+}
+
+/// kazoo's test harness turns reconfigEnabled on: a standalone server then
+/// answers reconfig UNIMPLEMENTED instead of RECONFIGDISABLED.
+#[test]
+fn reconfig_enabled() {
+    check_configured(
+        "reconfig_enabled",
+        Config {
+            reconfig_enabled: true,
+            ..Config::default()
+        },
+        cases::other_op_codes(),
     );
 }
 

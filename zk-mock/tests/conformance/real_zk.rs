@@ -76,7 +76,8 @@ impl RealZk {
         RealZk::start_with(&[])
     }
 
-    /// [`start`](Self::start) with extra JVM system properties (`-Dkey=value`).
+    /// [`start`](Self::start) with extra JVM system properties (`-Dkey=value`);
+    /// an entry `cfg:key=value` is a `zoo.cfg` line instead.
     pub(crate) fn start_with(props: &[String]) -> Result<RealZk, String> {
         let mut last = String::new();
         for _ in 0..3 {
@@ -103,8 +104,13 @@ impl RealZk {
         std::fs::write(
             &cfg,
             format!(
-                "tickTime=2000\ndataDir={}\nclientPort={port}\nadmin.enableServer=false\n",
-                data.display()
+                "tickTime=2000\ndataDir={}\nclientPort={port}\nadmin.enableServer=false\n{}",
+                data.display(),
+                props
+                    .iter()
+                    .filter_map(|p| p.strip_prefix("cfg:"))
+                    .map(|line| format!("{line}\n"))
+                    .collect::<String>()
             ),
         )
         .map_err(|e| format!("write zoo.cfg: {e}"))?;
@@ -135,7 +141,7 @@ case "$dir" in */zk-conformance-*) rm -rf "$dir" ;; esac
             .arg("-Dzookeeper.forceSync=no")
             .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=info")
             .arg("-Dorg.slf4j.simpleLogger.showDateTime=true")
-            .args(props)
+            .args(props.iter().filter(|p| !p.starts_with("cfg:")))
             .arg("-cp")
             .arg(classpath())
             .arg("org.apache.zookeeper.server.ZooKeeperServerMain")

@@ -90,6 +90,8 @@ class MockServer:
                 # ("super", password "test").
                 "--super-digest",
                 "super:D/InIHSb7yEEbrWz8b9l71RjZJU=",
+                # ... and turns reconfigEnabled on.
+                "--reconfig-enabled",
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
