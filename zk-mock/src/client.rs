@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::codec::{frame, split_frame, DecodeError, Record};
@@ -64,9 +64,8 @@ pub struct Notification {
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Debug)]
 pub struct RawClient {
-    stream: TcpStream,
+    stream: Box<dyn Stream>,
     buf: BytesMut,
     next_xid: i32,
     /// The session this connection serves.
@@ -79,6 +78,22 @@ pub struct RawClient {
     pub last_zxid: i64,
     events: VecDeque<Notification>,
     read_timeout: Duration,
+}
+
+/// A byte stream a [`RawClient`] can speak over: a TCP socket, or a TLS
+/// session on one (for the secure port).
+pub trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> Stream for T {}
+
+impl std::fmt::Debug for RawClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawClient")
+            .field("session_id", &format_args!("{:#x}", self.session_id))
+            .field("timeout", &self.timeout)
+            .field("last_zxid", &self.last_zxid)
+            .field("next_xid", &self.next_xid)
+            .finish_non_exhaustive()
+    }
 }
 
 fn closed() -> io::Error {
@@ -113,8 +128,20 @@ impl RawClient {
     ) -> io::Result<(RawClient, Option<ConnectResponse>)> {
         let stream = TcpStream::connect(addr).await?;
         stream.set_nodelay(true)?;
+        RawClient::handshake_over(stream, req).await
+    }
+
+    /// [`handshake`](Self::handshake) over a stream the caller opened, e.g.
+    /// a TLS session with the secure port.
+    ///
+    /// # Errors
+    /// I/O errors other than the server closing the connection.
+    pub async fn handshake_over(
+        stream: impl Stream + 'static,
+        req: &ConnectRequest,
+    ) -> io::Result<(RawClient, Option<ConnectResponse>)> {
         let mut c = RawClient {
-            stream,
+            stream: Box::new(stream),
             buf: BytesMut::with_capacity(4096),
             next_xid: 1,
             session_id: 0,
@@ -146,7 +173,8 @@ impl RawClient {
     /// # Errors
     /// I/O errors.
     pub async fn send_frame(&mut self, body: &[u8]) -> io::Result<()> {
-        self.stream.write_all(&frame(body)).await
+        self.stream.write_all(&frame(body)).await?;
+        self.stream.flush().await
     }
 
     /// Writes bytes exactly as given (no length prefix).
@@ -154,7 +182,8 @@ impl RawClient {
     /// # Errors
     /// I/O errors.
     pub async fn send_raw(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.stream.write_all(bytes).await
+        self.stream.write_all(bytes).await?;
+        self.stream.flush().await
     }
 
     /// Reads the next whole frame; `None` when the server closed the connection.

@@ -7,8 +7,7 @@
 use std::net::SocketAddr;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 use tracing::Instrument;
@@ -28,6 +27,21 @@ pub(crate) async fn serve(
 ) {
     let _ = socket.set_nodelay(true);
     let (rd, wr) = socket.into_split();
+    serve_io(shared, rd, wr, peer, shutdown).await
+}
+
+/// Serves one connection over any byte stream (a TCP socket's halves, or a
+/// TLS session's: see `tls`).
+pub(crate) async fn serve_io<R, W>(
+    shared: Shared,
+    rd: R,
+    wr: W,
+    peer: SocketAddr,
+    shutdown: watch::Receiver<bool>,
+) where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let (tx, rx) = mpsc::unbounded_channel();
     let (conn, gate, max_packet) = {
         let mut st = lock(&shared);
@@ -62,13 +76,16 @@ enum Step {
 }
 
 impl Reader {
-    async fn run(
+    async fn run<R, W>(
         mut self,
-        mut rd: OwnedReadHalf,
-        wr: OwnedWriteHalf,
+        mut rd: R,
+        wr: W,
         rx: mpsc::UnboundedReceiver<Outgoing>,
         mut shutdown: watch::Receiver<bool>,
-    ) {
+    ) where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
         tracing::debug!("accepted");
         let mut writer = tokio::spawn(write_loop(wr, rx, self.gate.clone()));
         let mut writer_done = false;
@@ -192,8 +209,8 @@ impl Reader {
 /// Writes queued frames, batching whatever is already queued into one write.
 /// While the gate is stalled nothing is written; if the connection is closed
 /// while stalled, what was held is dropped.
-async fn write_loop(
-    mut wr: OwnedWriteHalf,
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut wr: W,
     mut rx: mpsc::UnboundedReceiver<Outgoing>,
     mut gate: watch::Receiver<Gate>,
 ) {
@@ -228,7 +245,8 @@ async fn write_loop(
                 }
             }
         }
-        if !out.is_empty() && wr.write_all(&out).await.is_err() {
+        // (flush: a TLS session buffers; for TCP it does nothing)
+        if !out.is_empty() && (wr.write_all(&out).await.is_err() || wr.flush().await.is_err()) {
             return;
         }
         out.clear();

@@ -76,6 +76,7 @@ mod server;
 mod session;
 pub mod snapshot;
 mod state;
+mod tls;
 pub mod tree;
 mod watch;
 
@@ -84,3 +85,4 @@ pub use error::Error;
 pub use four_letter::{VERSION, VERSION_3_9};
 pub use mock::{Control, Metrics, Refusal, RuleGuard, ZkMock, ZkMockBuilder};
 pub use session::password_for;
+pub use tls::Tls;

@@ -62,6 +62,19 @@ struct Args {
     /// (UNIMPLEMENTED instead of RECONFIGDISABLED).
     #[arg(long = "reconfig-enabled")]
     reconfig_enabled: bool,
+    /// Also serve TLS on this port (secureClientPort; 0 picks a free one).
+    /// Needs --tls-cert and --tls-key.
+    #[arg(long = "secure-port", requires_all = ["tls_cert", "tls_key"])]
+    secure_port: Option<u16>,
+    /// The secure port's certificate chain, PEM (leaf first).
+    #[arg(long = "tls-cert", requires = "secure_port")]
+    tls_cert: Option<std::path::PathBuf>,
+    /// The secure port's private key, PEM.
+    #[arg(long = "tls-key", requires = "secure_port")]
+    tls_key: Option<std::path::PathBuf>,
+    /// Require client certificates signed by this CA, PEM (ssl.clientAuth=need).
+    #[arg(long = "tls-ca", requires = "secure_port")]
+    tls_ca: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -106,12 +119,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(s) = args.seed {
         builder = builder.seed(s);
     }
+    if let (Some(port), Some(cert), Some(key)) = (args.secure_port, &args.tls_cert, &args.tls_key) {
+        let mut tls = zk_mock::Tls::from_pem_files(cert, key)?;
+        if let Some(ca) = &args.tls_ca {
+            tls = tls.client_ca_file(ca)?;
+        }
+        builder = builder.tls(tls).secure_port(port);
+    }
     let mock = builder.start_blocking()?;
     println!(
         "zk-mock listening on {} (seed {})",
         mock.connect_string(),
         mock.seed()
     );
+    if let Some(secure) = mock.secure_connect_string() {
+        println!("zk-mock TLS on {secure}");
+    }
     if let Some(port) = args.admin_port {
         let admin = mock.serve_admin(SocketAddr::new(args.host, port))?;
         println!("zk-mock admin interface on http://{admin}");

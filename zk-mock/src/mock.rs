@@ -53,6 +53,7 @@ pub struct ZkMock {
 #[derive(Debug, Clone)]
 pub struct Control {
     addr: SocketAddr,
+    secure_addr: Option<SocketAddr>,
     seed: u64,
     shared: Shared,
 }
@@ -148,6 +149,16 @@ impl Control {
     /// The connect string to hand to a client, e.g. `127.0.0.1:40123`.
     pub fn connect_string(&self) -> String {
         self.addr.to_string()
+    }
+
+    /// Where TLS clients connect, if [`ZkMockBuilder::tls`] turned it on.
+    pub fn secure_addr(&self) -> Option<SocketAddr> {
+        self.secure_addr
+    }
+
+    /// The connect string of the secure port, if TLS is on.
+    pub fn secure_connect_string(&self) -> Option<String> {
+        self.secure_addr.map(|a| a.to_string())
     }
 
     /// The seed every random choice of this server comes from; pass it to
@@ -657,6 +668,8 @@ pub struct ZkMockBuilder {
     container_check_interval: Duration,
     extended_types: bool,
     reconfig_enabled: bool,
+    tls: Option<crate::tls::Tls>,
+    secure_port: u16,
 }
 
 impl Default for ZkMockBuilder {
@@ -678,6 +691,8 @@ impl Default for ZkMockBuilder {
             container_check_interval: Duration::from_secs(60),
             extended_types: false,
             reconfig_enabled: false,
+            tls: None,
+            secure_port: 0,
         }
     }
 }
@@ -720,6 +735,21 @@ impl ZkMockBuilder {
     /// UNIMPLEMENTED).
     pub fn extended_types(mut self, enabled: bool) -> Self {
         self.extended_types = enabled;
+        self
+    }
+
+    /// Also serve TLS clients on a second port (ZooKeeper's
+    /// `secureClientPort`), on the same host as the plain port:
+    /// [`ZkMock::secure_addr`] tells where. See [`Tls`](crate::Tls).
+    pub fn tls(mut self, tls: crate::tls::Tls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// The secure port to listen on (default 0: a free one). Only with
+    /// [`tls`](Self::tls).
+    pub fn secure_port(mut self, port: u16) -> Self {
+        self.secure_port = port;
         self
     }
 
@@ -844,6 +874,18 @@ impl ZkMockBuilder {
         };
         let listener = bind(self.addr, self.listen_backlog).map_err(bind_err)?;
         let addr = listener.local_addr().map_err(bind_err)?;
+        let secure = match &self.tls {
+            None => None,
+            Some(tls) => {
+                let acceptor = tls.acceptor()?;
+                let want = SocketAddr::new(self.addr.ip(), self.secure_port);
+                let secure_err = |source| Error::Bind { addr: want, source };
+                let l = bind(want, self.listen_backlog).map_err(secure_err)?;
+                let a = l.local_addr().map_err(secure_err)?;
+                Some((l, acceptor, a))
+            }
+        };
+        let secure_addr = secure.as_ref().map(|(_, _, a)| *a);
         let seed = self.seed.unwrap_or_else(|| {
             SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -896,17 +938,32 @@ impl ZkMockBuilder {
             .name(format!("zk-mock-{}", addr.port()))
             .spawn(move || {
                 runtime.block_on(async move {
+                    let secure = match secure.map(|(l, acceptor, _)| {
+                        tokio::net::TcpListener::from_std(l).map(|l| (l, acceptor))
+                    }) {
+                        None => None,
+                        Some(Ok(s)) => Some(s),
+                        Some(Err(e)) => {
+                            tracing::error!(%e, "cannot register the secure listener");
+                            return;
+                        }
+                    };
                     match tokio::net::TcpListener::from_std(listener) {
-                        Ok(l) => server::run(l, server_state, rx).await,
+                        Ok(l) => server::run(l, secure, server_state, rx).await,
                         Err(e) => tracing::error!(%e, "cannot register listener"),
                     }
                 });
                 // Dropping the runtime cancels every connection task and closes its socket.
             })
             .map_err(Error::Runtime)?;
-        tracing::info!(%addr, seed, "zk-mock listening");
+        tracing::info!(%addr, ?secure_addr, seed, "zk-mock listening");
         Ok(ZkMock {
-            control: Control { addr, seed, shared },
+            control: Control {
+                addr,
+                secure_addr,
+                seed,
+                shared,
+            },
             handle,
             shutdown: tx,
             thread: Some(thread),

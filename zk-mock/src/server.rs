@@ -8,9 +8,13 @@ use tokio::sync::watch;
 use crate::handler;
 use crate::state::{lock, Shared};
 
+/// The secure client port: its listener and TLS acceptor.
+pub(crate) type Secure = (TcpListener, tokio_rustls::TlsAcceptor);
+
 /// Accepts connections until `shutdown` flips, spawning a handler per socket.
 pub(crate) async fn run(
     listener: TcpListener,
+    secure: Option<Secure>,
     shared: Shared,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -42,11 +46,36 @@ pub(crate) async fn run(
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
             },
+            r = accept_secure(secure.as_ref()) => match r {
+                Ok((socket, peer)) => {
+                    if lock(&shared).refusing {
+                        tracing::debug!(%peer, "refusing secure connection");
+                        drop(socket);
+                        continue;
+                    }
+                    let acceptor = secure.as_ref().map(|(_, a)| a.clone()).expect("secure port");
+                    tokio::spawn(crate::tls::serve(shared.clone(), acceptor, socket, peer, shutdown.clone()));
+                }
+                Err(e) => {
+                    tracing::warn!(%e, "accept failed on the secure port");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            },
             _ = shutdown.changed() => break,
         }
     }
     ticker.abort();
     containers.abort();
+}
+
+/// The next connection on the secure port; never, without one.
+async fn accept_secure(
+    secure: Option<&Secure>,
+) -> std::io::Result<(tokio::net::TcpStream, std::net::SocketAddr)> {
+    match secure {
+        Some((listener, _)) => listener.accept().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Runs the container check on schedule (`ContainerManager`'s timer). The

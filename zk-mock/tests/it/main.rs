@@ -17,5 +17,6 @@ mod persistent;
 mod sessions;
 mod stat;
 mod support;
+mod tls;
 mod watches;
 mod wire;

@@ -24,7 +24,12 @@ import socket
 import subprocess
 import urllib.request
 
+import tempfile
+
+from OpenSSL.crypto import FILETYPE_PEM, dump_certificate, dump_privatekey
+
 import kazoo.testing.harness as harness
+from kazoo.testing.common import ZookeeperCluster
 
 
 def _free_port():
@@ -46,11 +51,12 @@ class MockServer:
 
     host = "127.0.0.1"
 
-    def __init__(self, binary):
+    def __init__(self, binary, tls_dir):
         self.binary = binary
+        self.tls_dir = tls_dir
         self.client_port = _free_port()
         self.admin_port = _free_port()
-        self.secure_client_port = self.client_port
+        self.secure_client_port = _free_port()
         self.process = None
         self.down = False
 
@@ -60,7 +66,7 @@ class MockServer:
 
     @property
     def secure_address(self):
-        return self.address
+        return "%s:%s" % (self.host, self.secure_client_port)
 
     @property
     def running(self):
@@ -92,6 +98,16 @@ class MockServer:
                 "super:D/InIHSb7yEEbrWz8b9l71RjZJU=",
                 # ... and turns reconfigEnabled on.
                 "--reconfig-enabled",
+                # ... and a secureClientPort with its generated server
+                # certificate. (Not its truststore: kazoo's certificates
+                # are X.509 v1, which rustls does not accept from a client,
+                # so the mock asks for no client certificate.)
+                "--secure-port",
+                str(self.secure_client_port),
+                "--tls-cert",
+                os.path.join(self.tls_dir, "server.pem"),
+                "--tls-key",
+                os.path.join(self.tls_dir, "server.key"),
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -126,7 +142,20 @@ class MockCluster:
     """What the harness uses of `ZookeeperCluster`."""
 
     def __init__(self, binary):
-        self._servers = [MockServer(binary)]
+        # The same certificates kazoo's own cluster generates.
+        self._ssl_configuration = {}
+        ZookeeperCluster.perform_ssl_certs_generation(self)
+        self._tls_dir = tempfile.mkdtemp(prefix="zk-mock-kazoo-tls-")
+        ssl = self._ssl_configuration
+        for name, data in [
+            ("server.pem", dump_certificate(FILETYPE_PEM, ssl["server_cert"])),
+            ("server.key", dump_privatekey(FILETYPE_PEM, ssl["server_key"])),
+        ]:
+            with open(os.path.join(self._tls_dir, name), "wb") as f:
+                f.write(data)
+        self._servers = [MockServer(binary, self._tls_dir)]
+
+    get_ssl_client_configuration = ZookeeperCluster.get_ssl_client_configuration
 
     def __getitem__(self, k):
         return self._servers[k]
