@@ -233,8 +233,7 @@ fn bad_pem_is_a_configuration_error() {
         .unwrap();
     let e = rt
         .block_on(ZkMock::builder().tls(tls).start())
-        .err()
-        .expect("a mismatched key is refused");
+        .expect_err("a mismatched key is refused");
     assert!(e.to_string().contains("certificate and key"), "{e}");
     let e = Tls::from_pem_files("/nonexistent/cert.pem", "/nonexistent/key.pem").unwrap_err();
     assert!(e.to_string().contains("/nonexistent/cert.pem"), "{e}");
