@@ -60,7 +60,7 @@ pub(crate) async fn serve_io<R, W>(
     reader.run(rd, wr, rx, shutdown).instrument(span).await
 }
 
-struct Reader {
+pub(crate) struct Reader {
     shared: Shared,
     conn: ConnId,
     gate: watch::Receiver<Gate>,
@@ -162,6 +162,38 @@ impl Reader {
         match flow {
             Flow::Continue => Step::Frame,
             Flow::Close => Step::Close,
+        }
+    }
+
+    /// Appends bytes as if read from the socket and handles every whole
+    /// frame (the fuzzing harness's way in). False once the connection is
+    /// closed.
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> bool {
+        self.buf.extend_from_slice(bytes);
+        loop {
+            match *self.gate.borrow() {
+                Gate::Open => {}
+                Gate::Closed => return false,
+                Gate::Stalled => return true,
+            }
+            match self.next_frame() {
+                Step::Frame => continue,
+                Step::NeedMore => return true,
+                Step::Close => return false,
+            }
+        }
+    }
+
+    /// A reader for a connection registered without a socket (fuzzing).
+    pub(crate) fn detached(shared: Shared, conn: ConnId, gate: watch::Receiver<Gate>) -> Reader {
+        let max_packet = lock(&shared).settings.max_packet;
+        Reader {
+            shared,
+            conn,
+            gate,
+            max_packet,
+            buf: BytesMut::new(),
+            handshaken: false,
         }
     }
 

@@ -68,6 +68,8 @@ mod dispatch;
 mod error;
 pub mod fault;
 mod four_letter;
+#[doc(hidden)]
+pub mod fuzzing;
 mod handler;
 mod mock;
 pub mod proto;

@@ -886,38 +886,7 @@ impl ZkMockBuilder {
             }
         };
         let secure_addr = secure.as_ref().map(|(_, _, a)| *a);
-        let seed = self.seed.unwrap_or_else(|| {
-            SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64)
-        });
-        let clock = Clock::new(self.clock);
-        // Session ids have ZooKeeper's layout (server id 1, 40 bits of a ms
-        // clock, a 16-bit counter); with an explicit seed the clock bits come
-        // from the seed, so a replayed run sees the same ids.
-        let id_ms = self.seed.unwrap_or(clock.wall_ms() as u64);
-        let sessions = SessionManager::new(id_ms, self.tick_time, min, max);
-        let settings = Settings {
-            tick_time: self.tick_time,
-            max_packet: self.max_packet,
-            super_digest: self.super_digest,
-            client_port: addr.port(),
-            min_session_timeout: min,
-            max_session_timeout: max,
-            compat: self.compat,
-            container_check_interval_ms: self.container_check_interval.as_millis() as u64,
-            extended_types: self.extended_types,
-            reconfig_enabled: self.reconfig_enabled,
-        };
-        let recorder = Recorder::new(self.record, self.recorder_capacity);
-        let state = State::new(
-            clock,
-            sessions,
-            settings,
-            recorder,
-            seed,
-            StdRng::seed_from_u64(seed),
-        );
+        let (state, seed) = self.new_state(addr.port(), min, max);
         let shared: Shared = Arc::new(Mutex::new(state));
         let (tx, rx) = watch::channel(false);
         let runtime = if self.worker_threads > 1 {
@@ -968,6 +937,45 @@ impl ZkMockBuilder {
             shutdown: tx,
             thread: Some(thread),
         })
+    }
+}
+
+impl ZkMockBuilder {
+    /// The server state these settings describe, and its seed.
+    pub(crate) fn new_state(&self, port: u16, min: i32, max: i32) -> (State, u64) {
+        let seed = self.seed.unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        });
+        let clock = Clock::new(self.clock);
+        // Session ids have ZooKeeper's layout (server id 1, 40 bits of a ms
+        // clock, a 16-bit counter); with an explicit seed the clock bits come
+        // from the seed, so a replayed run sees the same ids.
+        let id_ms = self.seed.unwrap_or(clock.wall_ms() as u64);
+        let sessions = SessionManager::new(id_ms, self.tick_time, min, max);
+        let settings = Settings {
+            tick_time: self.tick_time,
+            max_packet: self.max_packet,
+            super_digest: self.super_digest.clone(),
+            client_port: port,
+            min_session_timeout: min,
+            max_session_timeout: max,
+            compat: self.compat,
+            container_check_interval_ms: self.container_check_interval.as_millis() as u64,
+            extended_types: self.extended_types,
+            reconfig_enabled: self.reconfig_enabled,
+        };
+        let recorder = Recorder::new(self.record, self.recorder_capacity);
+        let state = State::new(
+            clock,
+            sessions,
+            settings,
+            recorder,
+            seed,
+            StdRng::seed_from_u64(seed),
+        );
+        (state, seed)
     }
 }
 

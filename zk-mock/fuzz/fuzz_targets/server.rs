@@ -1,0 +1,10 @@
+//! Structure-aware: connections, handshakes, requests and clock moves
+//! (see `zk_mock::fuzzing::run_script`) run against the whole server
+//! state, whose invariants are checked after each input.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    zk_mock::fuzzing::run_script(data);
+});
