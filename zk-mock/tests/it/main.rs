@@ -11,6 +11,7 @@ mod crud;
 mod errors;
 mod faults;
 mod handshake;
+mod hostile;
 mod mocks;
 mod multi;
 mod persistent;
