@@ -150,3 +150,38 @@ fn an_unknown_compat_is_refused_with_a_message() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("3.7") && err.contains("3.9"), "{err}");
 }
+
+/// SIGTERM: every connection is closed promptly, the process exits 0 and
+/// its ports are free.
+#[tokio::test]
+async fn sigterm_closes_every_connection_and_exits_cleanly() {
+    let mut bin = spawn(&[]);
+    let addr = bin.addr;
+    let mut clients = Vec::new();
+    for _ in 0..20 {
+        clients.push(RawClient::connect(addr, 10_000).await.unwrap());
+    }
+    let status = Command::new("kill")
+        .args(["-TERM", &bin.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for c in &mut clients {
+        let f = with_timeout(QUICK, "the connection closes", c.read_frame()).await;
+        assert_eq!(f.unwrap(), None);
+    }
+    let mut exited = None;
+    for _ in 0..500 {
+        if let Some(s) = bin.child.try_wait().unwrap() {
+            exited = Some(s);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let exited = exited.expect("the binary exits within 5 s of SIGTERM");
+    assert!(exited.success(), "{exited:?}");
+    assert!(
+        tokio::net::TcpStream::connect(addr).await.is_err(),
+        "the port is free"
+    );
+}

@@ -84,3 +84,45 @@ async fn a_multi_threaded_mock_serves_watches_in_order_and_stops_cleanly() {
     assert_eq!(rawc.read_frame().await.unwrap(), None);
     assert!(RawClient::connect(addr, 10_000).await.is_err());
 }
+
+/// The server threads of this process serving `port` (named `zk-mock-PORT`).
+fn server_threads(port: u16) -> usize {
+    let name = format!("zk-mock-{port}");
+    std::fs::read_dir("/proc/self/task")
+        .map(|tasks| {
+            tasks
+                .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+                .filter(|comm| comm.trim() == name)
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// A test that panics while a mock runs: unwinding drops the mock, which
+/// closes its connections, stops its thread and frees its port, so the
+/// test binary neither hangs nor leaks a server.
+#[test]
+fn a_panicking_test_leaves_no_server_behind() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let outcome = std::panic::catch_unwind(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mock = zk_mock::ZkMock::start().await;
+            let c = RawClient::connect(mock.addr(), 10_000).await.unwrap();
+            assert_eq!(server_threads(mock.addr().port()), 1);
+            tx.send(mock.addr()).unwrap();
+            std::mem::forget(c); // a client the test never closes
+            panic!("the test fails while the mock runs");
+        })
+    });
+    assert!(outcome.is_err());
+    let addr = rx.recv().unwrap();
+    assert_eq!(server_threads(addr.port()), 0, "the server thread is gone");
+    assert!(
+        std::net::TcpStream::connect(addr).is_err(),
+        "the port is free"
+    );
+}
