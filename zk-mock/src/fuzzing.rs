@@ -61,7 +61,7 @@ impl Server {
     pub fn open(&mut self) -> usize {
         let (tx, rx) = mpsc::unbounded_channel();
         let peer = SocketAddr::from((Ipv4Addr::LOCALHOST, 40_000 + self.conns.len() as u16));
-        let (id, gate) = lock(&self.shared).register(tx, peer);
+        let (id, gate, _queued) = lock(&self.shared).register(tx, peer);
         let reader = Reader::detached(self.shared.clone(), id, gate);
         self.conns.push(Conn {
             id,

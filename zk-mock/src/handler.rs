@@ -6,6 +6,9 @@
 
 use std::net::SocketAddr;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -43,10 +46,10 @@ pub(crate) async fn serve_io<R, W>(
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (tx, rx) = mpsc::unbounded_channel();
-    let (conn, gate, max_packet) = {
+    let (conn, gate, queued, max_packet) = {
         let mut st = lock(&shared);
-        let (conn, gate) = st.register(tx, peer);
-        (conn, gate, st.settings.max_packet)
+        let (conn, gate, queued) = st.register(tx, peer);
+        (conn, gate, queued, st.settings.max_packet)
     };
     let span = tracing::debug_span!("conn", id = conn, %peer);
     let reader = Reader {
@@ -57,7 +60,10 @@ pub(crate) async fn serve_io<R, W>(
         buf: BytesMut::with_capacity(4096),
         handshaken: false,
     };
-    reader.run(rd, wr, rx, shutdown).instrument(span).await
+    reader
+        .run(rd, wr, rx, queued, shutdown)
+        .instrument(span)
+        .await
 }
 
 pub(crate) struct Reader {
@@ -81,13 +87,14 @@ impl Reader {
         mut rd: R,
         wr: W,
         rx: mpsc::UnboundedReceiver<Outgoing>,
+        queued: Arc<AtomicUsize>,
         mut shutdown: watch::Receiver<bool>,
     ) where
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
         tracing::debug!("accepted");
-        let mut writer = tokio::spawn(write_loop(wr, rx, self.gate.clone()));
+        let mut writer = tokio::spawn(write_loop(wr, rx, self.gate.clone(), queued));
         let mut writer_done = false;
         'serve: loop {
             // A stalled connection reads nothing: not even buffered frames are applied.
@@ -238,6 +245,20 @@ impl Reader {
     }
 }
 
+/// Resolves once the gate says the connection is closed. A connection
+/// closed the ordinary way drops its gate without saying so: its writer
+/// then goes on flushing what is queued, so this never resolves.
+async fn closed(gate: &mut watch::Receiver<Gate>) {
+    loop {
+        if *gate.borrow_and_update() == Gate::Closed {
+            return;
+        }
+        if gate.changed().await.is_err() {
+            return std::future::pending().await;
+        }
+    }
+}
+
 /// Writes queued frames, batching whatever is already queued into one write.
 /// While the gate is stalled nothing is written; if the connection is closed
 /// while stalled, what was held is dropped.
@@ -245,6 +266,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     mut wr: W,
     mut rx: mpsc::UnboundedReceiver<Outgoing>,
     mut gate: watch::Receiver<Gate>,
+    queued: Arc<AtomicUsize>,
 ) {
     let mut out = BytesMut::new();
     let mut closing = false;
@@ -277,9 +299,19 @@ async fn write_loop<W: AsyncWrite + Unpin>(
                 }
             }
         }
-        // (flush: a TLS session buffers; for TCP it does nothing)
-        if !out.is_empty() && (wr.write_all(&out).await.is_err() || wr.flush().await.is_err()) {
-            return;
+        if !out.is_empty() {
+            // (flush: a TLS session buffers; for TCP it does nothing.) A
+            // reader that stops reading blocks the write; closing its
+            // connection (a slow reader, or a stalled one cut off) ends it.
+            let write = async {
+                wr.write_all(&out).await?;
+                wr.flush().await
+            };
+            tokio::select! {
+                r = write => if r.is_err() { return },
+                _ = closed(&mut gate) => return,
+            }
+            queued.fetch_sub(out.len(), Ordering::Relaxed);
         }
         out.clear();
         if closing {

@@ -62,6 +62,10 @@ struct Args {
     /// (UNIMPLEMENTED instead of RECONFIGDISABLED).
     #[arg(long = "reconfig-enabled")]
     reconfig_enabled: bool,
+    /// Bytes of replies and notifications that may wait for one client to
+    /// read them; a slower reader's connection is closed.
+    #[arg(long = "max-outbox-bytes", default_value_t = 128 << 20)]
+    max_outbox_bytes: usize,
     /// Also serve TLS on this port (secureClientPort; 0 picks a free one).
     /// Needs --tls-cert and --tls-key.
     #[arg(long = "secure-port", requires_all = ["tls_cert", "tls_key"])]
@@ -103,6 +107,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ))
         .extended_types(args.extended_types)
         .reconfig_enabled(args.reconfig_enabled)
+        .max_outbox_bytes(args.max_outbox_bytes)
         .clock(match args.clock {
             ClockArg::Real => ClockMode::Real,
             ClockArg::Manual => ClockMode::Manual,

@@ -89,6 +89,11 @@ pub struct Metrics {
     pub totals: Counters,
     /// Fault rules installed.
     pub rules: usize,
+    /// Bytes queued for clients and not yet written, all connections.
+    pub outbox_bytes: usize,
+    /// Connections closed as slow readers (see
+    /// [`ZkMockBuilder::max_outbox_bytes`]).
+    pub slow_readers_closed: u64,
 }
 
 impl ZkMock {
@@ -535,6 +540,12 @@ impl Control {
             packets_sent: st.packets_sent,
             totals: st.recorder.total(),
             rules: st.rules.list().len(),
+            outbox_bytes: st
+                .conns
+                .values()
+                .map(|c| c.queued.load(std::sync::atomic::Ordering::Relaxed))
+                .sum(),
+            slow_readers_closed: st.slow_readers_closed,
         }
     }
 
@@ -670,6 +681,7 @@ pub struct ZkMockBuilder {
     reconfig_enabled: bool,
     tls: Option<crate::tls::Tls>,
     secure_port: u16,
+    max_outbox: usize,
 }
 
 impl Default for ZkMockBuilder {
@@ -693,6 +705,7 @@ impl Default for ZkMockBuilder {
             reconfig_enabled: false,
             tls: None,
             secure_port: 0,
+            max_outbox: 128 << 20,
         }
     }
 }
@@ -750,6 +763,16 @@ impl ZkMockBuilder {
     /// [`tls`](Self::tls).
     pub fn secure_port(mut self, port: u16) -> Self {
         self.secure_port = port;
+        self
+    }
+
+    /// How many bytes of replies and notifications may wait for one
+    /// client to read them (default 128 MiB). A client past it is a slow
+    /// reader: its connection is closed (its session lives on, as after any
+    /// disconnect) instead of the server buffering without limit. A stalled
+    /// connection (a `stall` fault) holds its frames and is exempt.
+    pub fn max_outbox_bytes(mut self, bytes: usize) -> Self {
+        self.max_outbox = bytes.max(1);
         self
     }
 
@@ -965,6 +988,7 @@ impl ZkMockBuilder {
             container_check_interval_ms: self.container_check_interval.as_millis() as u64,
             extended_types: self.extended_types,
             reconfig_enabled: self.reconfig_enabled,
+            max_outbox: self.max_outbox,
         };
         let recorder = Recorder::new(self.record, self.recorder_capacity);
         let state = State::new(

@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::Compat;
@@ -57,6 +58,8 @@ pub(crate) enum Gate {
 #[derive(Debug)]
 pub(crate) struct Conn {
     pub(crate) tx: mpsc::UnboundedSender<Outgoing>,
+    /// Bytes queued for the writer and not yet written to the socket.
+    pub(crate) queued: Arc<AtomicUsize>,
     pub(crate) gate: watch::Sender<Gate>,
     pub(crate) session: Option<i64>,
     /// The session this connection is stalled for (bound or still handshaking).
@@ -97,6 +100,9 @@ pub(crate) struct Settings {
     pub(crate) extended_types: bool,
     /// `reconfigEnabled`: changes only reconfig's error code.
     pub(crate) reconfig_enabled: bool,
+    /// A connection with more than this many bytes queued is a slow
+    /// reader and is closed rather than buffered without limit.
+    pub(crate) max_outbox: usize,
 }
 
 /// Tree, sessions, watches, connections, rules and the recorder.
@@ -123,6 +129,8 @@ pub(crate) struct State {
     next_conn: ConnId,
     pub(crate) packets_received: u64,
     pub(crate) packets_sent: u64,
+    /// Connections closed because their outbox passed `max_outbox`.
+    pub(crate) slow_readers_closed: u64,
 }
 
 /// The handle every task holds.
@@ -171,6 +179,7 @@ impl State {
             next_conn: 1,
             packets_received: 0,
             packets_sent: 0,
+            slow_readers_closed: 0,
         }
     }
 
@@ -179,7 +188,7 @@ impl State {
         &mut self,
         tx: mpsc::UnboundedSender<Outgoing>,
         peer: SocketAddr,
-    ) -> (ConnId, watch::Receiver<Gate>) {
+    ) -> (ConnId, watch::Receiver<Gate>, Arc<AtomicUsize>) {
         let id = self.next_conn;
         self.next_conn += 1;
         let auth = vec![Id {
@@ -187,10 +196,12 @@ impl State {
             id: peer.ip().to_string(),
         }];
         let (gate, gate_rx) = watch::channel(Gate::Open);
+        let queued = Arc::new(AtomicUsize::new(0));
         self.conns.insert(
             id,
             Conn {
                 tx,
+                queued: queued.clone(),
                 gate,
                 session: None,
                 stalled_for: None,
@@ -207,7 +218,7 @@ impl State {
                 four_letter: false,
             },
         );
-        (id, gate_rx)
+        (id, gate_rx, queued)
     }
 
     /// Queues a frame to a connection (no-op if it is gone or muted).
@@ -218,8 +229,24 @@ impl State {
             }
             c.sent += 1;
             self.packets_sent += 1;
-            if c.tx.send(Outgoing::Frame(frame(&body))).is_err() {
+            let framed = frame(&body);
+            let queued = c.queued.fetch_add(framed.len(), Ordering::Relaxed) + framed.len();
+            if c.tx.send(Outgoing::Frame(framed)).is_err() {
                 tracing::debug!(conn, "outbox closed");
+            }
+            // A client that does not read what it asked for is cut off
+            // instead of buffered without limit (a stalled connection holds
+            // its frames on purpose and is exempt).
+            if queued > self.settings.max_outbox && *c.gate.borrow() == Gate::Open {
+                tracing::warn!(
+                    conn,
+                    queued,
+                    limit = self.settings.max_outbox,
+                    "slow reader: closing its connection"
+                );
+                let _ = c.gate.send(Gate::Closed);
+                self.slow_readers_closed += 1;
+                self.close_conn(conn);
             }
         }
     }

@@ -187,3 +187,63 @@ async fn a_crowd_of_garbage_connections_is_closed_and_harms_nobody() {
         "no session came of the garbage"
     );
 }
+
+/// A client that asks for more than it reads: past the outbox limit its
+/// connection is closed (its session lives on, as after any disconnect);
+/// the server's memory for it is bounded and others are served throughout.
+#[tokio::test]
+async fn a_slow_reader_is_disconnected_not_buffered_without_limit() {
+    let mock = zk_mock::ZkMock::builder()
+        .max_outbox_bytes(1 << 20)
+        .start()
+        .await
+        .unwrap();
+    let mut other = raw(&mock).await;
+    let big = vec![7u8; 200_000];
+    let r = crate::support::raw_create(&mut other, "/big", Some(&big), 0).await;
+    assert_eq!(r.header.err, 0);
+
+    let mut slow = TcpStream::connect(mock.addr()).await.unwrap();
+    slow.write_all(&connect_frame()).await.unwrap();
+    let get = |xid: i32| {
+        let mut body = RequestHeader {
+            xid,
+            op_type: OpCode::GetData as i32,
+        }
+        .to_bytes()
+        .to_vec();
+        body.extend_from_slice(&crate::support::path_watch("/big", false).to_bytes());
+        frame(&body).to_vec()
+    };
+    // 400 reads of 200 kB (80 MB) that it never reads back. Writes may
+    // fail once the server has closed the connection.
+    for xid in 1..=400 {
+        if slow.write_all(&get(xid)).await.is_err() {
+            break;
+        }
+        if xid % 50 == 0 {
+            assert_eq!(raw_exists(&mut other, "/big", false).await.header.err, 0);
+        }
+    }
+    let mut closed = false;
+    for _ in 0..500 {
+        if mock.metrics().slow_readers_closed == 1 {
+            closed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        closed,
+        "the slow reader was not cut off: {:?}",
+        mock.metrics()
+    );
+    // What it still has queued is dropped with the connection.
+    assert!(
+        mock.metrics().outbox_bytes < 2 << 20,
+        "{:?}",
+        mock.metrics()
+    );
+    assert_eq!(mock.session_ids().len(), 2, "its session lives on");
+    assert_eq!(raw_exists(&mut other, "/big", false).await.header.err, 0);
+}
