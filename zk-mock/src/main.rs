@@ -66,6 +66,11 @@ struct Args {
     /// read them; a slower reader's connection is closed.
     #[arg(long = "max-outbox-bytes", default_value_t = 128 << 20)]
     max_outbox_bytes: usize,
+    /// Records of each kind (requests, watches, notifications, sessions,
+    /// changes) the recorder keeps before dropping the oldest; 0 keeps none
+    /// (counters are kept either way).
+    #[arg(long = "recorder-capacity", default_value_t = zk_mock::record::DEFAULT_CAPACITY)]
+    recorder_capacity: usize,
     /// Also serve TLS on this port (secureClientPort; 0 picks a free one).
     /// Needs --tls-cert and --tls-key.
     #[arg(long = "secure-port", requires_all = ["tls_cert", "tls_key"])]
@@ -108,6 +113,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .extended_types(args.extended_types)
         .reconfig_enabled(args.reconfig_enabled)
         .max_outbox_bytes(args.max_outbox_bytes)
+        .record(args.recorder_capacity > 0)
+        .recorder_capacity(args.recorder_capacity)
         .clock(match args.clock {
             ClockArg::Real => ClockMode::Real,
             ClockArg::Manual => ClockMode::Manual,

@@ -185,7 +185,15 @@ pub(crate) struct Recorder {
     per_session: BTreeMap<i64, Counters>,
     per_path: BTreeMap<String, Counters>,
     total: Counters,
+    /// Sessions that ended and paths that were deleted, oldest first: their
+    /// counters are kept for the last [`RETAINED_ENDED`] of each, so a
+    /// long-running server's counters stay bounded by what is live.
+    ended_sessions: VecDeque<i64>,
+    deleted_paths: VecDeque<String>,
 }
+
+/// How many ended sessions and deleted paths keep their counters.
+pub const RETAINED_ENDED: usize = 10_000;
 
 impl Recorder {
     pub(crate) fn new(enabled: bool, capacity: usize) -> Recorder {
@@ -202,6 +210,8 @@ impl Recorder {
             per_session: BTreeMap::new(),
             per_path: BTreeMap::new(),
             total: Counters::default(),
+            ended_sessions: VecDeque::new(),
+            deleted_paths: VecDeque::new(),
         }
     }
 
@@ -310,6 +320,14 @@ impl Recorder {
     }
 
     pub(crate) fn session(&mut self, at_ms: u64, session: i64, event: SessionEvent, zxid: i64) {
+        if matches!(event, SessionEvent::Closed | SessionEvent::Expired) {
+            self.ended_sessions.push_back(session);
+            if self.ended_sessions.len() > RETAINED_ENDED {
+                if let Some(old) = self.ended_sessions.pop_front() {
+                    self.per_session.remove(&old);
+                }
+            }
+        }
         if !self.enabled {
             return;
         }
@@ -332,6 +350,14 @@ impl Recorder {
         path: &str,
         kind: ChangeKind,
     ) {
+        if kind == ChangeKind::Deleted {
+            self.deleted_paths.push_back(path.to_string());
+            if self.deleted_paths.len() > RETAINED_ENDED {
+                if let Some(old) = self.deleted_paths.pop_front() {
+                    self.per_path.remove(&old);
+                }
+            }
+        }
         if !self.enabled {
             return;
         }
@@ -408,9 +434,11 @@ pub struct Recording {
     pub changes: Vec<ChangeRecord>,
     /// Records dropped because the log was full.
     pub dropped: u64,
-    /// Totals per session (never dropped).
+    /// Totals per session: every live session's, and those of the last
+    /// [`RETAINED_ENDED`] sessions that were closed or expired.
     pub per_session: BTreeMap<i64, Counters>,
-    /// Totals per path (never dropped).
+    /// Totals per path: every path's, except those deleted before the last
+    /// [`RETAINED_ENDED`] deletions.
     pub per_path: BTreeMap<String, Counters>,
     /// Totals for the whole server.
     pub total: Counters,
@@ -681,5 +709,25 @@ mod tests {
         assert_eq!(r.notifications().to_session(2).count(), 2);
         assert_eq!(r.notifications().by_path("/a").event(4).count(), 1);
         assert_eq!(r.notifications().zxid(3).count(), 1);
+    }
+
+    #[test]
+    fn counters_of_ended_sessions_and_deleted_paths_are_bounded() {
+        // Even with the log off, as counters are kept either way.
+        let mut r = Recorder::new(false, 10);
+        let n = RETAINED_ENDED as i64 + 500;
+        for id in 0..n {
+            let path = format!("/e-{id}");
+            r.request(0, id, 1, 1, Some(&path), 0, id, None);
+            r.change(0, id, id, &path, ChangeKind::Deleted);
+            r.session(0, id, SessionEvent::Expired, id);
+        }
+        assert_eq!(r.per_session.len(), RETAINED_ENDED);
+        assert_eq!(r.per_path.len(), RETAINED_ENDED);
+        // The most recent are the ones kept; a live session keeps its own.
+        assert!(r.per_session.contains_key(&(n - 1)) && !r.per_session.contains_key(&0));
+        r.request(0, -7, 1, 1, None, 0, 1, None);
+        assert_eq!(r.per_session[&-7].requests, 1);
+        assert_eq!(r.total().requests, n as u64 + 1);
     }
 }
