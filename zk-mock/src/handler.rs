@@ -142,9 +142,7 @@ impl Reader {
                 c.received += 1;
             }
             let text = four_letter::answer(&st, &word);
-            if let Some(c) = st.conns.get(&conn) {
-                let _ = c.tx.send(Outgoing::Frame(Bytes::from(text)));
-            }
+            st.enqueue(conn, Bytes::from(text));
             st.close_conn(conn);
             return Step::Close;
         }

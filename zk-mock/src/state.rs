@@ -12,8 +12,6 @@ use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-
-use crate::Compat;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -31,6 +29,7 @@ use crate::record::{ChangeKind, Recorder, SessionEvent};
 use crate::session::{ConnId, SessionManager};
 use crate::tree::{DataTree, TreeEvent};
 use crate::watch::{Notification, WatchManager};
+use crate::Compat;
 
 /// What a connection's writer task is asked to do.
 #[derive(Debug)]
@@ -223,15 +222,29 @@ impl State {
 
     /// Queues a frame to a connection (no-op if it is gone or muted).
     pub(crate) fn send(&mut self, conn: ConnId, body: Bytes) {
-        if let Some(c) = self.conns.get_mut(&conn) {
-            if c.muted {
-                return;
+        self.send_framed(conn, frame(&body));
+    }
+
+    /// [`send`](Self::send) for a frame that already has its length prefix
+    /// (one notification frame is shared by every watcher it goes to).
+    fn send_framed(&mut self, conn: ConnId, framed: Bytes) {
+        match self.conns.get_mut(&conn) {
+            Some(c) if !c.muted => {
+                c.sent += 1;
+                self.packets_sent += 1;
             }
-            c.sent += 1;
-            self.packets_sent += 1;
-            let framed = frame(&body);
-            let queued = c.queued.fetch_add(framed.len(), Ordering::Relaxed) + framed.len();
-            if c.tx.send(Outgoing::Frame(framed)).is_err() {
+            _ => return,
+        }
+        self.enqueue(conn, framed);
+    }
+
+    /// Hands bytes to a connection's writer, counting them against its
+    /// outbox limit. Every byte a writer writes comes through here (its
+    /// count goes down as it writes).
+    pub(crate) fn enqueue(&mut self, conn: ConnId, bytes: Bytes) {
+        if let Some(c) = self.conns.get(&conn) {
+            let queued = c.queued.fetch_add(bytes.len(), Ordering::Relaxed) + bytes.len();
+            if c.tx.send(Outgoing::Frame(bytes)).is_err() {
                 tracing::debug!(conn, "outbox closed");
             }
             // A client that does not read what it asked for is cut off
@@ -302,8 +315,9 @@ impl State {
     /// and records them with the zxid of the transaction that caused them.
     pub(crate) fn notify(&mut self, notes: Vec<Notification>, zxid: i64) {
         let now = self.clock.now_ms();
-        // One event fans out to many watchers: its frame is encoded once and
-        // shared (a `Bytes` clone is a reference count, not a copy).
+        // One event fans out to many watchers: its frame (length prefix
+        // included) is encoded once and shared (a `Bytes` clone is a
+        // reference count, not a copy).
         let mut last: Option<(i32, Arc<str>, Bytes)> = None;
         for n in notes {
             let Some(c) = self.conns.get(&n.conn) else {
@@ -344,12 +358,12 @@ impl State {
                         path: n.path.to_string(),
                     }
                     .encode(&mut b);
-                    let f = b.freeze();
+                    let f = frame(&b);
                     last = Some((n.event_type, n.path.clone(), f.clone()));
                     f
                 }
             };
-            self.send(n.conn, frame);
+            self.send_framed(n.conn, frame);
         }
     }
 
@@ -582,7 +596,6 @@ impl State {
         true
     }
 
-    /// Expires every session whose deadline has passed.
     /// The container check (`ContainerManager.checkContainers`), now: deletes
     /// every childless container that once had a child and every childless
     /// TTL node unmodified for longer than its TTL, each as its own
@@ -621,6 +634,7 @@ impl State {
         self.check_containers();
     }
 
+    /// Expires every session whose deadline has passed.
     pub(crate) fn expire_due(&mut self) {
         let now = self.clock.now_ms();
         for id in self.sessions.expired(now) {
