@@ -167,17 +167,8 @@ impl State {
         let req = match req {
             Ok(r) => r,
             Err(RequestError::Unimplemented(op)) => {
-                // UnimplementedRequestProcessor: zxid −1, then close.
                 tracing::debug!(conn, op, "unimplemented op code");
-                self.reply_header(conn, xid, -1, ErrorCode::Unimplemented.code());
-                self.close_conn(conn);
-                return (
-                    Flow::Close,
-                    Applied {
-                        err: ErrorCode::Unimplemented.code(),
-                        zxid: -1,
-                    },
-                );
+                return self.unimplemented(conn, xid);
             }
             Err(RequestError::Malformed(code, e)) => {
                 tracing::debug!(conn, ?code, %e, "malformed request body");
@@ -236,17 +227,8 @@ impl State {
                 Ok(Reply::Stat(stat))
             }),
             Request::Check(_) if self.settings.compat == Compat::V3_9 => {
-                // 3.9: `Request.isValid` is false for check outside multi:
-                // UnimplementedRequestProcessor, zxid −1, then close.
-                self.reply_header(conn, xid, -1, ErrorCode::Unimplemented.code());
-                self.close_conn(conn);
-                return (
-                    Flow::Close,
-                    Applied {
-                        err: ErrorCode::Unimplemented.code(),
-                        zxid: -1,
-                    },
-                );
+                // 3.9: `Request.isValid` is false for check outside multi.
+                return self.unimplemented(conn, xid);
             }
             Request::Check(r) => {
                 // ZooKeeper 3.8.0 treats a standalone check as a transaction: it
@@ -535,6 +517,15 @@ impl State {
 
     /// A write: allocate the zxid first (failed writes consume it too), apply,
     /// fire watches, then reply.
+    /// UnimplementedRequestProcessor: UNIMPLEMENTED with zxid −1, then the
+    /// connection is closed.
+    fn unimplemented(&mut self, conn: ConnId, xid: i32) -> (Flow, Applied) {
+        let err = ErrorCode::Unimplemented.code();
+        self.reply_header(conn, xid, -1, err);
+        self.close_conn(conn);
+        (Flow::Close, Applied { err, zxid: -1 })
+    }
+
     fn write(
         &mut self,
         conn: ConnId,

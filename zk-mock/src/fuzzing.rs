@@ -49,7 +49,9 @@ impl Server {
             .extended_types(true)
             .container_check_interval(Duration::from_secs(1))
             .recorder_capacity(256);
-        let (state, _) = builder.new_state(2181, 4000, 40_000);
+        let (state, _) = builder
+            .state_for(2181)
+            .expect("the default settings are valid");
         Server {
             shared: Arc::new(Mutex::new(state)),
             conns: Vec::new(),
@@ -141,8 +143,8 @@ impl Server {
                 assert!(st.tree.get(&child).is_some(), "{path} lists missing {c}");
             }
             if path != "/" {
-                let i = path.rfind('/').unwrap();
-                let (parent, name) = (if i == 0 { "/" } else { &path[..i] }, &path[i + 1..]);
+                let parent = crate::tree::path::parent_for_event(path);
+                let name = crate::tree::path::split(path).map_or("", |(_, n)| n);
                 let p = st
                     .tree
                     .get(parent)

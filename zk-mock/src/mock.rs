@@ -879,18 +879,7 @@ impl ZkMockBuilder {
     /// # Errors
     /// As for [`start`](Self::start).
     pub fn start_blocking(self) -> Result<ZkMock, Error> {
-        if self.tick_time == 0 {
-            return Err(Error::Config("tick time must be positive".into()));
-        }
-        let tick = i32::try_from(self.tick_time)
-            .map_err(|_| Error::Config("tick time too large".into()))?;
-        let min = self.min_session_timeout.unwrap_or(tick.saturating_mul(2));
-        let max = self.max_session_timeout.unwrap_or(tick.saturating_mul(20));
-        if min > max {
-            return Err(Error::Config(format!(
-                "min session timeout {min} > max {max}"
-            )));
-        }
+        let (min, max) = self.session_timeouts()?;
         let bind_err = |source| Error::Bind {
             addr: self.addr,
             source,
@@ -964,8 +953,33 @@ impl ZkMockBuilder {
 }
 
 impl ZkMockBuilder {
+    /// The negotiable session timeout range: the settings', or 2 and 20
+    /// ticks as ZooKeeper's defaults.
+    fn session_timeouts(&self) -> Result<(i32, i32), Error> {
+        if self.tick_time == 0 {
+            return Err(Error::Config("tick time must be positive".into()));
+        }
+        let tick = i32::try_from(self.tick_time)
+            .map_err(|_| Error::Config("tick time too large".into()))?;
+        let min = self.min_session_timeout.unwrap_or(tick.saturating_mul(2));
+        let max = self.max_session_timeout.unwrap_or(tick.saturating_mul(20));
+        if min > max {
+            return Err(Error::Config(format!(
+                "min session timeout {min} > max {max}"
+            )));
+        }
+        Ok((min, max))
+    }
+
+    /// The server state these settings describe for a server on `port`,
+    /// without starting anything (the fuzzing harness uses it as is).
+    pub(crate) fn state_for(&self, port: u16) -> Result<(State, u64), Error> {
+        let (min, max) = self.session_timeouts()?;
+        Ok(self.new_state(port, min, max))
+    }
+
     /// The server state these settings describe, and its seed.
-    pub(crate) fn new_state(&self, port: u16, min: i32, max: i32) -> (State, u64) {
+    fn new_state(&self, port: u16, min: i32, max: i32) -> (State, u64) {
         let seed = self.seed.unwrap_or_else(|| {
             SystemTime::now()
                 .duration_since(UNIX_EPOCH)

@@ -28,40 +28,46 @@ pub(crate) async fn run(
         shutdown.clone(),
     ));
     loop {
-        tokio::select! {
-            r = listener.accept() => match r {
-                Ok((socket, peer)) => {
-                    if lock(&shared).refusing {
-                        // A `refuse connections` fault: the client sees the
-                        // connection closed before any handshake.
-                        tracing::debug!(%peer, "refusing connection");
-                        drop(socket);
-                        continue;
-                    }
-                    tokio::spawn(handler::serve(shared.clone(), socket, peer, shutdown.clone()));
-                }
-                Err(e) => {
-                    // EMFILE and friends: back off instead of spinning.
-                    tracing::warn!(%e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-            },
-            r = accept_secure(secure.as_ref()) => match r {
-                Ok((socket, peer)) => {
-                    if lock(&shared).refusing {
-                        tracing::debug!(%peer, "refusing secure connection");
-                        drop(socket);
-                        continue;
-                    }
-                    let acceptor = secure.as_ref().map(|(_, a)| a.clone()).expect("secure port");
-                    tokio::spawn(crate::tls::serve(shared.clone(), acceptor, socket, peer, shutdown.clone()));
-                }
-                Err(e) => {
-                    tracing::warn!(%e, "accept failed on the secure port");
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-            },
+        // A connection on either port; the secure one is handed to TLS.
+        let (accepted, tls) = tokio::select! {
+            r = listener.accept() => (r, None),
+            r = accept_secure(secure.as_ref()) => (r, secure.as_ref().map(|(_, a)| a.clone())),
             _ = shutdown.changed() => break,
+        };
+        match accepted {
+            Ok((socket, peer)) => {
+                if lock(&shared).refusing {
+                    // A `refuse connections` fault: the client sees the
+                    // connection closed before any handshake.
+                    tracing::debug!(%peer, "refusing connection");
+                    drop(socket);
+                    continue;
+                }
+                match tls {
+                    None => {
+                        tokio::spawn(handler::serve(
+                            shared.clone(),
+                            socket,
+                            peer,
+                            shutdown.clone(),
+                        ));
+                    }
+                    Some(acceptor) => {
+                        tokio::spawn(crate::tls::serve(
+                            shared.clone(),
+                            acceptor,
+                            socket,
+                            peer,
+                            shutdown.clone(),
+                        ));
+                    }
+                }
+            }
+            Err(e) => {
+                // EMFILE and friends: back off instead of spinning.
+                tracing::warn!(%e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
         }
     }
     ticker.abort();

@@ -16,47 +16,18 @@
 #[allow(dead_code)]
 mod real_zk;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 const ZKCLI: &str = "/usr/share/zookeeper/bin/zkCli.sh";
 const CLI_MT: &str = "/usr/lib/zookeeper/bin/cli_mt";
 
-/// A running `zk-mock` binary, killed on drop.
-struct Binary {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Drop for Binary {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn zk_mock(args: &[&str]) -> Binary {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_zk-mock"))
-        .args(["--port", "0"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("zk-mock binary starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .split_whitespace()
-        .nth(3)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
-    Binary { child, addr }
-}
+#[path = "../common/binary.rs"]
+mod binary;
+use binary::spawn as zk_mock;
 
 /// Replaces session ids (`0x` and 10+ hex digits) by `0xSESSION`.
 fn mask_sessions(line: &str) -> String {

@@ -157,18 +157,7 @@ fn check_shared(name: &str, ops: Vec<Op>) {
 /// A case that needs a pristine tree: a fresh real server and a fresh mock,
 /// absolute zxids.
 fn check_fresh(name: &str, ops: Vec<Op>) {
-    let real = real_zk::RealZk::start().unwrap_or_else(|e| panic!("{e}"));
-    let rt = runtime();
-    let (r, m) = rt.block_on(async {
-        let mock = ZkMock::start().await;
-        let out = tokio::join!(
-            driver::run(real.addr(), "", Mode::Fresh, &ops),
-            driver::run(mock.addr(), "", Mode::Fresh, &ops)
-        );
-        drop(mock);
-        out
-    });
-    compare(name, &r, &m, || real.log_tail(30));
+    check_configured(name, Config::default(), ops);
 }
 
 /// Server settings beyond the defaults, applied to both servers: the real

@@ -1,9 +1,8 @@
 //! The `zk-mock` binary: every server setting as a flag, observed through
 //! real clients.
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -12,39 +11,9 @@ use zookeeper_client::{Acls, Client, CreateMode, Error, EventType};
 
 use crate::support::*;
 
-/// A running `zk-mock` binary, killed on drop.
-struct Binary {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Drop for Binary {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn spawn(args: &[&str]) -> Binary {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_zk-mock"))
-        .args(["--port", "0"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("zk-mock binary starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    // "zk-mock listening on 127.0.0.1:PORT (seed N)"
-    let addr = line
-        .split_whitespace()
-        .nth(3)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
-    Binary { child, addr }
-}
+#[path = "../common/binary.rs"]
+mod process;
+use process::spawn;
 
 async fn four_letter(addr: SocketAddr, word: &[u8]) -> String {
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();

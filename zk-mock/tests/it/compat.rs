@@ -5,8 +5,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use zk_mock::client::RawClient;
 use zk_mock::proto::event_type::*;
 use zk_mock::proto::{
-    AddWatchRequest, CheckVersionRequest, MultiOp, MultiRequest, MultiResponse, MultiResult,
-    OpCode, WatchesRequest,
+    CheckVersionRequest, MultiOp, MultiRequest, MultiResponse, MultiResult, OpCode, WatchesRequest,
 };
 use zk_mock::{Compat, ZkMock};
 use zookeeper_client::{AddWatchMode, EventType};
@@ -19,17 +18,8 @@ async fn mock(compat: Compat) -> ZkMock {
 }
 
 async fn add_watch(c: &mut RawClient, path: &str, mode: i32) {
-    let r = c
-        .request(
-            OpCode::AddWatch,
-            &AddWatchRequest {
-                path: path.into(),
-                mode,
-            },
-        )
-        .await
-        .unwrap();
-    assert_eq!(r.header.err, 0, "addWatch {path} mode {mode}");
+    let (err, _) = raw_add_watch(c, path, mode).await;
+    assert_eq!(err, 0, "addWatch {path} mode {mode}");
 }
 
 async fn watches_op(c: &mut RawClient, op: OpCode, path: &str, watcher_type: i32) -> i32 {

@@ -1,26 +1,12 @@
 //! addWatch (persistent and persistent-recursive watches), checkWatches and
 //! removeWatches. Expected sequences were recorded from ZooKeeper 3.8.0.
 
-use zk_mock::proto::{event_type::*, AddWatchRequest, DeleteRequest, OpCode, WatchesRequest};
+use zk_mock::proto::{event_type::*, DeleteRequest, OpCode, WatchesRequest};
 use zookeeper_client::{AddWatchMode, EventType};
 
 use crate::support::*;
 
 const NOWATCHER: i32 = -121;
-
-async fn add_watch(c: &mut zk_mock::client::RawClient, path: &str, mode: i32) -> (i32, Vec<u8>) {
-    let r = c
-        .request(
-            OpCode::AddWatch,
-            &AddWatchRequest {
-                path: path.into(),
-                mode,
-            },
-        )
-        .await
-        .unwrap();
-    (r.header.err, r.body.to_vec())
-}
 
 async fn delete(c: &mut zk_mock::client::RawClient, path: &str) {
     let r = c
@@ -59,9 +45,12 @@ async fn add_watch_answers_a_four_byte_zero_body_and_rejects_unknown_modes() {
     let mock = start_mock().await;
     let mut c = raw(&mock).await;
     let zxid = mock.last_zxid();
-    assert_eq!(add_watch(&mut c, "/not/there", 0).await, (0, vec![0; 4]));
-    assert_eq!(add_watch(&mut c, "/r", 1).await, (0, vec![0; 4]));
-    assert_eq!(add_watch(&mut c, "/x", 7).await, (-5, vec![]));
+    assert_eq!(
+        raw_add_watch(&mut c, "/not/there", 0).await,
+        (0, vec![0; 4])
+    );
+    assert_eq!(raw_add_watch(&mut c, "/r", 1).await, (0, vec![0; 4]));
+    assert_eq!(raw_add_watch(&mut c, "/x", 7).await, (-5, vec![]));
     assert_eq!(mock.last_zxid(), zxid);
 }
 
@@ -70,7 +59,7 @@ async fn a_persistent_watch_fires_on_its_node_and_direct_children_and_survives()
     let mock = start_mock().await;
     let mut w = raw(&mock).await;
     let mut c = raw(&mock).await;
-    add_watch(&mut w, "/pw", 0).await;
+    raw_add_watch(&mut w, "/pw", 0).await;
     raw_create_ok(&mut c, "/pw", 0).await;
     raw_set(&mut c, "/pw", b"1", -1).await;
     raw_create_ok(&mut c, "/pw/k", 0).await;
@@ -97,7 +86,7 @@ async fn a_recursive_watch_covers_descendants_but_never_reports_children_changed
     let mock = start_mock().await;
     let mut w = raw(&mock).await;
     let mut c = raw(&mock).await;
-    add_watch(&mut w, "/rw", 1).await;
+    raw_add_watch(&mut w, "/rw", 1).await;
     raw_create_ok(&mut c, "/rw", 0).await;
     raw_create_ok(&mut c, "/rw/k", 0).await;
     raw_create_ok(&mut c, "/rw/k/g", 0).await;

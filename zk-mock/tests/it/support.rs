@@ -257,3 +257,18 @@ impl Drop for Proxy {
         }
     }
 }
+
+/// addWatch (106) through a raw client: the error code and the body.
+pub(crate) async fn raw_add_watch(c: &mut RawClient, path: &str, mode: i32) -> (i32, Vec<u8>) {
+    let r = c
+        .request(
+            OpCode::AddWatch,
+            &zk_mock::proto::AddWatchRequest {
+                path: path.into(),
+                mode,
+            },
+        )
+        .await
+        .unwrap();
+    (r.header.err, r.body.to_vec())
+}
