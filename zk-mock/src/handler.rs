@@ -57,7 +57,7 @@ pub(crate) async fn serve_io<R, W>(
         conn,
         gate,
         max_packet,
-        buf: BytesMut::with_capacity(4096),
+        buf: BytesMut::with_capacity(READ_BUFFER),
         handshaken: false,
     };
     reader
@@ -65,6 +65,12 @@ pub(crate) async fn serve_io<R, W>(
         .instrument(span)
         .await
 }
+
+/// What a connection's read buffer starts at (and returns to once a larger
+/// frame has been handled). Requests are small: this holds several, and an
+/// idle connection holds no more. `split_frame` reserves room for a larger
+/// frame once its length prefix is in.
+const READ_BUFFER: usize = 1024;
 
 pub(crate) struct Reader {
     shared: Shared,
@@ -113,6 +119,10 @@ impl Reader {
                 Step::Frame => continue,
                 Step::Close => break,
                 Step::NeedMore => {}
+            }
+            // A buffer grown for a large frame is not kept once it is handled.
+            if self.buf.is_empty() && self.buf.capacity() > 4 * READ_BUFFER {
+                self.buf = BytesMut::with_capacity(READ_BUFFER);
             }
             tokio::select! {
                 r = rd.read_buf(&mut self.buf) => match r {

@@ -63,6 +63,7 @@ pub mod admin;
 pub mod client;
 pub mod clock;
 pub mod codec;
+mod compact;
 mod compat;
 mod dispatch;
 mod error;

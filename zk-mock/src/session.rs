@@ -6,6 +6,8 @@ use std::collections::HashMap;
 
 use bytes::Bytes;
 
+use crate::compact::Sparse;
+
 /// A connection's identity inside the server.
 pub(crate) type ConnId = u64;
 
@@ -158,7 +160,9 @@ impl SessionManager {
 
     /// Removes a session.
     pub(crate) fn remove(&mut self, id: i64) -> Option<Session> {
-        self.sessions.remove(&id)
+        let s = self.sessions.remove(&id);
+        self.sessions.shrink_if_sparse();
+        s
     }
 
     /// Sessions whose deadline has passed.

@@ -20,6 +20,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::clock::Clock;
 use crate::codec::{frame, Record};
+use crate::compact::Sparse;
 use crate::fault::RuleSet;
 use crate::proto::{
     ConnectRequest, ConnectResponse, Id, ReplyHeader, WatcherEvent, STATE_SYNC_CONNECTED,
@@ -290,6 +291,7 @@ impl State {
     /// left without a connection.
     pub(crate) fn close_conn(&mut self, conn: ConnId) {
         if let Some(c) = self.conns.remove(&conn) {
+            self.conns.shrink_if_sparse();
             if *c.gate.borrow() == Gate::Stalled {
                 let _ = c.gate.send(Gate::Closed);
             }

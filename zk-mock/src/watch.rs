@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
+use crate::compact::Sparse;
 use crate::proto::event_type::*;
 use crate::proto::Acl;
 use crate::record::WatchKind;
@@ -196,6 +197,7 @@ impl WatchManager {
             map.remove(&conn);
             if map.is_empty() {
                 t.remove(path);
+                t.shrink_if_sparse();
             }
             if let Some(set) = self.by_conn.get_mut(&conn) {
                 set.remove(&(table, path.to_string()));
@@ -217,10 +219,12 @@ impl WatchManager {
                 old = map.remove(&conn);
                 if map.is_empty() {
                     t.remove(&path);
+                    t.shrink_if_sparse();
                 }
             }
             self.count_mode(table, old, None);
         }
+        self.by_conn.shrink_if_sparse();
     }
 
     /// `WatchManager.triggerWatch`: the connections to tell about `event_type`

@@ -13,14 +13,21 @@
 //! queued outbox bytes) at each point; exits non-zero if anything is left
 //! over or a request failed.
 //!
+//! RSS counts what the allocator holds, not what the server does: glibc
+//! keeps freed pages for reuse. `--heaptrack FILE` runs the server under
+//! heaptrack (Debian's `heaptrack` package) and adds its live heap at each
+//! point, from the heap's timeline, and at the end (what is still allocated
+//! when the server is killed after settling).
+//!
 //! `cargo run --release -p benches --bin soak -- [--sessions N] [--hold S] [--churn S]`
 //! (builds and finds `zk-mock` beside itself: run `cargo build --release -p zk-mock` first).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -50,25 +57,61 @@ struct Args {
     /// up to this bound.
     #[arg(long)]
     recorder_capacity: Option<usize>,
+    /// Run the server under heaptrack, writing its trace to FILE(.zst), and
+    /// report its live heap at each point.
+    #[arg(long, value_name = "FILE")]
+    heaptrack: Option<PathBuf>,
 }
 
 struct Server {
+    /// The `zk-mock` process, or heaptrack's script running it.
     child: Child,
+    /// The `zk-mock` process's pid.
+    pid: u32,
     addr: SocketAddr,
     admin: SocketAddr,
+    started: Instant,
+    /// Each report's label and time since the server started (s).
+    reports: Mutex<Vec<(String, f64)>>,
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
+        // SIGKILL: under heaptrack, what is still allocated is what the
+        // server held at this point, not what a clean exit leaves.
+        let _ = Command::new("kill")
+            .args(["-KILL", &self.pid.to_string()])
+            .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }
 
+/// The pid of `parent`'s child process named `name`.
+fn child_named(parent: u32, name: &str) -> Option<u32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+        // pid (comm) state ppid ...
+        let (comm, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
+        let ppid: u32 = rest.split_whitespace().nth(1)?.parse().ok()?;
+        (ppid == parent && comm == name).then_some(pid)
+    })
+}
+
 impl Server {
-    fn start(recorder_capacity: Option<usize>) -> Server {
+    fn start(recorder_capacity: Option<usize>, heaptrack: Option<&Path>) -> Server {
         let bin = std::env::current_exe().unwrap().with_file_name("zk-mock");
-        let mut child = Command::new(&bin)
+        let mut command = match heaptrack {
+            Some(trace) => {
+                let mut c = Command::new("heaptrack");
+                c.arg("-o").arg(trace).arg(&bin);
+                c
+            }
+            None => Command::new(&bin),
+        };
+        let started = Instant::now();
+        let mut child = command
             .args(["--port", "0", "--admin-port", "0", "--tick-time", "500"])
             .args([
                 "--min-session-timeout",
@@ -103,16 +146,23 @@ impl Server {
                 admin = a.parse().ok();
             }
         }
+        let pid = match heaptrack {
+            Some(_) => child_named(child.id(), "zk-mock").expect("zk-mock under heaptrack"),
+            None => child.id(),
+        };
         Server {
             child,
+            pid,
             addr: addr.unwrap(),
             admin: admin.unwrap(),
+            started,
+            reports: Mutex::new(Vec::new()),
         }
     }
 
     /// VmRSS and VmHWM, in MiB.
     fn memory(&self) -> (f64, f64) {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).unwrap();
         let kb = |key: &str| -> f64 {
             status
                 .lines()
@@ -173,6 +223,11 @@ async fn session(server: SocketAddr, n: usize, timeout: i32) -> std::io::Result<
 }
 
 fn report(label: &str, server: &Server) {
+    server
+        .reports
+        .lock()
+        .unwrap()
+        .push((label.to_string(), server.started.elapsed().as_secs_f64()));
     let (rss, hwm) = server.memory();
     println!(
         "{label:<34} RSS {rss:7.1} MiB  peak {hwm:7.1} MiB  {}",
@@ -183,7 +238,7 @@ fn report(label: &str, server: &Server) {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let args = Args::parse();
-    let server = Server::start(args.recorder_capacity);
+    let server = Server::start(args.recorder_capacity, args.heaptrack.as_deref());
     let addr = server.addr;
     tokio::time::sleep(Duration::from_millis(200)).await;
     report("baseline", &server);
@@ -309,6 +364,11 @@ async fn main() {
     let metrics = server.metrics();
     let failed = failures.load(Ordering::Relaxed);
     println!("failures: {failed}");
+    if let Some(trace) = &args.heaptrack {
+        let reports = std::mem::take(&mut *server.reports.lock().unwrap());
+        drop(server);
+        heap_report(trace, &reports);
+    }
     let leftover = [
         "sessions 0 ",
         "connections 0 ",
@@ -321,5 +381,55 @@ async fn main() {
     if failed > 0 || leftover {
         eprintln!("soak failed: {metrics}");
         std::process::exit(1);
+    }
+}
+
+/// The server's live heap at each report, from heaptrack's timeline of the
+/// trace (`heaptrack_print -M`), and what was still allocated when it was
+/// killed after settling.
+fn heap_report(trace: &Path, reports: &[(String, f64)]) {
+    let file = ["zst", "gz"]
+        .iter()
+        .map(|ext| PathBuf::from(format!("{}.{ext}", trace.display())))
+        .find(|f| f.exists())
+        .unwrap_or_else(|| trace.to_path_buf());
+    let massif = file.with_extension("massif");
+    let out = Command::new("heaptrack_print")
+        .arg(&file)
+        .arg("-M")
+        .arg(&massif)
+        .args(["--print-peaks", "0", "--print-allocators", "0"])
+        .args(["--print-temporary", "0", "--print-leaks", "0"])
+        .output()
+        .expect("heaptrack_print");
+    let summary = String::from_utf8_lossy(&out.stdout);
+    let timeline = std::fs::read_to_string(&massif).unwrap_or_default();
+    // (seconds, bytes) per snapshot.
+    let mut snapshots = Vec::new();
+    let mut time = None;
+    for line in timeline.lines() {
+        if let Some(t) = line.strip_prefix("time=") {
+            time = t.parse::<f64>().ok();
+        } else if let (Some(b), Some(t)) = (line.strip_prefix("mem_heap_B="), time) {
+            if let Ok(b) = b.parse::<f64>() {
+                snapshots.push((t, b));
+            }
+        }
+    }
+    println!("live heap (heaptrack, {}):", file.display());
+    for (label, at) in reports {
+        let live = snapshots
+            .iter()
+            .take_while(|(t, _)| t <= at)
+            .last()
+            .map_or(0.0, |(_, b)| b / 1048576.0);
+        println!("  {label:<34} {live:7.1} MiB");
+    }
+    for line in summary.lines() {
+        if line.starts_with("peak heap memory consumption")
+            || line.starts_with("total memory leaked")
+        {
+            println!("  {line}");
+        }
     }
 }

@@ -12,6 +12,8 @@
 
 use std::collections::HashMap;
 
+use crate::compact::Sparse;
+
 /// Java's `String.hashCode` (over UTF-16 code units, wrapping).
 pub(crate) fn java_string_hash(s: &str) -> i32 {
     s.encode_utf16()
@@ -70,7 +72,15 @@ impl JavaHashSet {
 
     /// Removes `name`; false if it was not there.
     pub(crate) fn remove(&mut self, name: &str) -> bool {
-        self.seq.remove(name).is_some()
+        let removed = self.seq.remove(name).is_some();
+        self.seq.shrink_if_sparse();
+        removed
+    }
+
+    /// The capacity of the table holding the members (not Java's table).
+    #[cfg(test)]
+    pub(crate) fn capacity(&self) -> usize {
+        self.seq.capacity()
     }
 
     /// The members in iteration order.

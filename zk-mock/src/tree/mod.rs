@@ -19,6 +19,7 @@ use java_order::JavaHashSet;
 pub use node::{Node, NodeKind};
 
 use crate::acl;
+use crate::compact::Sparse;
 use crate::proto::{perms, Acl, ErrorCode, Id, Stat};
 
 /// A change to the tree, for the watch manager. Each carries the ACLs that
@@ -260,6 +261,7 @@ impl DataTree {
                 set.remove(path);
                 if set.is_empty() {
                     self.ephemerals.remove(&s);
+                    self.ephemerals.shrink_if_sparse();
                 }
             }
         }
@@ -267,6 +269,7 @@ impl DataTree {
 
     fn remove(&mut self, path: &str) -> Option<Node> {
         let node = self.nodes.remove(path)?;
+        self.nodes.shrink_if_sparse();
         self.forget_ephemeral(path, &node);
         Some(node)
     }
@@ -280,6 +283,7 @@ impl DataTree {
     pub fn commit(&mut self) {
         self.journal = None;
         self.session_journal.clear();
+        self.session_journal.shrink_if_sparse();
     }
 
     /// Undoes every write since [`begin`](Self::begin).
@@ -601,6 +605,7 @@ impl DataTree {
         // `PrepRequestProcessor` lists them from a clone of the set.
         let paths: Vec<String> = self.ephemerals_of(session).map(String::from).collect();
         self.ephemerals.remove(&session);
+        self.ephemerals.shrink_if_sparse();
         for path in paths {
             if self.nodes.contains_key(&path) {
                 self.delete_node(zxid, &path, events);
@@ -629,6 +634,27 @@ mod tests {
             ttl: 0,
         };
         t.create(zxid, 0, args, ME, &mut Vec::new()).map(|(p, _)| p)
+    }
+
+    #[test]
+    fn tables_give_their_memory_back_after_a_peak() {
+        let mut t = DataTree::new();
+        create(&mut t, "/a", 0).unwrap();
+        for i in 0..10_000 {
+            create(&mut t, &format!("/a/e{i}"), 1).unwrap();
+        }
+        assert!(t.nodes.capacity() > 10_000);
+        let parent_seq = |t: &DataTree| t.nodes["/a"].order.set.capacity();
+        assert!(parent_seq(&t) > 10_000);
+        for i in 0..10_000 {
+            let zxid = t.next_zxid();
+            t.delete(zxid, &format!("/a/e{i}"), -1, ME, &mut Vec::new())
+                .unwrap();
+        }
+        assert!(t.nodes.capacity() <= crate::compact::MIN_CAPACITY);
+        assert!(parent_seq(&t) <= crate::compact::MIN_CAPACITY);
+        assert!(t.ephemerals.is_empty());
+        assert!(t.ephemerals.capacity() <= crate::compact::MIN_CAPACITY);
     }
 
     #[test]

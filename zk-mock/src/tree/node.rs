@@ -52,7 +52,7 @@ pub struct Node {
 /// iteration order (see `java_order`).
 #[derive(Debug, Clone)]
 pub(crate) struct ChildOrder {
-    set: JavaHashSet,
+    pub(super) set: JavaHashSet,
     /// The listing, until the children change.
     cache: std::sync::OnceLock<Arc<[String]>>,
 }
