@@ -515,8 +515,6 @@ impl State {
         (Flow::Continue, applied)
     }
 
-    /// A write: allocate the zxid first (failed writes consume it too), apply,
-    /// fire watches, then reply.
     /// UnimplementedRequestProcessor: UNIMPLEMENTED with zxid −1, then the
     /// connection is closed.
     fn unimplemented(&mut self, conn: ConnId, xid: i32) -> (Flow, Applied) {
@@ -526,6 +524,8 @@ impl State {
         (Flow::Close, Applied { err, zxid: -1 })
     }
 
+    /// A write: allocate the zxid first (failed writes consume it too), apply,
+    /// fire watches, then reply.
     fn write(
         &mut self,
         conn: ConnId,
