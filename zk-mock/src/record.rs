@@ -185,15 +185,64 @@ pub(crate) struct Recorder {
     per_session: BTreeMap<i64, Counters>,
     per_path: BTreeMap<String, Counters>,
     total: Counters,
-    /// Sessions that ended and paths that were deleted, oldest first: their
-    /// counters are kept for the last [`RETAINED_ENDED`] of each, so a
-    /// long-running server's counters stay bounded by what is live.
-    ended_sessions: VecDeque<i64>,
-    deleted_paths: VecDeque<String>,
+    /// Sessions that ended and paths that were deleted.
+    ended_sessions: Ended<i64>,
+    deleted_paths: Ended<String>,
 }
 
 /// How many ended sessions and deleted paths keep their counters.
 pub const RETAINED_ENDED: usize = 10_000;
+
+/// Keys (sessions, paths) that ended, oldest first: their counters are kept
+/// for the last [`RETAINED_ENDED`] of them, so a long-running server's
+/// counters stay bounded by what is live. A key that comes back (a path
+/// created again) is live again and keeps its counters.
+#[derive(Debug)]
+struct Ended<K> {
+    order: VecDeque<(K, u64)>,
+    /// Each key's latest end, by its number in `order`, while it has ended.
+    latest: BTreeMap<K, u64>,
+    next: u64,
+}
+
+impl<K: Ord + Clone> Ended<K> {
+    fn new() -> Self {
+        Ended {
+            order: VecDeque::new(),
+            latest: BTreeMap::new(),
+            next: 0,
+        }
+    }
+
+    /// `key` ended; the counters of the key that ended [`RETAINED_ENDED`]
+    /// ends ago go, unless it ended again since or came back.
+    fn end(&mut self, key: K, counters: &mut BTreeMap<K, Counters>) {
+        self.next += 1;
+        self.latest.insert(key.clone(), self.next);
+        self.order.push_back((key, self.next));
+        if self.order.len() > RETAINED_ENDED {
+            if let Some((old, n)) = self.order.pop_front() {
+                if self.latest.get(&old) == Some(&n) {
+                    self.latest.remove(&old);
+                    counters.remove(&old);
+                }
+            }
+        }
+    }
+
+    /// `key` is live again: its counters stay.
+    fn revive<Q: Ord + ?Sized>(&mut self, key: &Q)
+    where
+        K: std::borrow::Borrow<Q>,
+    {
+        self.latest.remove(key);
+    }
+
+    fn clear(&mut self) {
+        self.order.clear();
+        self.latest.clear();
+    }
+}
 
 impl Recorder {
     pub(crate) fn new(enabled: bool, capacity: usize) -> Recorder {
@@ -210,8 +259,8 @@ impl Recorder {
             per_session: BTreeMap::new(),
             per_path: BTreeMap::new(),
             total: Counters::default(),
-            ended_sessions: VecDeque::new(),
-            deleted_paths: VecDeque::new(),
+            ended_sessions: Ended::new(),
+            deleted_paths: Ended::new(),
         }
     }
 
@@ -321,12 +370,7 @@ impl Recorder {
 
     pub(crate) fn session(&mut self, at_ms: u64, session: i64, event: SessionEvent, zxid: i64) {
         if matches!(event, SessionEvent::Closed | SessionEvent::Expired) {
-            self.ended_sessions.push_back(session);
-            if self.ended_sessions.len() > RETAINED_ENDED {
-                if let Some(old) = self.ended_sessions.pop_front() {
-                    self.per_session.remove(&old);
-                }
-            }
+            self.ended_sessions.end(session, &mut self.per_session);
         }
         if !self.enabled {
             return;
@@ -350,13 +394,10 @@ impl Recorder {
         path: &str,
         kind: ChangeKind,
     ) {
-        if kind == ChangeKind::Deleted {
-            self.deleted_paths.push_back(path.to_string());
-            if self.deleted_paths.len() > RETAINED_ENDED {
-                if let Some(old) = self.deleted_paths.pop_front() {
-                    self.per_path.remove(&old);
-                }
-            }
+        match kind {
+            ChangeKind::Deleted => self.deleted_paths.end(path.to_string(), &mut self.per_path),
+            ChangeKind::Created => self.deleted_paths.revive(path),
+            ChangeKind::DataChanged => {}
         }
         if !self.enabled {
             return;
@@ -385,6 +426,8 @@ impl Recorder {
         self.notifications.clear();
         self.per_session.clear();
         self.per_path.clear();
+        self.ended_sessions.clear();
+        self.deleted_paths.clear();
         self.total = Counters::default();
         self.dropped = 0;
     }
@@ -437,8 +480,8 @@ pub struct Recording {
     /// Totals per session: every live session's, and those of the last
     /// [`RETAINED_ENDED`] sessions that were closed or expired.
     pub per_session: BTreeMap<i64, Counters>,
-    /// Totals per path: every path's, except those deleted before the last
-    /// [`RETAINED_ENDED`] deletions.
+    /// Totals per path: every path's, except those deleted (and not created
+    /// again) before the last [`RETAINED_ENDED`] deletions.
     pub per_path: BTreeMap<String, Counters>,
     /// Totals for the whole server.
     pub total: Counters,
@@ -729,5 +772,35 @@ mod tests {
         r.request(0, -7, 1, 1, None, 0, 1, None);
         assert_eq!(r.per_session[&-7].requests, 1);
         assert_eq!(r.total().requests, n as u64 + 1);
+    }
+
+    #[test]
+    fn a_path_created_again_keeps_its_counters_and_clear_starts_afresh() {
+        let mut r = Recorder::new(false, 10);
+        // "/lock" is deleted, created again (live), and many other paths
+        // are deleted after it: the live path's counters stay.
+        r.request(0, 1, 1, 1, Some("/lock"), 0, 1, None);
+        r.change(0, 2, 1, "/lock", ChangeKind::Deleted);
+        r.change(0, 3, 1, "/lock", ChangeKind::Created);
+        r.request(0, 1, 2, 1, Some("/lock"), 0, 3, None);
+        for id in 0..RETAINED_ENDED as i64 + 10 {
+            r.change(0, id, 1, &format!("/e-{id}"), ChangeKind::Deleted);
+        }
+        assert_eq!(r.per_path["/lock"].requests, 2);
+        // Deleted again: it ages out like any other.
+        r.change(0, 9, 1, "/lock", ChangeKind::Deleted);
+        for id in 0..RETAINED_ENDED as i64 {
+            r.change(0, id, 1, &format!("/f-{id}"), ChangeKind::Deleted);
+        }
+        assert!(!r.per_path.contains_key("/lock"));
+
+        // After clear, deletions from before it no longer age out new counters.
+        r.change(0, 1, 1, "/x", ChangeKind::Deleted);
+        r.clear();
+        r.request(0, 1, 3, 1, Some("/x"), 0, 1, None);
+        for id in 0..RETAINED_ENDED as i64 {
+            r.change(0, id, 1, &format!("/g-{id}"), ChangeKind::Deleted);
+        }
+        assert_eq!(r.per_path["/x"].requests, 1);
     }
 }
