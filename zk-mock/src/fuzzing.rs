@@ -136,11 +136,7 @@ impl Server {
                 "{path}"
             );
             for c in &node.children {
-                let child = if path == "/" {
-                    format!("/{c}")
-                } else {
-                    format!("{path}/{c}")
-                };
+                let child = crate::tree::path::child(path, c);
                 assert!(st.tree.get(&child).is_some(), "{path} lists missing {c}");
             }
             if path != "/" {

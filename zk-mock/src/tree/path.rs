@@ -40,6 +40,15 @@ pub fn split(path: &str) -> Option<(&str, &str)> {
     Some((&path[..i], &path[i + 1..]))
 }
 
+/// The path of `parent`'s child `name`.
+pub fn child(parent: &str, name: &str) -> String {
+    if parent == "/" {
+        format!("/{name}")
+    } else {
+        format!("{parent}/{name}")
+    }
+}
+
 /// The parent's path as reported in events: the root's parent `""` is `"/"`.
 pub fn parent_for_event(path: &str) -> &str {
     match split(path) {

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
-use super::DataTree;
+use super::{path, DataTree};
 
 /// `Quotas.quotaZookeeper`.
 pub(crate) const QUOTA_ROOT: &str = "/zookeeper/quota";
@@ -104,11 +104,7 @@ impl DataTree {
             count += 1;
             bytes += n.data.as_ref().map_or(0, |d| d.len() as i64);
             for c in &n.children {
-                stack.push(if p == "/" {
-                    format!("/{c}")
-                } else {
-                    format!("{p}/{c}")
-                });
+                stack.push(path::child(&p, c));
             }
         }
         let stat_path = format!("{QUOTA_ROOT}{path}/{STAT_NODE}");
