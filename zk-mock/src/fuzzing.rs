@@ -7,18 +7,20 @@
 //! the handshake (or a four-letter word), every request decoder, multi, the
 //! tree, watches, sessions. [`run_script`] turns arbitrary fuzzer bytes into
 //! a sequence of connections, chunks of wire bytes and clock advances;
-//! [`Server::check`] asserts what must hold after any input.
+//! [`Server::check`] asserts what must hold after any input. [`frames`] and
+//! [`requests`] are the bodies of the two decoder targets.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bytes::BytesMut;
 use tokio::sync::mpsc;
 
 use crate::clock::ClockMode;
-use crate::codec::Record;
+use crate::codec::{split_frame, Record};
 use crate::handler::Reader;
-use crate::proto::{ConnectRequest, RequestHeader};
+use crate::proto::{decode_request, ConnectRequest, RequestHeader};
 use crate::state::{lock, Outgoing, Shared};
 use crate::{Compat, ZkMock};
 
@@ -161,6 +163,36 @@ impl Server {
             }
         }
     }
+}
+
+/// The `frames` target: the first byte picks a frame size limit (16 bytes,
+/// 1 KiB or ZooKeeper's default `jute.maxbuffer`); the rest is split into
+/// frames, each decoded as a ConnectRequest, and decoded whole as one.
+pub fn frames(data: &[u8]) {
+    let Some((&limit, rest)) = data.split_first() else {
+        return;
+    };
+    let max = [16usize, 1024, 0xfffff][usize::from(limit) % 3];
+    let mut buf = BytesMut::from(rest);
+    while let Ok(Some(frame)) = split_frame(&mut buf, max) {
+        assert!(frame.len() <= max);
+        let _ = ConnectRequest::decode(&frame);
+    }
+    let _ = ConnectRequest::decode(rest);
+}
+
+/// The `requests` target: the first byte is an op code (as a signed byte:
+/// the op codes that exist are small or negative; ping, auth and
+/// setWatches2 are 100 and more, so each body is also decoded as op + 100),
+/// the rest a request body. True if the body decoded as the first op's
+/// request.
+pub fn requests(data: &[u8]) -> bool {
+    let Some((&op, body)) = data.split_first() else {
+        return false;
+    };
+    let op = i32::from(op as i8);
+    let _ = decode_request(op + 100, body);
+    decode_request(op, body).is_ok()
 }
 
 /// Interprets fuzzer bytes as a script and runs it against a fresh
