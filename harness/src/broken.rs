@@ -38,7 +38,6 @@ pub(crate) struct BrokenLock {
 
 #[derive(Debug)]
 pub(crate) struct BrokenGuard {
-    pub(crate) token: i64,
     pub(crate) path: Option<String>,
 }
 
@@ -101,19 +100,9 @@ impl BrokenLock {
         let opts = zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all());
         loop {
             match self.client.create(&path, b"", &opts).await {
-                Ok((stat, _)) => {
-                    return Ok(Some(BrokenGuard {
-                        token: stat.czxid,
-                        path: Some(path),
-                    }))
-                }
+                Ok(_) => return Ok(Some(BrokenGuard { path: Some(path) })),
                 // THE FLAW: "the create probably went through".
-                Err(zk::Error::ConnectionLoss) => {
-                    return Ok(Some(BrokenGuard {
-                        token: 0,
-                        path: None,
-                    }))
-                }
+                Err(zk::Error::ConnectionLoss) => return Ok(Some(BrokenGuard { path: None })),
                 Err(zk::Error::NodeExists) if try_only => return Ok(None),
                 Err(zk::Error::NodeExists) => match self.client.check_and_watch_stat(&path).await {
                     Ok((Some(_), w)) => {
@@ -161,7 +150,7 @@ impl BrokenLock {
         self.ensure_dir().await?;
         let prefix = format!("{}/_c_{:032x}-lock-", self.dir, rand::random::<u128>());
         let opts = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
-        let (stat, seq) = loop {
+        let (_, seq) = loop {
             match self.client.create(&prefix, b"", &opts).await {
                 Ok(v) => break v,
                 Err(zk::Error::ConnectionLoss) => {
@@ -173,7 +162,6 @@ impl BrokenLock {
         let own = format!("{prefix}{seq}");
         let name = own[self.dir.len() + 1..].to_string();
         let guard = BrokenGuard {
-            token: stat.czxid,
             path: Some(own.clone()),
         };
         loop {

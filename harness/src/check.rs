@@ -437,7 +437,7 @@ pub(crate) fn check(ctx: &Ctx, end: End, o: &mut Outcome) {
             .for_each(|i| i.details.push("expected to be violated, but held".into()));
         Status::Failed
     };
-    let counters = lock(&ctx.counters).clone();
+    let counters = ctx.host.counters();
     o.stats = crate::report::Stats {
         acquisitions: acqs.len(),
         handoffs: handoffs.len(),
@@ -446,8 +446,8 @@ pub(crate) fn check(ctx: &Ctx, end: End, o: &mut Outcome) {
             .as_ref()
             .map(|n| n.iter().filter(|n| n.session != end.admin_session).count() as u64),
         max_notifications_per_handoff: max_per,
-        client_notifications: counters.values().map(|c| c.0).sum(),
-        children_reads: counters.values().map(|c| c.1).sum(),
+        client_notifications: counters.0,
+        children_reads: counters.1,
         sessions: session_client.len(),
     };
     if o.status != Status::Passed {

@@ -162,7 +162,7 @@ fn lane_of(events: &[&Entry], end: f64) -> Lane {
                 });
                 set(&mut lane, &mut cur, State::Connected, t);
             }
-            Event::Error { message } => {
+            Event::Error { message, .. } => {
                 lane.marks.push(Mark {
                     t,
                     kind: "error",
@@ -1286,6 +1286,8 @@ mod tests {
             file: "scenarios/demo.yaml".into(),
             description: "Shows <script>alert('x')</script> & more".into(),
             recipe: "predecessor",
+            implementation: "zk-lock".into(),
+            implementation_version: "zk-lock 0.1.0".into(),
             target: "mock",
             seed: 42,
             status: Status::Failed,
@@ -1607,6 +1609,7 @@ mod tests {
             &crate::runner::RunOptions {
                 target: crate::target::TargetSpec::Mock,
                 seed: Some(3),
+                implementation: crate::implementation::Implementation::ZkLock,
             },
         )
         .await;

@@ -62,10 +62,12 @@ pub enum Event {
     },
     /// The session expired.
     Expired,
-    /// An acquisition failed with an error.
+    /// An operation failed with an error.
     Error {
         /// The error.
         message: String,
+        /// Whether its outcome is unknown (connection loss, expiry mid-call).
+        indefinite: bool,
     },
     /// A fault was applied to this client.
     Fault {

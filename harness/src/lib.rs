@@ -10,7 +10,7 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let scenario = harness::scenario::load(std::path::Path::new("scenarios/holder-expires.yaml"))?;
-//! let opts = harness::runner::RunOptions { target: harness::target::TargetSpec::Mock, seed: None };
+//! let opts = harness::runner::RunOptions { target: harness::target::TargetSpec::Mock, seed: None, implementation: harness::implementation::Implementation::ZkLock };
 //! let outcome = harness::runner::run(&scenario, &opts).await;
 //! assert!(outcome.status.ok(), "{}", harness::report::failure_details(&outcome));
 //! # Ok(()) }
@@ -19,6 +19,7 @@
 mod broken;
 mod check;
 pub mod html;
+pub mod implementation;
 pub mod journal;
 mod proxy;
 mod recipe;

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use harness::implementation::Implementation;
 use harness::report::{self, Outcome, Status};
 use harness::runner::{self, RunOptions};
 use harness::scenario;
@@ -49,6 +50,10 @@ struct RunArgs {
     /// `mock` (the embedded zk-mock, default) or HOST:PORT of a real ZooKeeper.
     #[arg(long, default_value = "mock")]
     target: String,
+    /// The lock implementation: `zk-lock` (in process, default), `kazoo`,
+    /// `curator`, `zk-lock-driver`, or a driver command (harness/DRIVERS.md).
+    #[arg(long, default_value = "zk-lock")]
+    implementation: String,
     /// Write a JSON report here (`-`: standard output).
     #[arg(long)]
     json: Option<PathBuf>,
@@ -134,6 +139,13 @@ fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let implementation = match Implementation::parse(&args.implementation) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let mut scenarios = match load_all(&args.paths) {
         Ok(l) => l,
         Err(code) => return code,
@@ -179,6 +191,7 @@ fn run(args: RunArgs) -> ExitCode {
             let opts = RunOptions {
                 target: target.clone(),
                 seed,
+                implementation: implementation.clone(),
             };
             let outcome = runtime.block_on(runner::run(s, &opts));
             if !outcome.status.ok() {

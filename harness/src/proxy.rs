@@ -961,6 +961,63 @@ impl RealTarget {
     pub(crate) fn refuse(&self, on: bool) {
         self.proxies.refuse(on)
     }
+    /// See `Target::lock_node`: the library's hint first, then the creates
+    /// the proxies saw this session make under `dir` (newest first), then a
+    /// walk of `dir` (for creates whose replies were lost); each confirmed
+    /// by the observer's `exists` (ephemeralOwner, czxid).
+    pub(crate) async fn lock_node(
+        &self,
+        session: i64,
+        dir: &str,
+        hint: Option<&str>,
+    ) -> Option<(String, i64)> {
+        let prefix = format!("{dir}/");
+        let c = &self.observer.client;
+        let owned = |stat: &zk::Stat| stat.ephemeral_owner == session;
+        if let Some(h) = hint.filter(|h| h.starts_with(&prefix)) {
+            if let Ok(Some(stat)) = c.check_stat(h).await {
+                if owned(&stat) {
+                    return Some((h.to_string(), stat.czxid));
+                }
+            }
+        }
+        let mut made: Vec<Known> = lock(&self.proxies.shared.ledger)
+            .iter()
+            .filter(|k| {
+                k.kind == OpKind::Create && k.session == session && k.path.starts_with(&prefix)
+            })
+            .cloned()
+            .collect();
+        made.sort_by_key(|k| std::cmp::Reverse(k.zxid));
+        for k in made {
+            if let Ok(Some(stat)) = c.check_stat(&k.path).await {
+                if owned(&stat) {
+                    return Some((k.path, stat.czxid));
+                }
+            }
+        }
+        // A walk, two levels deep (semaphores keep leases one level down).
+        let mut best: Option<(String, i64)> = None;
+        let mut dirs = vec![(dir.to_string(), 0)];
+        while let Some((d, depth)) = dirs.pop() {
+            let Ok(children) = c.list_children(&d).await else {
+                continue;
+            };
+            for child in children {
+                let p = format!("{d}/{child}");
+                if let Ok(Some(stat)) = c.check_stat(&p).await {
+                    if owned(&stat) && best.as_ref().is_none_or(|b| stat.czxid > b.1) {
+                        best = Some((p.clone(), stat.czxid));
+                    }
+                    if stat.num_children > 0 && depth < 1 {
+                        dirs.push((p, depth + 1));
+                    }
+                }
+            }
+        }
+        best
+    }
+
     pub(crate) fn history(&self, prefixes: &[String]) -> History {
         let known = lock(&self.proxies.shared.ledger).clone();
         self.observer.history(prefixes, &known)
@@ -1516,6 +1573,7 @@ invariants:
         let opts = crate::runner::RunOptions {
             target: crate::target::TargetSpec::Real(zk.addr()),
             seed: Some(1),
+            implementation: crate::implementation::Implementation::ZkLock,
         };
         let o = crate::runner::run(&loaded, &opts).await;
         assert_eq!(

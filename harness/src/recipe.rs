@@ -2,8 +2,6 @@
 //! few broken on purpose so that negative scenarios can show the harness
 //! catching them.
 
-use std::time::Duration;
-
 use tokio::sync::watch;
 use zk_lock::{
     GuardState, HerdLock, Layout, LockError, LockGuard, NaiveLock, PredecessorLock, ReadWriteLock,
@@ -13,13 +11,7 @@ use zookeeper_client as zk;
 
 use crate::scenario::{LayoutName, Recipe, Role};
 
-/// How an acquisition is attempted.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Mode {
-    Block,
-    Timeout(Duration),
-    Try,
-}
+pub(crate) use crate::implementation::Mode;
 
 /// A lock instance on one client (one per session: not worth boxing).
 #[derive(Debug)]
@@ -37,9 +29,8 @@ pub(crate) enum Lock {
 #[derive(Debug)]
 pub(crate) enum Held {
     Guard(LockGuard),
-    /// The reentrant lock, entered twice.
+    /// One entry of the reentrant lock.
     Reentrant {
-        token: i64,
         state: Option<watch::Receiver<GuardState>>,
     },
     Broken(crate::broken::BrokenGuard),
@@ -104,18 +95,17 @@ impl Lock {
                 (_, Mode::Try) => wrap_try(l.try_write().await),
             },
             (Lock::Reentrant(l), mode) => {
-                let first = match mode {
+                // One entry per call: a second acquire while held re-enters
+                // (counted, no second node); the runner re-enters on purpose.
+                let entered = match mode {
                     Mode::Block => l.acquire().await.map(|()| true),
                     Mode::Timeout(d) => l.acquire_timeout(d).await.map(|()| true),
                     Mode::Try => l.try_acquire().await,
                 }?;
-                if !first {
+                if !entered {
                     return Ok(None);
                 }
-                // Re-enter: counted, no second node.
-                l.acquire().await?;
                 Ok(Some(Held::Reentrant {
-                    token: l.fencing_token().await.unwrap_or(0),
                     state: l.state().await,
                 }))
             }
@@ -127,10 +117,7 @@ impl Lock {
     pub(crate) async fn release(&self, held: Held) -> Result<(), LockError> {
         match (self, held) {
             (_, Held::Guard(g)) => g.release().await,
-            (Lock::Reentrant(l), Held::Reentrant { .. }) => {
-                l.release().await?;
-                l.release().await
-            }
+            (Lock::Reentrant(l), Held::Reentrant { .. }) => l.release().await,
             (Lock::Broken(l), Held::Broken(g)) => l.release(g).await,
             (_, held) => unreachable!("released through the wrong lock: {held:?}"),
         }
@@ -163,14 +150,6 @@ pub enum HoldState {
 }
 
 impl Held {
-    pub(crate) fn token(&self) -> i64 {
-        match self {
-            Held::Guard(g) => g.fencing_token(),
-            Held::Reentrant { token, .. } => *token,
-            Held::Broken(g) => g.token,
-        }
-    }
-
     /// The lock node's path, when the recipe tells it.
     pub(crate) fn path(&self) -> Option<String> {
         match self {
@@ -187,26 +166,5 @@ impl Held {
             Held::Reentrant { state, .. } => state.clone(),
             Held::Broken(_) => None,
         }
-    }
-}
-
-/// The holder's view. With a guard, the guard's own state signal is what
-/// is under test: it says suspended, held again, or lost. Without one (the
-/// broken recipes), the client's session state stands in for it.
-pub(crate) fn hold_state(
-    client: &zk::Client,
-    guard: Option<&watch::Receiver<GuardState>>,
-) -> HoldState {
-    match guard.map(|g| *g.borrow()) {
-        Some(GuardState::Held) => HoldState::Held,
-        Some(GuardState::Suspended) => HoldState::Suspended,
-        Some(GuardState::Lost) => HoldState::Lost,
-        None => match client.state() {
-            zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => {
-                HoldState::Held
-            }
-            zk::SessionState::Disconnected => HoldState::Suspended,
-            _ => HoldState::Lost,
-        },
     }
 }

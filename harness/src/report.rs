@@ -108,8 +108,12 @@ pub struct Outcome {
     pub file: String,
     /// What it shows.
     pub description: String,
-    /// The recipe.
+    /// The recipe, or the kind of lock when the scenario names no recipe.
     pub recipe: &'static str,
+    /// The implementation under test (`zk-lock`, `kazoo`, `curator`, a driver command).
+    pub implementation: String,
+    /// What the implementation says it is (name and version).
+    pub implementation_version: String,
     /// `mock` or `real`.
     pub target: &'static str,
     /// The seed used.
@@ -141,16 +145,28 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    pub(crate) fn new(l: &Loaded, target: &TargetSpec, seed: u64) -> Outcome {
+    pub(crate) fn new(
+        l: &Loaded,
+        target: &TargetSpec,
+        implementation: &crate::implementation::Implementation,
+        seed: u64,
+    ) -> Outcome {
         let target_arg = match target {
             TargetSpec::Mock => String::new(),
             TargetSpec::Real(a) => format!(" --target {a}"),
         };
+        let imp_arg = match implementation {
+            crate::implementation::Implementation::ZkLock => String::new(),
+            other => format!(" --implementation {}", other.arg()),
+        };
+        let lock = &l.scenario.lock.value;
         Outcome {
             name: l.name.clone(),
             file: l.file.display().to_string(),
             description: l.scenario.description.trim().to_string(),
-            recipe: l.scenario.lock.value.recipe.name(),
+            recipe: lock.recipe.map_or(lock.kind().name(), |r| r.name()),
+            implementation: implementation.name().to_string(),
+            implementation_version: String::new(),
             target: target.kind(),
             seed,
             status: Status::Passed,
@@ -165,7 +181,7 @@ impl Outcome {
             stats: Stats::default(),
             history_tail: Vec::new(),
             replay: format!(
-                "cargo run --release -p harness -- run {} --seed {seed}{target_arg}",
+                "cargo run --release -p harness -- run {} --seed {seed}{target_arg}{imp_arg}",
                 l.file.display()
             ),
         }

@@ -9,8 +9,10 @@ use tokio::task::JoinHandle;
 use zookeeper_client as zk;
 
 use crate::check;
+use crate::implementation::protocol::{ConnState, ErrorClass, Event as LibEvent, LockSpec};
+use crate::implementation::{self, Acquired, Host, Implementation, Mode, View, Views};
 use crate::journal::{Event, Journal};
-use crate::recipe::{hold_state, HoldState, Lock, Mode};
+use crate::recipe::HoldState;
 use crate::report::{FaultRecord, Outcome, Status};
 use crate::scenario::{Group, Loaded, OnExpiry, Step};
 use crate::target::{Target, TargetSpec};
@@ -22,6 +24,19 @@ pub struct RunOptions {
     pub target: TargetSpec,
     /// Overrides the scenarios' seeds.
     pub seed: Option<u64>,
+    /// The lock implementation under test.
+    pub implementation: Implementation,
+}
+
+impl RunOptions {
+    /// The embedded mock, zk-lock in process, this seed.
+    pub fn mock(seed: Option<u64>) -> RunOptions {
+        RunOptions {
+            target: TargetSpec::Mock,
+            seed,
+            implementation: Implementation::ZkLock,
+        }
+    }
 }
 
 /// A marker node a client created in the resource directory.
@@ -37,12 +52,16 @@ pub(crate) struct Marker {
 pub(crate) struct Ctx {
     pub(crate) loaded: Loaded,
     pub(crate) target: Target,
+    pub(crate) host: Host,
+    pub(crate) views: Arc<Views>,
+    pub(crate) lock_spec: LockSpec,
+    /// Clients whose sessions are open (closed ones and crashed ones leave).
+    pub(crate) open: Mutex<BTreeSet<String>>,
     pub(crate) journal: Journal,
     pub(crate) dir: String,
     pub(crate) res_dir: String,
     pub(crate) session_timeout: Duration,
     pub(crate) markers: Mutex<BTreeMap<String, Marker>>,
-    pub(crate) counters: Mutex<BTreeMap<String, (u64, u64)>>,
     pub(crate) tasks: Mutex<BTreeMap<String, JoinHandle<()>>>,
     pub(crate) crashed: Mutex<BTreeSet<String>>,
     pub(crate) faults: Mutex<Vec<FaultRecord>>,
@@ -77,7 +96,7 @@ pub async fn run(loaded: &Loaded, opts: &RunOptions) -> Outcome {
         .seed
         .or(loaded.scenario.server.seed)
         .unwrap_or_else(rand::random);
-    let mut outcome = Outcome::new(loaded, &opts.target, seed);
+    let mut outcome = Outcome::new(loaded, &opts.target, &opts.implementation, seed);
     if let Some(skip) = &loaded.scenario.skip {
         if skip.on.iter().any(|t| t == opts.target.kind()) {
             outcome.status = Status::Skipped;
@@ -93,6 +112,33 @@ pub async fn run(loaded: &Loaded, opts: &RunOptions) -> Outcome {
             return outcome;
         }
     };
+    let journal = Journal::new(Instant::now());
+    let views = Arc::new(Views::default());
+    let host = {
+        let (views, journal) = (views.clone(), journal.clone());
+        let sink_views = views.clone();
+        let host = Host::start(
+            &opts.implementation,
+            views,
+            Arc::new(move |e: &LibEvent| note_session(&sink_views, &journal, e)),
+        )
+        .await;
+        match host {
+            Ok(h) => h,
+            Err(e) => {
+                outcome.status = Status::Error;
+                outcome.errors.push(e);
+                return outcome;
+            }
+        }
+    };
+    outcome.implementation_version = host.offer().implementation;
+    if let Some(why) = host.offer().cannot_run(loaded) {
+        host.shutdown().await;
+        outcome.status = Status::Skipped;
+        outcome.errors.push(why);
+        return outcome;
+    }
     let deadline_len = loaded
         .scenario
         .deadline
@@ -104,9 +150,12 @@ pub async fn run(loaded: &Loaded, opts: &RunOptions) -> Outcome {
         session_timeout: loaded.scenario.server.session_timeout.0,
         loaded: loaded.clone(),
         target,
-        journal: Journal::new(Instant::now()),
+        host,
+        views,
+        lock_spec: implementation::lock_spec(loaded),
+        open: Mutex::default(),
+        journal,
         markers: Mutex::default(),
-        counters: Mutex::default(),
         tasks: Mutex::default(),
         crashed: Mutex::default(),
         faults: Mutex::default(),
@@ -114,7 +163,14 @@ pub async fn run(loaded: &Loaded, opts: &RunOptions) -> Outcome {
         deadline: Instant::now() + deadline_len,
     });
     let result = play(&ctx).await;
+    // The scenario is over: every session still open ends now, as the
+    // application's process would end.
+    ctx.host.shutdown().await;
     outcome.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let result = match (result, ctx.host.fatal()) {
+        (_, Some(fatal)) => Err(fatal),
+        (r, None) => r,
+    };
     match result {
         Ok(end) => check::check(&ctx, end, &mut outcome),
         Err(e) => {
@@ -123,6 +179,21 @@ pub async fn run(loaded: &Loaded, opts: &RunOptions) -> Outcome {
         }
     }
     outcome
+}
+
+/// Logs a client's new session in the journal (once per session), from an
+/// event of its library or from `open`'s reply.
+fn note_session(views: &Views, journal: &Journal, e: &LibEvent) {
+    if let LibEvent::State {
+        client,
+        state: ConnState::Connected | ConnState::Reconnected,
+        session: Some(s),
+    } = e
+    {
+        if views.get(client).session != *s {
+            journal.log(client, Event::Connected { session: *s });
+        }
+    }
 }
 
 /// What the run left for the checks.
@@ -459,9 +530,20 @@ async fn run_step(ctx: Arc<Ctx>, i: usize, step: Step) -> Result<(), String> {
             if let Some(task) = lock(&ctx.tasks).get(&c) {
                 task.abort();
             }
+            ctx.host.crash(&c).await;
+            lock(&ctx.open).remove(&c);
             targets.push(c);
         }
         until = t + ctx.session_timeout * 2;
+    } else if let Some(sel) = &step.close {
+        for c in resolve(&ctx, sel) {
+            if lock(&ctx.open).remove(&c) {
+                if let Err(e) = ctx.host.close(&c).await {
+                    tracing::debug!(client = %c, "close: {e}");
+                }
+                targets.push(c);
+            }
+        }
     }
     for c in &targets {
         ctx.journal.log(
@@ -491,58 +573,46 @@ async fn client_task(ctx: Arc<Ctx>, name: String, g: Group) {
         let cs = match ctx.target.connect_string(&name).await {
             Ok(cs) => cs,
             Err(e) => {
-                j.log(&name, Event::Error { message: e });
+                j.log(
+                    &name,
+                    Event::Error {
+                        message: e,
+                        indefinite: false,
+                    },
+                );
                 break;
             }
         };
-        let client = loop {
-            match connect(&cs, ctx.session_timeout).await {
-                Ok(c) => break c,
-                Err(_) if Instant::now() < ctx.deadline => {
+        let session = loop {
+            match ctx
+                .host
+                .open(&name, &cs, ctx.session_timeout, &ctx.lock_spec)
+                .await
+            {
+                Ok(s) => break s,
+                Err(e) if e.code != "DriverFailed" && Instant::now() < ctx.deadline => {
+                    tracing::debug!(client = %name, "open: {e}");
                     tokio::time::sleep(Duration::from_millis(20)).await
                 }
                 Err(e) => {
                     j.log(
                         &name,
                         Event::Error {
-                            message: format!("connect: {e}"),
+                            message: format!("open: {e}"),
+                            indefinite: e.class == ErrorClass::Indefinite,
                         },
                     );
                     break 'session;
                 }
             }
         };
-        j.log(
-            &name,
-            Event::Connected {
-                session: client.session_id().0,
-            },
-        );
-        let lock_ = match Lock::new(
-            ctx.loaded.scenario.lock.value.recipe,
-            ctx.loaded.scenario.lock.value.layout,
-            client.clone(),
-            &ctx.dir,
-        ) {
-            Ok(l) => l,
-            Err(e) => {
-                j.log(
-                    &name,
-                    Event::Error {
-                        message: e.to_string(),
-                    },
-                );
-                break;
-            }
-        };
-        let expired = rounds(&ctx, &name, &g, &client, &lock_, &mut round).await;
-        {
-            let (n, r) = lock_.counters();
-            let mut c = lock(&ctx.counters);
-            let e = c.entry(name.clone()).or_default();
-            e.0 += n;
-            e.1 += r;
+        if ctx.views.get(&name).session != session {
+            j.log(&name, Event::Connected { session });
         }
+        ctx.views.opened(&name, session);
+        lock(&ctx.open).insert(name.clone());
+        let lost_at_open = ctx.views.get(&name).lost;
+        let expired = rounds(&ctx, &name, &g, lost_at_open, &mut round).await;
         if !expired {
             break;
         }
@@ -551,18 +621,18 @@ async fn client_task(ctx: Arc<Ctx>, name: String, g: Group) {
             break;
         }
     }
+    // The client is done, but its session stays open, as an application's
+    // would, until the scenario ends.
     j.log(&name, Event::Done);
 }
 
+/// Whether the client's session has ended since it was opened.
+fn expired_since(ctx: &Ctx, name: &str, lost_at_open: u64) -> bool {
+    ctx.views.get(name).lost > lost_at_open
+}
+
 /// Plays rounds on one session; true if the session expired.
-async fn rounds(
-    ctx: &Ctx,
-    name: &str,
-    g: &Group,
-    client: &zk::Client,
-    lock_: &Lock,
-    round: &mut usize,
-) -> bool {
+async fn rounds(ctx: &Ctx, name: &str, g: &Group, lost_at_open: u64, round: &mut usize) -> bool {
     let j = &ctx.journal;
     let mode = if g.try_only {
         Mode::Try
@@ -571,55 +641,88 @@ async fn rounds(
     } else {
         Mode::Block
     };
+    let reenter = implementation::reenters(&ctx.loaded);
     while *round < g.rounds {
         j.log(name, Event::Waiting { round: *round });
-        match lock_.acquire(g.role, mode).await {
-            Ok(Some(held)) => {
+        match ctx.host.acquire(name, g.role, mode).await {
+            Ok(Acquired::Held { node }) => {
+                // What the client holds comes from the server: the lock node
+                // its session owns, whose czxid is its fencing token.
+                ctx.views.held(name);
+                let base = ctx.views.get(name);
+                let (path, token) = match ctx
+                    .target
+                    .lock_node(base.session, &ctx.dir, node.as_deref())
+                    .await
+                {
+                    Some((p, t)) => (Some(p), t),
+                    None => (None, 0),
+                };
                 j.log(
                     name,
                     Event::Acquired {
                         round: *round,
-                        token: held.token(),
-                        path: held.path(),
+                        token,
+                        path,
                     },
                 );
-                hold(ctx, name, g, client, &held, *round).await;
-                let ok = lock_.release(held).await.is_ok();
+                let mut entries = 1;
+                if reenter {
+                    // Re-enter: must return at once, with no second node.
+                    match ctx.host.acquire(name, g.role, Mode::Block).await {
+                        Ok(Acquired::Held { .. }) => entries += 1,
+                        Ok(Acquired::NotAcquired) => j.log(
+                            name,
+                            Event::Error {
+                                message: "re-entering the held lock did not acquire".into(),
+                                indefinite: false,
+                            },
+                        ),
+                        Err(e) => j.log(
+                            name,
+                            Event::Error {
+                                message: format!("re-entering: {e}"),
+                                indefinite: e.class == ErrorClass::Indefinite,
+                            },
+                        ),
+                    }
+                }
+                hold(ctx, name, g, base, token, *round).await;
+                let mut ok = true;
+                for _ in 0..entries {
+                    if let Err(e) = ctx.host.release(name).await {
+                        tracing::debug!(client = %name, "release: {e}");
+                        ok = false;
+                    }
+                }
                 j.log(name, Event::Released { ok });
                 *round += 1;
-                if client.state().is_terminated() {
+                if expired_since(ctx, name, lost_at_open) {
                     return true;
                 }
             }
-            Ok(None) => {
+            Ok(Acquired::NotAcquired) => {
                 j.log(
                     name,
                     Event::GaveUp {
                         round: *round,
-                        reason: "busy".into(),
+                        reason: if mode == Mode::Try { "busy" } else { "timeout" }.into(),
                     },
                 );
                 *round += 1;
             }
-            Err(zk_lock::LockError::Timeout) => {
-                j.log(
-                    name,
-                    Event::GaveUp {
-                        round: *round,
-                        reason: "timeout".into(),
-                    },
-                );
-                *round += 1;
-            }
-            Err(zk_lock::LockError::SessionExpired) => return true,
             Err(e) => {
-                if client.state().is_terminated() {
+                if e.code == "SessionExpired" || expired_since(ctx, name, lost_at_open) {
                     return true;
+                }
+                if e.code == "DriverFailed" {
+                    return false;
                 }
                 j.log(
                     name,
                     Event::Error {
                         message: e.to_string(),
+                        indefinite: e.class == ErrorClass::Indefinite,
                     },
                 );
                 *round += 1;
@@ -629,27 +732,29 @@ async fn rounds(
     false
 }
 
+/// The holder's view from what its library reported since it acquired.
+fn hold_state(base: &View, now: &View) -> HoldState {
+    if now.lost > base.lost || now.lock_lost > base.lock_lost {
+        HoldState::Lost
+    } else if now.suspended {
+        HoldState::Suspended
+    } else {
+        HoldState::Held
+    }
+}
+
 /// Holds the lock for the group's hold time, touching the resource on entry
 /// and exit; a fenced client stops touching it while suspended or lost.
 /// Returns the state it ended in.
-async fn hold(
-    ctx: &Ctx,
-    name: &str,
-    g: &Group,
-    client: &zk::Client,
-    held: &crate::recipe::Held,
-    round: usize,
-) -> HoldState {
+async fn hold(ctx: &Ctx, name: &str, g: &Group, base: View, token: i64, round: usize) -> HoldState {
     let j = &ctx.journal;
-    let token = held.token();
-    let mut guard_state = held.state();
-    let mut states = client.state_watcher();
+    let mut view = ctx.views.watch(name);
     let until = tokio::time::Instant::now() + g.hold.0;
     let mut inside = false;
     let mut entry = 0;
     let mut last = HoldState::Held;
     loop {
-        let observed = hold_state(client, guard_state.as_ref());
+        let observed = hold_state(&base, &view.borrow_and_update());
         if observed != last {
             match observed {
                 HoldState::Suspended => j.log(name, Event::Suspended),
@@ -664,7 +769,7 @@ async fn hold(
             HoldState::Held if !inside => {
                 j.enter(name, g.role, token);
                 inside = true;
-                marker(ctx, client, name, round, entry, true, token).await;
+                marker(ctx, name, round, entry, true, token).await;
                 entry += 1;
             }
             HoldState::Held => {}
@@ -685,41 +790,27 @@ async fn hold(
         if now >= until && Instant::now() >= ctx.deadline {
             break;
         }
-        let guard_changed = async {
-            match guard_state.as_mut() {
-                Some(l) => {
-                    if l.changed().await.is_err() {
-                        std::future::pending::<()>().await
-                    }
-                }
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
             _ = tokio::time::sleep_until(until), if now < until => {}
-            _ = states.changed() => {}
-            _ = guard_changed => {}
+            r = view.changed() => {
+                if r.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
             // A suspended holder past its hold time waits for the outcome.
             _ = tokio::time::sleep(Duration::from_millis(50)), if now >= until => {}
         }
     }
     if inside {
-        marker(ctx, client, name, round, entry, false, token).await;
+        marker(ctx, name, round, entry, false, token).await;
         j.touch_and_exit(name, token);
     }
     last
 }
 
-/// Creates a marker node for the server's history of the critical section.
-async fn marker(
-    ctx: &Ctx,
-    client: &zk::Client,
-    name: &str,
-    round: usize,
-    entry: usize,
-    enter: bool,
-    token: i64,
-) {
+/// Creates a marker node, through the client's own session, for the
+/// server's history of the critical section.
+async fn marker(ctx: &Ctx, name: &str, round: usize, entry: usize, enter: bool, token: i64) {
     let path = format!(
         "{}/{name}.r{round}.{entry}.{}",
         ctx.res_dir,
@@ -735,8 +826,9 @@ async fn marker(
             token,
         },
     );
-    let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
     // Best effort: a marker that never reached the server is simply absent
     // from the history.
-    let _ = client.create(&path, &token.to_be_bytes(), &opts).await;
+    if let Err(e) = ctx.host.touch(name, &path, &format!("{token:#x}")).await {
+        tracing::debug!(client = %name, "touch {path}: {e}");
+    }
 }

@@ -118,7 +118,7 @@ impl Default for Server {
 }
 
 /// The recipes the harness can drive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Recipe {
     /// `zk_lock::NaiveLock`.
@@ -170,7 +170,7 @@ impl Recipe {
 }
 
 /// Node names to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum LayoutName {
     /// Curator's `_c_<uuid>-lock-<seq>` (default).
@@ -180,18 +180,92 @@ pub enum LayoutName {
     Kazoo,
 }
 
-/// The lock under test.
+/// The kind of lock a scenario needs; each implementation maps it to its
+/// own class (`harness/DRIVERS.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// An exclusive lock (zk-lock `PredecessorLock`, kazoo `Lock`, Curator `InterProcessMutex`).
+    Exclusive,
+    /// A read/write lock (zk-lock `ReadWriteLock`, kazoo `ReadLock`/`WriteLock`,
+    /// Curator `InterProcessReadWriteLock`).
+    ReadWrite,
+    /// A semaphore with one lease (kazoo `Semaphore`, Curator `InterProcessSemaphoreMutex`).
+    Semaphore,
+    /// A reentrant exclusive lock, re-entered once per round (zk-lock
+    /// `ReentrantLock`, Curator `InterProcessMutex`).
+    Reentrant,
+}
+
+impl Kind {
+    /// The name used in files, reports and the driver protocol.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Exclusive => "exclusive",
+            Kind::ReadWrite => "read-write",
+            Kind::Semaphore => "semaphore",
+            Kind::Reentrant => "reentrant",
+        }
+    }
+}
+
+impl Recipe {
+    /// The kind of lock the recipe is.
+    pub fn kind(self) -> Kind {
+        match self {
+            Recipe::RwHerd | Recipe::RwPredecessor => Kind::ReadWrite,
+            Recipe::Reentrant => Kind::Reentrant,
+            _ => Kind::Exclusive,
+        }
+    }
+
+    /// The recipe of this name.
+    pub fn from_name(name: &str) -> Option<Recipe> {
+        serde_json::from_value(serde_json::Value::String(name.to_string())).ok()
+    }
+
+    /// Every recipe.
+    pub const ALL: [Recipe; 10] = [
+        Recipe::Naive,
+        Recipe::Herd,
+        Recipe::Predecessor,
+        Recipe::Reentrant,
+        Recipe::RwHerd,
+        Recipe::RwPredecessor,
+        Recipe::BrokenIgnoresConnectionLoss,
+        Recipe::BrokenNoRecheck,
+        Recipe::BrokenNameSort,
+        Recipe::BrokenReleaseOnce,
+    ];
+}
+
+/// The lock under test: a `kind` any implementation can provide, or one of
+/// zk-lock's `recipe`s (which implies its kind and runs only where that
+/// recipe exists).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Lock {
-    /// Which recipe.
-    pub recipe: Recipe,
+    /// The kind of lock.
+    #[serde(default)]
+    pub kind: Option<Kind>,
+    /// One of zk-lock's recipes.
+    #[serde(default)]
+    pub recipe: Option<Recipe>,
     /// The lock directory (default `/harness/<scenario name>/lock`).
     #[serde(default)]
     pub path: Option<String>,
-    /// Node names (sequential exclusive locks only).
+    /// Node names (zk-lock's sequential exclusive recipes only).
     #[serde(default)]
     pub layout: LayoutName,
+}
+
+impl Lock {
+    /// The kind: as written, or the recipe's.
+    pub fn kind(&self) -> Kind {
+        self.kind
+            .or(self.recipe.map(Recipe::kind))
+            .unwrap_or(Kind::Exclusive)
+    }
 }
 
 /// What a group's clients ask for.
@@ -357,6 +431,9 @@ pub struct Step {
     /// are gone; their sessions expire after the timeout.
     #[serde(default)]
     pub crash: Option<String>,
+    /// Close these clients' sessions on purpose (the application ends them).
+    #[serde(default)]
+    pub close: Option<String>,
 }
 
 impl Step {
@@ -402,6 +479,9 @@ impl Step {
         }
         if let Some(t) = &self.crash {
             v.push(("crash", t.clone()));
+        }
+        if let Some(t) = &self.close {
+            v.push(("close", t.clone()));
         }
         v
     }
@@ -620,7 +700,33 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
             "clients: at least one group is needed".into(),
         ));
     }
-    let rw = lock.value.recipe.is_read_write();
+    match (lock.value.kind, lock.value.recipe) {
+        (None, None) => {
+            return Err(err_at(
+                file,
+                lock,
+                "lock: needs `kind: exclusive|read-write|semaphore|reentrant` or one of zk-lock's `recipe`s".into(),
+            ))
+        }
+        (Some(k), Some(r)) if r.kind() != k => {
+            return Err(err_at(
+                file,
+                lock,
+                format!(
+                    "lock: recipe {} is a {} lock, not {}",
+                    r.name(),
+                    r.kind().name(),
+                    k.name()
+                ),
+            ))
+        }
+        _ => {}
+    }
+    let rw = lock.value.kind() == Kind::ReadWrite;
+    let lock_name = lock
+        .value
+        .recipe
+        .map_or(lock.value.kind().name(), Recipe::name);
     let mut names = BTreeSet::new();
     for g in &s.clients {
         let v = &g.value;
@@ -670,7 +776,7 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
                     format!(
                         "clients.role: group {:?} needs `role: read` or `role: write` on a {} lock",
                         v.name,
-                        lock.value.recipe.name()
+                        lock_name
                     ),
                 ))
             }
@@ -679,7 +785,7 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
                     file,
                     g,
                     format!(
-                        "clients.role: group {:?}: read/write roles need recipe rw-herd or rw-predecessor",
+                        "clients.role: group {:?}: read/write roles need `kind: read-write` (or recipe rw-herd or rw-predecessor)",
                         v.name
                     ),
                 ))
@@ -712,7 +818,7 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
                 file,
                 step,
                 format!(
-                    "timeline: a step needs exactly one action (expire, disconnect, stall, lose_reply, drop_request, refuse_connections, stampede, crash); found {}",
+                    "timeline: a step needs exactly one action (expire, disconnect, stall, lose_reply, drop_request, refuse_connections, stampede, crash, close); found {}",
                     if actions.is_empty() {
                         "none".to_string()
                     } else {
@@ -755,6 +861,7 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
             v.expire.as_ref(),
             v.disconnect.as_ref(),
             v.crash.as_ref(),
+            v.close.as_ref(),
             v.stall.as_ref().map(|s| &s.client),
             v.lose_reply.as_ref().and_then(|l| l.client.as_ref()),
             v.drop_request.as_ref().and_then(|l| l.client.as_ref()),

@@ -201,6 +201,26 @@ impl Target {
         }
     }
 
+    /// The lock node `session` owns under `dir` (any depth), with its czxid:
+    /// the ephemeral node with the largest czxid. `hint` is the node the
+    /// library named, checked against the server before it is believed.
+    pub(crate) async fn lock_node(
+        &self,
+        session: i64,
+        dir: &str,
+        hint: Option<&str>,
+    ) -> Option<(String, i64)> {
+        let prefix = format!("{dir}/");
+        match self {
+            Target::Mock { zk, .. } => zk
+                .ephemerals(session)
+                .into_iter()
+                .filter(|(p, _)| p.starts_with(&prefix))
+                .max_by_key(|(_, z)| *z),
+            Target::Real(r) => r.lock_node(session, dir, hint).await,
+        }
+    }
+
     /// How many times the request faults fired (mock), for "the fault never fired" checks.
     pub(crate) fn faults_fired(&self) -> Option<u64> {
         match self {

@@ -124,6 +124,7 @@ async fn play(name: &str, text: &str) -> Outcome {
         &RunOptions {
             target: TargetSpec::Mock,
             seed: Some(11),
+            implementation: harness::implementation::Implementation::ZkLock,
         },
     )
     .await;

@@ -170,6 +170,7 @@ async fn play(name: &str, text: &str) -> Outcome {
     let opts = RunOptions {
         target: TargetSpec::Real(zk.addr),
         seed: Some(7),
+        implementation: harness::implementation::Implementation::ZkLock,
     };
     let outcome = run(&loaded, &opts).await;
     assert_eq!(outcome.target, "real");

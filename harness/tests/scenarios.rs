@@ -24,6 +24,7 @@ async fn play(filter: impl Fn(&Path) -> bool) {
     let opts = RunOptions {
         target: TargetSpec::Mock,
         seed: Some(7),
+        implementation: harness::implementation::Implementation::ZkLock,
     };
     let mut failures = String::new();
     for f in &files {
@@ -70,6 +71,7 @@ async fn an_uncaught_negative_scenario_fails() {
         &RunOptions {
             target: TargetSpec::Mock,
             seed: Some(1),
+            implementation: harness::implementation::Implementation::ZkLock,
         },
     )
     .await;
@@ -100,6 +102,7 @@ async fn a_step_that_never_runs_is_an_error() {
         &RunOptions {
             target: TargetSpec::Mock,
             seed: Some(1),
+            implementation: harness::implementation::Implementation::ZkLock,
         },
     )
     .await;
@@ -129,6 +132,7 @@ async fn failures_carry_seed_replay_and_history() {
         &RunOptions {
             target: TargetSpec::Mock,
             seed: Some(99),
+            implementation: harness::implementation::Implementation::ZkLock,
         },
     )
     .await;

@@ -189,6 +189,28 @@ impl Control {
         ids
     }
 
+    /// The ephemeral nodes a session owns, with each node's czxid, in
+    /// ascending czxid order: which lock node a session holds, read from the
+    /// server's own tree (the harness's fencing tokens come from here).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let zk = zk_mock::ZkMock::start().await;
+    /// assert!(zk.ephemerals(42).is_empty());
+    /// # }
+    /// ```
+    pub fn ephemerals(&self, session: i64) -> Vec<(String, i64)> {
+        let st = self.state();
+        let mut v: Vec<(String, i64)> = st
+            .tree
+            .ephemerals_of(session)
+            .filter_map(|p| st.tree.get(p).map(|n| (p.to_string(), n.czxid)))
+            .collect();
+        v.sort_by_key(|(_, z)| *z);
+        v
+    }
+
     /// Number of open client connections.
     pub fn connection_count(&self) -> usize {
         self.state().conns.len()

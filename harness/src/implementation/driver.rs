@@ -1,0 +1,420 @@
+//! A driver process: the harness's side of the protocol in `harness/DRIVERS.md`.
+//!
+//! One process per scenario run hosts every client. Requests go to its stdin
+//! as JSON lines; a reader task matches replies to requests by id and passes
+//! events on. Anything the protocol does not allow — a line that is not JSON,
+//! a reply to an unknown id, an event for a client never opened, the process
+//! exiting — is fatal for the run: the first such failure is kept (with the
+//! line number and the tail of the driver's stderr), every request waiting
+//! is answered with it, and the run is reported as an error.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::oneshot;
+
+use super::inprocess::EventSink;
+use super::protocol::{Event, Line, LockSpec, Op, OpError, Reply, Request, PROTOCOL};
+use super::{Acquired, Mode};
+use crate::scenario::Role;
+
+/// How long a driver may take to start and answer `init` (a JVM compiling its
+/// driver on first use takes a while).
+const INIT_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long `shutdown` may take before the process is killed.
+const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(15);
+/// Lines of the driver's stderr kept for error messages.
+const STDERR_TAIL: usize = 30;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[derive(Default)]
+struct State {
+    pending: HashMap<u64, (Op, oneshot::Sender<Reply>)>,
+    /// Clients ever opened (events for others are a protocol error).
+    opened: BTreeSet<String>,
+    /// Clients crashed: their late replies are dropped.
+    crashed: BTreeSet<String>,
+    fatal: Option<String>,
+    stderr: VecDeque<String>,
+    shutting_down: bool,
+}
+
+struct Shared {
+    name: String,
+    state: Mutex<State>,
+    sink: EventSink,
+}
+
+impl Shared {
+    fn fail(&self, why: String) {
+        let mut st = lock(&self.state);
+        if st.fatal.is_none() && !st.shutting_down {
+            let tail: Vec<String> = st.stderr.iter().cloned().collect();
+            let mut msg = format!("driver {}: {why}", self.name);
+            if !tail.is_empty() {
+                msg.push_str("\n  its stderr ended with:\n    ");
+                msg.push_str(&tail.join("\n    "));
+            }
+            tracing::warn!("{msg}");
+            st.fatal = Some(msg);
+        }
+        // Waiting requests get no reply now: dropping their senders wakes them.
+        st.pending.clear();
+    }
+}
+
+/// A running driver process.
+pub struct Host {
+    shared: Arc<Shared>,
+    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    child: Mutex<Option<Child>>,
+    next_id: AtomicU64,
+    /// What `init` said.
+    pub implementation: String,
+    /// Kind → class.
+    pub kinds: BTreeMap<String, String>,
+    /// zk-lock recipes it understands.
+    pub recipes: Vec<String>,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("driver::Host")
+            .field("name", &self.shared.name)
+            .field("implementation", &self.implementation)
+            .finish()
+    }
+}
+
+impl Host {
+    /// Starts `command` (program and arguments) and says `init`.
+    pub async fn start(name: &str, command: &[String], sink: EventSink) -> Result<Host, String> {
+        let (program, args) = command
+            .split_first()
+            .ok_or_else(|| format!("driver {name}: empty command"))?;
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("driver {name}: cannot start {}: {e}", command.join(" ")))?;
+        let shared = Arc::new(Shared {
+            name: name.to_string(),
+            state: Mutex::default(),
+            sink,
+        });
+        let stdout = child.stdout.take().expect("piped");
+        let stderr = child.stderr.take().expect("piped");
+        let stdin = child.stdin.take().expect("piped");
+        tokio::spawn(read_stdout(shared.clone(), stdout));
+        tokio::spawn(read_stderr(shared.clone(), stderr));
+        let mut host = Host {
+            shared,
+            stdin: tokio::sync::Mutex::new(Some(stdin)),
+            child: Mutex::new(Some(child)),
+            next_id: AtomicU64::new(1),
+            implementation: String::new(),
+            kinds: BTreeMap::new(),
+            recipes: Vec::new(),
+        };
+        let init = tokio::time::timeout(INIT_TIMEOUT, host.call(Op::Init { protocol: PROTOCOL }))
+            .await
+            .map_err(|_| {
+                host.shared
+                    .fail(format!("no answer to init in {}s", INIT_TIMEOUT.as_secs()));
+                host.fatal().unwrap_or_default()
+            })?;
+        let reply = match init {
+            Ok(r) => r,
+            Err(e) => {
+                return Err(host
+                    .fatal()
+                    .unwrap_or_else(|| format!("driver {name}: init: {e}")))
+            }
+        };
+        match (reply.implementation, reply.kinds) {
+            (Some(i), Some(k)) => {
+                host.implementation = i;
+                host.kinds = k;
+                host.recipes = reply.recipes.unwrap_or_default();
+                Ok(host)
+            }
+            _ => Err(format!(
+                "driver {name}: the init reply needs `implementation` and `kinds`"
+            )),
+        }
+    }
+
+    /// The failure that ended the driver, if one did.
+    pub fn fatal(&self) -> Option<String> {
+        lock(&self.shared.state).fatal.clone()
+    }
+
+    /// Sends a request and waits for its reply. `Err` is an error reply, or
+    /// (code `DriverFailed`) the driver's failure.
+    async fn call(&self, op: Op) -> Result<Reply, OpError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut st = lock(&self.shared.state);
+            if let Some(f) = &st.fatal {
+                return Err(OpError::indefinite("DriverFailed", f.clone()));
+            }
+            if let Some(c) = op.client() {
+                st.opened.insert(c.to_string());
+            }
+            st.pending.insert(id, (op.clone(), tx));
+        }
+        let mut line = serde_json::to_string(&Request { id, op }).expect("requests serialize");
+        line.push('\n');
+        {
+            let mut stdin = self.stdin.lock().await;
+            let written = match stdin.as_mut() {
+                Some(w) => match w.write_all(line.as_bytes()).await {
+                    Ok(()) => w.flush().await,
+                    Err(e) => Err(e),
+                },
+                None => Err(std::io::Error::other("stdin closed")),
+            };
+            if let Err(e) = written {
+                self.shared.fail(format!(
+                    "writing request {id} to its stdin: {e} (did it exit?)"
+                ));
+            }
+        }
+        match rx.await {
+            Ok(r) if r.ok => Ok(r),
+            Ok(r) => Err(r
+                .error
+                .unwrap_or_else(|| OpError::indefinite("Error", "no error given"))),
+            Err(_) => Err(OpError::indefinite(
+                "DriverFailed",
+                self.fatal().unwrap_or_else(|| "the driver stopped".into()),
+            )),
+        }
+    }
+
+    /// See [`super::Host::open`].
+    pub async fn open(
+        &self,
+        client: &str,
+        connect: &str,
+        session_timeout: Duration,
+        lock: &LockSpec,
+    ) -> Result<i64, OpError> {
+        let r = self
+            .call(Op::Open {
+                client: client.to_string(),
+                connect: connect.to_string(),
+                session_timeout_ms: session_timeout.as_millis() as u64,
+                lock: lock.clone(),
+            })
+            .await?;
+        Ok(r.session.unwrap_or(0))
+    }
+
+    /// See [`super::Host::acquire`].
+    pub async fn acquire(&self, client: &str, role: Role, mode: Mode) -> Result<Acquired, OpError> {
+        let (mode, timeout_ms) = match mode {
+            Mode::Block => ("block", None),
+            Mode::Timeout(d) => ("timeout", Some(d.as_millis() as u64)),
+            Mode::Try => ("try", None),
+        };
+        let role = match role {
+            Role::Exclusive => "exclusive",
+            Role::Read => "read",
+            Role::Write => "write",
+        };
+        let r = self
+            .call(Op::Acquire {
+                client: client.to_string(),
+                role: role.into(),
+                mode: mode.into(),
+                timeout_ms,
+            })
+            .await?;
+        Ok(if r.acquired == Some(true) {
+            Acquired::Held { node: r.node }
+        } else {
+            Acquired::NotAcquired
+        })
+    }
+
+    /// See [`super::Host::release`].
+    pub async fn release(&self, client: &str) -> Result<(), OpError> {
+        self.call(Op::Release {
+            client: client.to_string(),
+        })
+        .await
+        .map(drop)
+    }
+
+    /// See [`super::Host::touch`].
+    pub async fn touch(&self, client: &str, path: &str, data: &str) -> Result<(), OpError> {
+        self.call(Op::Touch {
+            client: client.to_string(),
+            path: path.to_string(),
+            data: data.to_string(),
+        })
+        .await
+        .map(drop)
+    }
+
+    /// See [`super::Host::close`].
+    pub async fn close(&self, client: &str) -> Result<(), OpError> {
+        self.call(Op::Close {
+            client: client.to_string(),
+        })
+        .await
+        .map(drop)
+    }
+
+    /// See [`super::Host::crash`]: tells the driver, and forgets the
+    /// client's outstanding requests.
+    pub async fn crash(&self, client: &str) {
+        lock(&self.shared.state).crashed.insert(client.to_string());
+        let _ = self
+            .call(Op::Crash {
+                client: client.to_string(),
+            })
+            .await;
+    }
+
+    /// Says `shutdown`, waits for the process to exit (boundedly), kills it otherwise.
+    pub async fn shutdown(&self) {
+        let said = tokio::time::timeout(SHUTDOWN_TIMEOUT, self.call(Op::Shutdown)).await;
+        lock(&self.shared.state).shutting_down = true;
+        *self.stdin.lock().await = None;
+        let child = lock(&self.child).take();
+        if let Some(mut child) = child {
+            let exited = tokio::time::timeout(SHUTDOWN_TIMEOUT, child.wait()).await;
+            if said.is_err() || exited.is_err() {
+                tracing::warn!(
+                    "driver {}: did not exit after shutdown; killed",
+                    self.shared.name
+                );
+                let _ = child.kill().await;
+            }
+        }
+    }
+}
+
+fn check_reply(st: &State, r: &Reply, op: &Op) -> Result<(), String> {
+    if !r.ok {
+        return match &r.error {
+            Some(_) => Ok(()),
+            None => Err("an error reply (`ok: false`) without `error`".into()),
+        };
+    }
+    match op {
+        Op::Open { .. } if r.session.is_none() => Err("the open reply has no `session`".into()),
+        Op::Acquire { .. } if r.acquired.is_none() => {
+            Err("the acquire reply has no `acquired`".into())
+        }
+        _ => {
+            let _ = st;
+            Ok(())
+        }
+    }
+}
+
+async fn read_stdout(shared: Arc<Shared>, stdout: tokio::process::ChildStdout) {
+    let mut lines = BufReader::new(stdout).lines();
+    let mut n = 0u64;
+    loop {
+        let line = match lines.next_line().await {
+            Ok(Some(l)) => l,
+            Ok(None) => {
+                shared.fail("exited (its stdout closed) before the run ended".into());
+                return;
+            }
+            Err(e) => {
+                shared.fail(format!("reading its stdout after line {n}: {e}"));
+                return;
+            }
+        };
+        n += 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let parsed: Line = match serde_json::from_str(&line) {
+            Ok(l) => l,
+            Err(e) => {
+                let shown: String = line.chars().take(200).collect();
+                shared.fail(format!(
+                    "stdout line {n} is not a protocol message ({e}): {shown}"
+                ));
+                return;
+            }
+        };
+        match parsed {
+            Line::Reply(r) => {
+                let mut st = lock(&shared.state);
+                let Some((op, tx)) = st.pending.remove(&r.id) else {
+                    drop(st);
+                    shared.fail(format!(
+                        "stdout line {n}: a reply to id {}, which is not an outstanding request",
+                        r.id
+                    ));
+                    return;
+                };
+                if let Err(why) = check_reply(&st, &r, &op) {
+                    drop(st);
+                    shared.fail(format!("stdout line {n}: {why}: {line}"));
+                    return;
+                }
+                let crashed = op.client().is_some_and(|c| st.crashed.contains(c))
+                    && !matches!(op, Op::Crash { .. });
+                drop(st);
+                if !crashed {
+                    let _ = tx.send(r);
+                }
+            }
+            Line::Event(e) => {
+                let client = match &e {
+                    Event::State { client, .. } | Event::Lock { client, .. } => Some(client),
+                    Event::Log { client, .. } => client.as_ref(),
+                };
+                if let Some(c) = client {
+                    let st = lock(&shared.state);
+                    if !st.opened.contains(c) {
+                        drop(st);
+                        shared.fail(format!(
+                            "stdout line {n}: an event for client {c:?}, which was never opened: {line}"
+                        ));
+                        return;
+                    }
+                    if st.crashed.contains(c) {
+                        continue;
+                    }
+                }
+                if let Event::Log { client, message } = &e {
+                    tracing::debug!(driver = %shared.name, client = ?client, "{message}");
+                }
+                (shared.sink)(e);
+            }
+        }
+    }
+}
+
+async fn read_stderr(shared: Arc<Shared>, stderr: tokio::process::ChildStderr) {
+    let mut lines = BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::debug!(driver = %shared.name, "stderr: {line}");
+        let mut st = lock(&shared.state);
+        st.stderr.push_back(line.chars().take(300).collect());
+        if st.stderr.len() > STDERR_TAIL {
+            st.stderr.pop_front();
+        }
+    }
+}
