@@ -28,6 +28,8 @@ def run(m, c):  # one thread per request, as an acquire may block
     try:
         match m["op"]:
             case "init":
+                if m["protocol"] != 1:
+                    raise LookupError(f"unknown protocol {m['protocol']}; this driver speaks 1")
                 reply |= {"implementation": "skeleton (kazoo Lock)", "kinds": {"exclusive": "skeleton.make_lock"}}
             case "open":
                 if old := clients.pop(m["client"], None):  # an open of an open client replaces it
@@ -68,7 +70,10 @@ def run(m, c):  # one thread per request, as an acquire may block
 for line in sys.stdin:
     try:
         m = json.loads(line)
-        threading.Thread(target=run, args=(m, clients.get(m.get("client"))), daemon=True).start()
-    except (ValueError, AttributeError) as e:  # not JSON, or not an object
+        if type(m.get("id")) is not int:
+            raise ValueError("no integer id")
+    except (ValueError, AttributeError) as e:  # not JSON, not an object, no id
         print(f"skeleton: ignoring {line!r}: {e}", file=sys.stderr)
+        continue
+    threading.Thread(target=run, args=(m, clients.get(m.get("client"))), daemon=True).start()
 os._exit(0)  # stdin closed: don't wait for kazoo's threads

@@ -25,6 +25,10 @@ pub(crate) enum Flaw {
     /// Sequential lock whose release deletes once and forgets the node on
     /// ConnectionLoss (Curator 1193): the node stays and blocks everyone.
     ReleaseOnce,
+    /// Sequential lock whose non-blocking acquire, finding the lock busy,
+    /// deletes its own node once and swallows the error (kazoo 732): a lost
+    /// delete leaves the node, and the lock stuck, while the session lives.
+    TryCleanupOnce,
 }
 
 #[derive(Debug)]
@@ -173,7 +177,13 @@ impl BrokenLock {
                 return Ok(Some(guard));
             }
             if try_only {
-                let _ = self.client.delete(&own, None).await;
+                // THE FLAW (TryCleanupOnce): delete once and swallow the error
+                // (kazoo 732's `_best_effort_cleanup`).
+                if self.flaw == Flaw::TryCleanupOnce {
+                    let _ = self.client.delete(&own, None).await;
+                    return Ok(None);
+                }
+                self.release(BrokenGuard { path: Some(own) }).await?;
                 return Ok(None);
             }
             let pred = format!("{}/{}", self.dir, ordered[pos - 1]);

@@ -74,11 +74,20 @@ pub(crate) fn check(ctx: &Ctx, end: End, o: &mut Outcome) {
         }
     }
     // Lock nodes from the history: created and deleted positions.
-    let is_lock_node = |p: &str| {
+    // A lock node is any node under the lock directory that is not itself a
+    // directory of others (a semaphore keeps its leases one level down).
+    let under_dir = |p: &str| {
         p.strip_prefix(&ctx.dir)
             .and_then(|r| r.strip_prefix('/'))
-            .is_some_and(|r| !r.is_empty() && !r.contains('/'))
+            .is_some_and(|r| !r.is_empty())
     };
+    let parents: BTreeSet<&str> = history
+        .changes
+        .iter()
+        .filter(|c| under_dir(&c.path))
+        .filter_map(|c| c.path.rfind('/').map(|i| &c.path[..i]))
+        .collect();
+    let is_lock_node = |p: &str| under_dir(p) && !parents.contains(p);
     let mut created_at: BTreeMap<i64, String> = BTreeMap::new(); // zxid -> path
     let mut deleted: BTreeMap<String, Vec<&crate::target::Change>> = BTreeMap::new();
     for c in &history.changes {

@@ -65,6 +65,9 @@ impl Lock {
             Recipe::BrokenReleaseOnce => {
                 Lock::Broken(BrokenLock::new(client, dir, Flaw::ReleaseOnce))
             }
+            Recipe::BrokenTryCleanupOnce => {
+                Lock::Broken(BrokenLock::new(client, dir, Flaw::TryCleanupOnce))
+            }
         })
     }
 

@@ -67,6 +67,10 @@ pub(crate) struct Ctx {
     pub(crate) faults: Mutex<Vec<FaultRecord>>,
     pub(crate) last_fault_end: Mutex<Duration>,
     pub(crate) deadline: Instant,
+    /// Request faults aimed at clients not yet connected (mock).
+    pub(crate) pending_faults: Mutex<Vec<(String, RequestFault)>>,
+    /// Timeline steps whose action is under way.
+    pub(crate) acting: std::sync::atomic::AtomicUsize,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -161,6 +165,8 @@ pub async fn run(loaded: &Loaded, opts: &RunOptions) -> Outcome {
         faults: Mutex::default(),
         last_fault_end: Mutex::default(),
         deadline: Instant::now() + deadline_len,
+        acting: Default::default(),
+        pending_faults: Mutex::default(),
     });
     let result = play(&ctx).await;
     // The scenario is over: every session still open ends now, as the
@@ -193,6 +199,21 @@ fn note_session(views: &Views, journal: &Journal, e: &LibEvent) {
         if views.get(client).session != *s {
             journal.log(client, Event::Connected { session: *s });
         }
+    }
+}
+
+/// A request fault of the timeline (`lose_reply`, `drop_request`).
+#[derive(Debug, Clone)]
+pub(crate) struct RequestFault {
+    op: String,
+    times: u64,
+    apply: bool,
+}
+
+impl RequestFault {
+    fn install(&self, ctx: &Ctx, client: Option<&str>, session: Option<i64>) -> Result<(), String> {
+        ctx.target
+            .request_fault(&self.op, &ctx.dir, client, session, self.times, self.apply)
     }
 }
 
@@ -252,7 +273,8 @@ async fn play(ctx: &Arc<Ctx>) -> Result<End, String> {
             let stampedes_pending = steps
                 .iter()
                 .any(|(label, h)| label.contains("stampede") && !h.is_finished());
-            !stampedes_pending && tasks.values().all(JoinHandle::is_finished)
+            let acting = ctx.acting.load(std::sync::atomic::Ordering::SeqCst) > 0;
+            !stampedes_pending && !acting && tasks.values().all(JoinHandle::is_finished)
         };
         if all_started_done || Instant::now() >= ctx.deadline {
             break;
@@ -435,6 +457,13 @@ async fn wait_trigger(ctx: &Ctx, step: &Step) {
 
 async fn run_step(ctx: Arc<Ctx>, i: usize, step: Step) -> Result<(), String> {
     wait_trigger(&ctx, &step).await;
+    ctx.acting.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let r = act(&ctx, i, step).await;
+    ctx.acting.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    r
+}
+
+async fn act(ctx: &Arc<Ctx>, i: usize, step: Step) -> Result<(), String> {
     let t = ctx.journal.now();
     let (action, arg) = step
         .action()
@@ -489,14 +518,19 @@ async fn run_step(ctx: Arc<Ctx>, i: usize, step: Step) -> Result<(), String> {
         };
         for c in clients {
             let session = c.as_ref().and_then(|c| sessions.get(c).copied());
-            ctx.target.request_fault(
-                &lr.op,
-                &ctx.dir,
-                c.as_deref(),
-                session,
-                lr.times,
-                apply_it,
-            )?;
+            let fault = RequestFault {
+                op: lr.op.clone(),
+                times: lr.times,
+                apply: apply_it,
+            };
+            match (&c, session) {
+                // The mock tells clients apart by session: a fault aimed at a
+                // client that has none yet waits for its first.
+                (Some(name), None) if ctx.target.binds_by_session() => {
+                    lock(&ctx.pending_faults).push((name.clone(), fault));
+                }
+                _ => fault.install(ctx, c.as_deref(), session)?,
+            }
             targets.push(c.unwrap_or_else(|| "anyone".into()));
         }
     } else if let Some(d) = step.refuse_connections {
@@ -611,6 +645,25 @@ async fn client_task(ctx: Arc<Ctx>, name: String, g: Group) {
         }
         ctx.views.opened(&name, session);
         lock(&ctx.open).insert(name.clone());
+        let pending: Vec<RequestFault> = {
+            let mut p = lock(&ctx.pending_faults);
+            let (mine, rest) = std::mem::take(&mut *p)
+                .into_iter()
+                .partition(|(c, _)| *c == name);
+            *p = rest;
+            mine.into_iter().map(|(_, f)| f).collect()
+        };
+        for f in pending {
+            if let Err(e) = f.install(&ctx, Some(&name), Some(session)) {
+                j.log(
+                    &name,
+                    Event::Error {
+                        message: e,
+                        indefinite: false,
+                    },
+                );
+            }
+        }
         let lost_at_open = ctx.views.get(&name).lost;
         let expired = rounds(&ctx, &name, &g, lost_at_open, &mut round).await;
         if !expired {

@@ -44,6 +44,9 @@ pub struct Scenario {
     /// What the scenario shows, for the reports.
     #[serde(default)]
     pub description: String,
+    /// Where the failure it reproduces was seen (an upstream issue), if anywhere.
+    #[serde(default)]
+    pub source: Option<String>,
     /// Server settings (the embedded mock's; `session_timeout` applies to every target).
     #[serde(default)]
     pub server: Server,
@@ -144,6 +147,9 @@ pub enum Recipe {
     /// Broken on purpose: a sequential lock whose release deletes once and forgets
     /// the node on ConnectionLoss (Curator 1193).
     BrokenReleaseOnce,
+    /// Broken on purpose: a sequential lock whose non-blocking acquire cleans
+    /// up its node with one delete and swallows the error (kazoo 732).
+    BrokenTryCleanupOnce,
 }
 
 impl Recipe {
@@ -165,6 +171,7 @@ impl Recipe {
             Recipe::BrokenNoRecheck => "broken-no-recheck",
             Recipe::BrokenNameSort => "broken-name-sort",
             Recipe::BrokenReleaseOnce => "broken-release-once",
+            Recipe::BrokenTryCleanupOnce => "broken-try-cleanup-once",
         }
     }
 }
@@ -225,7 +232,7 @@ impl Recipe {
     }
 
     /// Every recipe.
-    pub const ALL: [Recipe; 10] = [
+    pub const ALL: [Recipe; 11] = [
         Recipe::Naive,
         Recipe::Herd,
         Recipe::Predecessor,
@@ -236,6 +243,7 @@ impl Recipe {
         Recipe::BrokenNoRecheck,
         Recipe::BrokenNameSort,
         Recipe::BrokenReleaseOnce,
+        Recipe::BrokenTryCleanupOnce,
     ];
 }
 

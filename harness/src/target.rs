@@ -321,6 +321,12 @@ impl Target {
         }
     }
 
+    /// Whether request faults aimed at a client need its session (the mock
+    /// tells clients apart by session; the real target by their own proxies).
+    pub(crate) fn binds_by_session(&self) -> bool {
+        matches!(self, Target::Mock { .. })
+    }
+
     /// Extra settle time before a trigger counts waiters as watching, on
     /// targets that cannot report watches.
     pub(crate) fn settle(&self) -> Duration {

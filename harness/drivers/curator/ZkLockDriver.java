@@ -125,6 +125,13 @@ public final class ZkLockDriver {
         }
     }
 
+    /** release() of a lock the client does not hold: definite, in the library's words. */
+    static final class NotHeld extends Exception {
+        NotHeld(RuntimeException cause) {
+            super(cause.getMessage(), cause);
+        }
+    }
+
     /**
      * The error classes of DRIVERS.md. `definite`: the library refused before (or
      * instead of) changing anything. `indefinite`: anything whose outcome is unknown,
@@ -141,6 +148,9 @@ public final class ZkLockDriver {
         String message = t.getMessage() != null ? t.getMessage() : t.toString();
         if (t instanceof BadRequest) {
             return obj("class", "definite", "code", ((BadRequest) t).code, "message", message);
+        }
+        if (t instanceof NotHeld) {
+            return obj("class", "definite", "code", t.getCause().getClass().getSimpleName(), "message", message);
         }
         String cls;
         String code;
@@ -159,12 +169,10 @@ public final class ZkLockDriver {
         } else {
             code = t.getClass().getSimpleName();
             // IllegalMonitorStateException: InterProcessMutex's "You do not own the lock".
-            // IllegalStateException: InterProcessSemaphoreMutex's release() of a lease it
-            // does not hold ("Not acquired"), and Curator's "instance must be started"
-            // checks; both are thrown before anything is sent.
-            if (t instanceof IllegalMonitorStateException
-                    || t instanceof IllegalArgumentException
-                    || t instanceof IllegalStateException) {
+            // (IllegalStateException is not among them: Curator also throws it in the
+            // middle of an operation whose framework was closed under it, "Expected state
+            // [STARTED] was [STOPPED]". The semaphore's "Not acquired" is a NotHeld.)
+            if (t instanceof IllegalMonitorStateException || t instanceof IllegalArgumentException) {
                 cls = "definite";
             } else {
                 cls = "indefinite"; // InterruptedException, IOException, anything else
@@ -358,10 +366,19 @@ public final class ZkLockDriver {
             // Like the libraries themselves (InterProcessMutex drops its thread's record
             // in a finally; InterProcessSemaphoreMutex clears its lease before closing it),
             // the hold is forgotten even when release() throws.
-            InterProcessLock lock = held.isEmpty() ? defaultLock() : held.pop();
-            // With nothing held, release() of the client's lock lets the library say
-            // so in its own words (IllegalMonitorStateException / IllegalStateException).
-            lock.release();
+            if (held.isEmpty()) {
+                // Nothing held: release() of the client's lock lets the library say so in
+                // its own words (InterProcessMutex: IllegalMonitorStateException "You do
+                // not own the lock"; InterProcessSemaphoreMutex: IllegalStateException
+                // "Not acquired"), which is definite whatever its class.
+                try {
+                    defaultLock().release();
+                } catch (IllegalMonitorStateException | IllegalStateException e) {
+                    throw new NotHeld(e);
+                }
+                return obj();
+            }
+            held.pop().release();
             return obj();
         }
 

@@ -301,6 +301,12 @@ class SelfTest:
                 by_owner.setdefault(owner, []).append(p)
         return by_owner
 
+    def wait_for(self, cond: Callable[[], Any], what: str, timeout: float = 10) -> None:
+        deadline = time.monotonic() + timeout
+        while not cond():
+            check(time.monotonic() < deadline, f"no {what} within {timeout}s")
+            time.sleep(0.05)
+
     # sections
 
     def init(self) -> None:
@@ -429,10 +435,10 @@ class SelfTest:
             check(new.get("session") not in (None, old), f"connected after expiry: {new}")
             self.sessions["e"] = new["session"]
             self.notes.append(f"expiry of a holder: {' -> '.join(self.drv.states('e', since))}")
+        # Any answer will do (the node is gone either way), but an answer it must be.
         rr = self.drv.reply(self.drv.send("release", client="e"))
-        check(rr["ok"] or rr["error"]["class"] == "definite", f"release after expiry: {rr}")
         self.notes.append(f"release after expiry: {'ok' if rr['ok'] else rr['error']}")
-        if self.eventful:  # the client lives on, in its new session
+        if self.eventful and rr["ok"]:  # the client lives on, in its new session
             r = self.acquire("e")
             check(r["acquired"] is True, f"e in its new session: {r}")
             self.owned(r, "e", path)
@@ -496,7 +502,10 @@ class SelfTest:
         for c in ("h", "w1", "w2"):
             self.open(c, path, timeout_ms=CRASH_SESSION_MS)
         check(self.acquire("h")["acquired"] is True, "h should hold")
+        # w1 queues behind h, then w2 behind w1: w2 gets the lock only once both
+        # crashed sessions have expired.
         wait_w1 = self.drv.send("acquire", client="w1", role="exclusive", mode="block")
+        self.wait_for(lambda: self.sessions["w1"] in self.ephemerals(path), "w1's lock node")
         wait_w2 = self.drv.send("acquire", client="w2", role="exclusive", mode="block")
         self.drv.pending(wait_w2, 0.5)
         for c in ("w1", "h"):
@@ -514,7 +523,8 @@ class SelfTest:
         check(r["ok"] and r["acquired"] is True, f"w2 after h and w1 crashed: {r}")
         self.owned(r, "w2", path)
         live = self.zk.sessions()
-        check(self.sessions["h"] not in live and self.sessions["w1"] not in live, "crashed sessions still live")
+        check(self.sessions["h"] not in live and self.sessions["w1"] not in live,
+              f"crashed sessions h={self.sessions['h']} w1={self.sessions['w1']} still live: {live}")
         self.drv.pending(wait_w1, 0.5)
         self.drv.call("release", client="w2")
 
@@ -556,6 +566,7 @@ def main() -> int:
     ap.add_argument("--wait", type=float, default=3600, help="seconds to wait for zk-mock to be built")
     ap.add_argument("--planted-bug", action="store_true",
                     help="expect release to leave its node behind when its delete is dropped")
+    ap.add_argument("--stderr", action="store_true", help="show the driver's stderr even when it passes")
     ap.add_argument("driver", nargs=argparse.REMAINDER, help="the driver command")
     args = ap.parse_args()
     cmd = args.driver[1:] if args.driver[:1] == ["--"] else args.driver
@@ -611,8 +622,8 @@ def main() -> int:
         zk.stop()
     for n in test.notes:
         print(f"note  {n}")
-    if failed:
-        print("---- driver stderr (tail) ----\n" + drv.stderr_tail())
+    if failed or args.stderr:
+        print("---- driver stderr (tail) ----\n" + drv.stderr_tail(10_000 if args.stderr else 30))
     print(f"{'FAILED' if failed else 'PASSED'}: {shlex.join(cmd)} ({time.monotonic() - t_all:.1f}s)")
     return 1 if failed else 0
 

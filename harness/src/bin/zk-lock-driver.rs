@@ -189,6 +189,17 @@ async fn run() {
             }
         }
         let shutdown = req.op == Op::Shutdown;
+        if shutdown {
+            // Whatever still waits (a blocked acquire) holds its client open.
+            let all: Vec<_> =
+                std::mem::take(&mut *outstanding.lock().unwrap_or_else(|e| e.into_inner()))
+                    .into_values()
+                    .flatten()
+                    .collect();
+            for (_, h) in all {
+                h.abort();
+            }
+        }
         let (host2, tx2, out2, c2) = (
             host.clone(),
             tx.clone(),
