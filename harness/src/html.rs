@@ -1610,6 +1610,7 @@ mod tests {
                 target: crate::target::TargetSpec::Mock,
                 seed: Some(3),
                 implementation: crate::implementation::Implementation::ZkLock,
+                progress: None,
             },
         )
         .await;

@@ -129,6 +129,8 @@ pub struct Journal {
     start: Instant,
     inner: Arc<Mutex<Inner>>,
     changed: Arc<watch::Sender<u64>>,
+    /// Acquisitions so far, for a progress display.
+    progress: Option<Arc<std::sync::atomic::AtomicUsize>>,
 }
 
 impl Journal {
@@ -137,7 +139,20 @@ impl Journal {
             start,
             inner: Arc::new(Mutex::new(Inner::default())),
             changed: Arc::new(watch::channel(0).0),
+            progress: None,
         }
+    }
+
+    /// Counts acquisitions into `counter` too (reset to 0 now).
+    pub(crate) fn with_progress(
+        mut self,
+        counter: Option<Arc<std::sync::atomic::AtomicUsize>>,
+    ) -> Journal {
+        if let Some(c) = &counter {
+            c.store(0, std::sync::atomic::Ordering::Relaxed);
+        }
+        self.progress = counter;
+        self
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -160,6 +175,9 @@ impl Journal {
                 }
                 Event::Acquired { token, .. } => {
                     i.acquisitions += 1;
+                    if let Some(p) = &self.progress {
+                        p.store(i.acquisitions, std::sync::atomic::Ordering::Relaxed);
+                    }
                     i.holders.insert(client.to_string(), *token);
                 }
                 Event::Released { .. } | Event::Lost | Event::Expired | Event::Done => {

@@ -10,7 +10,7 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let scenario = harness::scenario::load(std::path::Path::new("scenarios/holder-expires.yaml"))?;
-//! let opts = harness::runner::RunOptions { target: harness::target::TargetSpec::Mock, seed: None, implementation: harness::implementation::Implementation::ZkLock };
+//! let opts = harness::runner::RunOptions::mock(None);
 //! let outcome = harness::runner::run(&scenario, &opts).await;
 //! assert!(outcome.status.ok(), "{}", harness::report::failure_details(&outcome));
 //! # Ok(()) }
@@ -21,6 +21,7 @@ mod check;
 pub mod html;
 pub mod implementation;
 pub mod journal;
+pub mod matrix;
 mod proxy;
 mod recipe;
 pub mod report;

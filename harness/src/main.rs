@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use harness::implementation::Implementation;
@@ -25,6 +27,10 @@ struct Cli {
 enum Command {
     /// Plays scenario files (or every *.yaml under folders).
     Run(RunArgs),
+    /// Runs the scenarios on several implementations and prints (and writes
+    /// as Markdown, JSON and JUnit) the verdict table, checked against the
+    /// expected verdicts if `--expect` is given.
+    Matrix(MatrixArgs),
     /// Parses and validates scenario files without running them.
     Check {
         /// Files or folders.
@@ -68,6 +74,34 @@ struct RunArgs {
     quiet: bool,
 }
 
+#[derive(Debug, clap::Args)]
+struct MatrixArgs {
+    /// Files or folders.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Comma-separated: zk-lock, kazoo, curator, zk-lock-driver, or driver commands.
+    #[arg(long, default_value = "zk-lock,kazoo,curator")]
+    implementations: String,
+    /// The seed (default: each scenario's own, or random).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Only scenarios whose name contains this.
+    #[arg(long)]
+    filter: Option<String>,
+    /// `mock` (the embedded zk-mock, default) or HOST:PORT of a real ZooKeeper.
+    #[arg(long, default_value = "mock")]
+    target: String,
+    /// Write matrix.md, matrix.json and matrix.xml (JUnit) here.
+    #[arg(long, default_value = "target/matrix")]
+    out: PathBuf,
+    /// The expected verdicts (YAML); a cell that differs fails the run.
+    #[arg(long)]
+    expect: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
 fn parse_target(t: &str) -> Result<TargetSpec, String> {
     if t == "mock" {
         return Ok(TargetSpec::Mock);
@@ -93,6 +127,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Check { paths } => check(&paths),
         Command::Run(args) => run(args),
+        Command::Matrix(args) => matrix(args),
     }
 }
 
@@ -157,51 +192,30 @@ fn run(args: RunArgs) -> ExitCode {
         eprintln!("error: no scenarios to run");
         return ExitCode::from(2);
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: tokio runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let total = scenarios.len() as u64 * u64::from(args.repeat.max(1));
-    let bar = if args.quiet {
-        indicatif::ProgressBar::hidden()
-    } else {
-        let b = indicatif::ProgressBar::new(total);
-        b.set_style(
-            indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {msg}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        b
-    };
-    let mut outcomes: Vec<Outcome> = Vec::new();
+    let mut runs = Vec::new();
     for rep in 0..args.repeat.max(1) {
         for s in &scenarios {
-            bar.set_message(s.name.clone());
             let seed = match (args.seed, rep) {
                 (Some(seed), 0) => Some(seed),
                 (Some(seed), r) => Some(seed.wrapping_add(u64::from(r))),
                 (None, 0) => None,
                 (None, _) => Some(rand::random()),
             };
-            let opts = RunOptions {
-                target: target.clone(),
-                seed,
-                implementation: implementation.clone(),
-            };
-            let outcome = runtime.block_on(runner::run(s, &opts));
-            if !outcome.status.ok() {
-                bar.suspend(|| eprint!("{}", report::failure_details(&outcome)));
-            }
-            outcomes.push(outcome);
-            bar.inc(1);
+            runs.push((
+                s,
+                RunOptions {
+                    target: target.clone(),
+                    seed,
+                    implementation: implementation.clone(),
+                    progress: None,
+                },
+            ));
         }
     }
-    bar.finish_and_clear();
+    let outcomes = match play(runs, args.quiet) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
     print!("{}", report::terminal(&outcomes));
     let mut io_failed = false;
     if let Some(p) = &args.json {
@@ -225,8 +239,6 @@ fn run(args: RunArgs) -> ExitCode {
             io_failed = true;
         }
     }
-    // Make sure every session is gone before the process ends.
-    drop(runtime);
     let ok = outcomes.iter().all(|o| o.status.ok());
     if ok && !io_failed {
         ExitCode::SUCCESS
@@ -237,6 +249,181 @@ fn run(args: RunArgs) -> ExitCode {
         {
             eprintln!("harness: FAILED");
         }
+        ExitCode::FAILURE
+    }
+}
+
+/// Plays each (scenario, options) in turn with a progress bar that also
+/// shows the acquisitions inside the running scenario.
+fn play(runs: Vec<(&scenario::Loaded, RunOptions)>, quiet: bool) -> Result<Vec<Outcome>, ExitCode> {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: tokio runtime: {e}");
+            return Err(ExitCode::FAILURE);
+        }
+    };
+    let bar = if quiet {
+        indicatif::ProgressBar::hidden()
+    } else {
+        let b = indicatif::ProgressBar::new(runs.len() as u64);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    };
+    let progress = Arc::new(AtomicUsize::new(0));
+    let label = Arc::new(std::sync::Mutex::new(String::new()));
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let ticker = {
+        let (bar, progress, label, done) =
+            (bar.clone(), progress.clone(), label.clone(), done.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                let l = label.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                bar.set_message(format!(
+                    "{l} ({} acquisitions)",
+                    progress.load(Ordering::Relaxed)
+                ));
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+        })
+    };
+    let mut outcomes = Vec::new();
+    for (s, mut opts) in runs {
+        *label.lock().unwrap_or_else(|e| e.into_inner()) =
+            format!("{} on {}", s.name, opts.implementation.name());
+        opts.progress = Some(progress.clone());
+        let outcome = runtime.block_on(runner::run(s, &opts));
+        if !outcome.status.ok() {
+            bar.suspend(|| eprint!("{}", report::failure_details(&outcome)));
+        }
+        outcomes.push(outcome);
+        bar.inc(1);
+    }
+    done.store(true, Ordering::Relaxed);
+    let _ = ticker.join();
+    bar.finish_and_clear();
+    // Make sure every session is gone before the process ends.
+    drop(runtime);
+    Ok(outcomes)
+}
+
+fn matrix(args: MatrixArgs) -> ExitCode {
+    let target = match parse_target(&args.target) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut implementations = Vec::new();
+    for name in args
+        .implementations
+        .split(',')
+        .filter(|n| !n.trim().is_empty())
+    {
+        match Implementation::parse(name) {
+            Ok(i) => implementations.push(i),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let expectations = match &args.expect {
+        Some(p) => match harness::matrix::load_expectations(p) {
+            Ok(e) => Some(e),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
+    let mut scenarios = match load_all(&args.paths) {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
+    if let Some(f) = &args.filter {
+        scenarios.retain(|s| s.name.contains(f.as_str()));
+    }
+    if scenarios.is_empty() {
+        eprintln!("error: no scenarios to run");
+        return ExitCode::from(2);
+    }
+    if let Some(exp) = &expectations {
+        for (name, cells) in exp {
+            if !scenarios.iter().any(|s| &s.name == name) && args.filter.is_none() {
+                eprintln!("warning: expectations name scenario {name:?}, which is not in the run");
+            }
+            for imp in cells.keys() {
+                if !implementations.iter().any(|i| i.name() == imp) {
+                    tracing::debug!("expectations for {imp} (not in this run)");
+                }
+            }
+        }
+    }
+    let started = std::time::Instant::now();
+    let mut runs = Vec::new();
+    for imp in &implementations {
+        for s in &scenarios {
+            runs.push((
+                s,
+                RunOptions {
+                    target: target.clone(),
+                    seed: args.seed,
+                    implementation: imp.clone(),
+                    progress: None,
+                },
+            ));
+        }
+    }
+    let outcomes = match play(runs, args.quiet) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    let versions: Vec<(String, String)> = implementations
+        .iter()
+        .map(|i| {
+            let v = outcomes
+                .iter()
+                .find(|o| o.implementation == i.name() && !o.implementation_version.is_empty())
+                .map(|o| o.implementation_version.clone())
+                .unwrap_or_else(|| "(did not start)".into());
+            (i.name().to_string(), v)
+        })
+        .collect();
+    let m = harness::matrix::Matrix::new(
+        &scenarios,
+        versions,
+        target.kind(),
+        &outcomes,
+        expectations.as_ref(),
+        started.elapsed().as_secs_f64(),
+    );
+    print!("{}", m.terminal());
+    let (md, json, xml) = harness::matrix::files(&args.out);
+    let mut io_failed = false;
+    for (p, text) in [(md, m.markdown()), (json, m.json()), (xml, m.junit())] {
+        if let Err(e) = report::write(&p, &text) {
+            eprintln!("error: writing {}: {e}", p.display());
+            io_failed = true;
+        } else {
+            eprintln!("wrote {}", p.display());
+        }
+    }
+    if m.ok() && !io_failed {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!(
+            "harness matrix: FAILED ({} cells not as expected)",
+            m.mismatches().len()
+        );
         ExitCode::FAILURE
     }
 }

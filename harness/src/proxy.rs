@@ -1574,6 +1574,7 @@ invariants:
             target: crate::target::TargetSpec::Real(zk.addr()),
             seed: Some(1),
             implementation: crate::implementation::Implementation::ZkLock,
+            progress: None,
         };
         let o = crate::runner::run(&loaded, &opts).await;
         assert_eq!(

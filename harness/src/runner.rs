@@ -26,6 +26,8 @@ pub struct RunOptions {
     pub seed: Option<u64>,
     /// The lock implementation under test.
     pub implementation: Implementation,
+    /// Acquisitions so far in the running scenario, for a progress display.
+    pub progress: Option<Arc<std::sync::atomic::AtomicUsize>>,
 }
 
 impl RunOptions {
@@ -35,6 +37,7 @@ impl RunOptions {
             target: TargetSpec::Mock,
             seed,
             implementation: Implementation::ZkLock,
+            progress: None,
         }
     }
 }
@@ -116,7 +119,7 @@ pub async fn run(loaded: &Loaded, opts: &RunOptions) -> Outcome {
             return outcome;
         }
     };
-    let journal = Journal::new(Instant::now());
+    let journal = Journal::new(Instant::now()).with_progress(opts.progress.clone());
     let views = Arc::new(Views::default());
     let host = {
         let (views, journal) = (views.clone(), journal.clone());
