@@ -420,10 +420,10 @@ pub(crate) fn check(ctx: &Ctx, end: End, o: &mut Outcome) {
         .scenario
         .timeline
         .iter()
-        .any(|s| s.value.lose_reply.is_some() || s.value.drop_request.is_some());
+        .any(|s| !s.value.request_faults().is_empty());
     if request_faults && ctx.target.faults_fired() == Some(0) {
         o.errors
-            .push("the lose_reply/drop_request faults never fired".into());
+            .push("the request faults (lose_reply, drop_request, fail, delay) never fired".into());
     }
     let violated: BTreeSet<String> = o.violated().into_iter().map(String::from).collect();
     let violated: BTreeSet<&str> = violated.iter().map(String::as_str).collect();

@@ -18,6 +18,7 @@
 
 mod broken;
 mod check;
+pub mod fault;
 pub mod html;
 pub mod implementation;
 pub mod journal;

@@ -53,7 +53,9 @@ use zk_mock::proto::{
 use zk_mock::record::ChangeKind;
 use zookeeper_client as zk;
 
+use crate::fault::{FaultVerdict, RequestFault};
 use crate::target::{Change, History};
+use zk_mock::fault::OpFamily;
 
 /// Frames larger than this close the connection (ZooKeeper's own limit is
 /// `jute.maxbuffer`, 1 MiB by default; the proxy is more lenient).
@@ -66,50 +68,37 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Which requests a rule matches.
+/// The writes the proxies keep in their ledger (for the history).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum OpKind {
     /// create, create2, createContainer, createTTL.
     Create,
     /// delete.
     Delete,
-    /// closeSession (never matched by a rule; tracked for the history).
+    /// closeSession.
     Close,
 }
 
 impl OpKind {
-    fn parse(op: &str) -> Result<OpKind, String> {
-        match op {
-            "create" => Ok(OpKind::Create),
-            "delete" => Ok(OpKind::Delete),
-            // closeSession is not a request fault.
-            other => Err(format!(
-                "request fault op {other:?}: expected create or delete"
-            )),
-        }
-    }
-
-    /// The kind of a request op code, if a rule can match it.
+    /// The kind of a request op code, if the ledger keeps it.
     fn of(op: i32) -> Option<OpKind> {
-        match OpCode::from_i32(op)? {
-            OpCode::Create | OpCode::Create2 | OpCode::CreateContainer | OpCode::CreateTtl => {
-                Some(OpKind::Create)
-            }
-            OpCode::Delete => Some(OpKind::Delete),
+        match OpFamily::of(op)? {
+            OpFamily::Create => Some(OpKind::Create),
+            OpFamily::Delete => Some(OpKind::Delete),
             _ => None,
         }
     }
 }
 
-/// A request fault: the next `remaining` matching requests lose their reply
-/// (`apply`) or are dropped with the connection.
+/// A request fault on the proxies: the shared [`RequestFault`], for one
+/// client or anyone, with its counts.
 #[derive(Debug, Clone)]
 pub(crate) struct RequestRule {
-    op: OpKind,
-    prefix: String,
+    fault: RequestFault,
     client: Option<String>,
     remaining: u64,
-    apply: bool,
+    /// Matching requests seen (for `nth`).
+    matched: u64,
     fired: u64,
 }
 
@@ -123,55 +112,71 @@ enum Action {
     Drop,
 }
 
-/// Finds the first rule with budget left that matches, and spends one.
-fn match_rules(rules: &mut [RequestRule], client: &str, op: i32, path: &str) -> Option<bool> {
-    let kind = OpKind::of(op)?;
-    let rule = rules.iter_mut().find(|r| {
-        r.remaining > 0
-            && r.op == kind
-            && path.starts_with(&r.prefix)
-            && r.client.as_deref().is_none_or(|c| c == client)
-    })?;
-    rule.remaining -= 1;
-    rule.fired += 1;
-    Some(rule.apply)
+/// Finds the first rule with budget left that matches and fires (its n-th
+/// match, when it has `nth`), and spends one. True: apply the request and
+/// lose its reply; false: drop it.
+fn match_rules(
+    rules: &mut [RequestRule],
+    client: &str,
+    op: i32,
+    path: Option<&str>,
+) -> Option<bool> {
+    for r in rules.iter_mut() {
+        if r.remaining == 0
+            || !r.fault.matches(op, path)
+            || r.client.as_deref().is_some_and(|c| c != client)
+        {
+            continue;
+        }
+        r.matched += 1;
+        if r.fault.nth.is_some_and(|n| n != r.matched) {
+            continue;
+        }
+        r.remaining -= 1;
+        r.fired += 1;
+        return Some(r.fault.verdict == FaultVerdict::LoseReply);
+    }
+    None
 }
 
-/// A create or delete request on its way to the server.
+/// A request on its way to the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Write {
     xid: i32,
     op: i32,
-    kind: OpKind,
-    path: String,
+    /// Kept in the ledger when confirmed.
+    kind: Option<OpKind>,
+    path: Option<String>,
 }
 
-/// The create, delete or closeSession in a request frame (header and
-/// body), if it is one.
+/// The request in a frame (header and body), if it is one the proxies
+/// look at: closeSession, or an op of a fault family.
 fn inspect(frame: &[u8]) -> Option<Write> {
     let header = RequestHeader::decode(frame).ok()?;
     if header.op_type == OpCode::CloseSession as i32 {
         return Some(Write {
             xid: header.xid,
             op: header.op_type,
-            kind: OpKind::Close,
-            path: String::new(),
+            kind: Some(OpKind::Close),
+            path: None,
         });
     }
-    let kind = OpKind::of(header.op_type)?;
-    let req = decode_request(header.op_type, frame.get(8..)?).ok()?;
+    OpFamily::of(header.op_type)?;
+    let path = decode_request(header.op_type, frame.get(8..)?)
+        .ok()
+        .and_then(|r| r.path().map(str::to_string));
     Some(Write {
         xid: header.xid,
         op: header.op_type,
-        kind,
-        path: req.path()?.to_string(),
+        kind: OpKind::of(header.op_type),
+        path,
     })
 }
 
-/// What the request faults make of a write from `client`.
+/// What the request faults make of a request from `client`.
 fn decide(rules: &Mutex<Vec<RequestRule>>, client: &str, w: &Write) -> Action {
     let mut rules = lock(rules);
-    match match_rules(&mut rules, client, w.op, &w.path) {
+    match match_rules(&mut rules, client, w.op, w.path.as_deref()) {
         Some(true) => Action::LoseReply(w.xid),
         Some(false) => Action::Drop,
         None => Action::Forward,
@@ -411,19 +416,23 @@ impl Proxies {
 
     pub(crate) fn request_fault(
         &self,
-        op: &str,
-        dir: &str,
+        fault: &RequestFault,
         client: Option<&str>,
-        times: u64,
-        apply: bool,
     ) -> Result<(), String> {
-        let op = OpKind::parse(op)?;
+        if !matches!(
+            fault.verdict,
+            FaultVerdict::LoseReply | FaultVerdict::DropRequest
+        ) {
+            return Err(format!(
+                "the real-ZooKeeper proxy cannot inject `{}` (only lose_reply and drop_request)",
+                fault.verdict.name()
+            ));
+        }
         lock(&self.shared.rules).push(RequestRule {
-            op,
-            prefix: format!("{}/", dir.trim_end_matches('/')),
+            fault: fault.clone(),
             client: client.map(str::to_string),
-            remaining: times,
-            apply,
+            remaining: fault.times,
+            matched: 0,
             fired: 0,
         });
         Ok(())
@@ -690,7 +699,9 @@ async fn client_to_server(rd: OwnedReadHalf, wr: OwnedWriteHalf, c: &Conn<'_>) {
         if let Action::LoseReply(xid) = action {
             lock(c.lost).insert(xid);
         }
-        lock(c.pending).insert(w.xid, w);
+        if w.kind.is_some() {
+            lock(c.pending).insert(w.xid, w);
+        }
         Verdict::Forward
     })
     .await
@@ -720,12 +731,14 @@ async fn server_to_client(rd: OwnedReadHalf, wr: OwnedWriteHalf, c: &Conn<'_>) {
         if let (Some(w), Some(session), 0) = (write, session, h.err) {
             // A create's reply starts with the path it created.
             let path = match w.kind {
-                OpKind::Create => zk_mock::codec::jute::ustring(body).ok().map(|(_, p)| p),
-                OpKind::Delete | OpKind::Close => Some(w.path),
+                Some(OpKind::Create) => zk_mock::codec::jute::ustring(body).ok().map(|(_, p)| p),
+                Some(OpKind::Delete) => w.path,
+                Some(OpKind::Close) => Some(String::new()),
+                None => None,
             };
-            if let Some(path) = path {
+            if let (Some(path), Some(kind)) = (path, w.kind) {
                 lock(&c.shared.ledger).push(Known {
-                    kind: w.kind,
+                    kind,
                     path,
                     zxid: h.zxid,
                     session,
@@ -947,13 +960,10 @@ impl RealTarget {
     }
     pub(crate) fn request_fault(
         &self,
-        op: &str,
-        dir: &str,
+        fault: &RequestFault,
         client: Option<&str>,
-        times: u64,
-        apply: bool,
     ) -> Result<(), String> {
-        self.proxies.request_fault(op, dir, client, times, apply)
+        self.proxies.request_fault(fault, client)
     }
     pub(crate) fn faults_fired(&self) -> u64 {
         self.proxies.faults_fired()
@@ -1050,13 +1060,30 @@ mod tests {
         }
     }
 
+    fn fault(op: &str, times: u64, apply: bool) -> RequestFault {
+        RequestFault {
+            family: OpFamily::parse(op).unwrap(),
+            path: zk_mock::fault::PathMatch::Glob("/h/lock/**".into()),
+            nth: None,
+            times,
+            verdict: if apply {
+                FaultVerdict::LoseReply
+            } else {
+                FaultVerdict::DropRequest
+            },
+        }
+    }
+
     fn rule(op: OpKind, client: Option<&str>, times: u64, apply: bool) -> RequestRule {
+        let op = match op {
+            OpKind::Create => "create",
+            _ => "delete",
+        };
         RequestRule {
-            op,
-            prefix: "/h/lock/".into(),
+            fault: fault(op, times, apply),
             client: client.map(str::to_string),
             remaining: times,
-            apply,
+            matched: 0,
             fired: 0,
         }
     }
@@ -1114,22 +1141,22 @@ mod tests {
         ] {
             let mut rules = vec![rule(OpKind::Create, None, 1, true)];
             assert_eq!(
-                match_rules(&mut rules, "c", op as i32, "/h/lock/n-01"),
+                match_rules(&mut rules, "c", op as i32, Some("/h/lock/n-01")),
                 Some(true)
             );
         }
         let mut rules = vec![rule(OpKind::Create, None, 5, true)];
         // Not a create, not under `/h/lock/`, the directory itself, a sibling with the same prefix.
         assert_eq!(
-            match_rules(&mut rules, "c", OpCode::Delete as i32, "/h/lock/x"),
+            match_rules(&mut rules, "c", OpCode::Delete as i32, Some("/h/lock/x")),
             None
         );
         assert_eq!(
-            match_rules(&mut rules, "c", OpCode::GetData as i32, "/h/lock/x"),
+            match_rules(&mut rules, "c", OpCode::GetData as i32, Some("/h/lock/x")),
             None
         );
         assert_eq!(
-            match_rules(&mut rules, "c", OpCode::Create2 as i32, "/h/lock"),
+            match_rules(&mut rules, "c", OpCode::Create2 as i32, Some("/h/lock")),
             None
         );
         assert_eq!(
@@ -1137,14 +1164,14 @@ mod tests {
                 &mut rules,
                 "c",
                 OpCode::Create2 as i32,
-                "/h/lock.resource/m"
+                Some("/h/lock.resource/m")
             ),
             None
         );
         assert_eq!(rules[0].fired, 0);
         let mut rules = vec![rule(OpKind::Delete, None, 1, false)];
         assert_eq!(
-            match_rules(&mut rules, "c", OpCode::Delete as i32, "/h/lock/x"),
+            match_rules(&mut rules, "c", OpCode::Delete as i32, Some("/h/lock/x")),
             Some(false)
         );
     }
@@ -1158,21 +1185,24 @@ mod tests {
         let create2 = OpCode::Create2 as i32;
         // Someone else: only the "anyone" rule, once.
         assert_eq!(
-            match_rules(&mut rules, "other", create2, "/h/lock/a"),
+            match_rules(&mut rules, "other", create2, Some("/h/lock/a")),
             Some(false)
         );
-        assert_eq!(match_rules(&mut rules, "other", create2, "/h/lock/a"), None);
+        assert_eq!(
+            match_rules(&mut rules, "other", create2, Some("/h/lock/a")),
+            None
+        );
         // The named client: twice, then nothing left.
         assert_eq!(
-            match_rules(&mut rules, "unlucky", create2, "/h/lock/a"),
+            match_rules(&mut rules, "unlucky", create2, Some("/h/lock/a")),
             Some(true)
         );
         assert_eq!(
-            match_rules(&mut rules, "unlucky", create2, "/h/lock/a"),
+            match_rules(&mut rules, "unlucky", create2, Some("/h/lock/a")),
             Some(true)
         );
         assert_eq!(
-            match_rules(&mut rules, "unlucky", create2, "/h/lock/a"),
+            match_rules(&mut rules, "unlucky", create2, Some("/h/lock/a")),
             None
         );
         assert_eq!(
@@ -1185,13 +1215,12 @@ mod tests {
     #[test]
     fn classify_reads_the_request_header_and_path() {
         let p = Proxies::new("127.0.0.1:1".parse().unwrap());
-        p.request_fault("create", "/h/lock", Some("c"), 1, true)
+        p.request_fault(&fault("create", 1, true), Some("c"))
             .unwrap();
-        p.request_fault("delete", "/h/lock/", None, 1, false)
-            .unwrap();
-        assert!(p
-            .request_fault("setData", "/h/lock", None, 1, true)
-            .is_err());
+        p.request_fault(&fault("delete", 1, false), None).unwrap();
+        let mut fail = fault("setData", 1, true);
+        fail.verdict = FaultVerdict::Fail(zk_mock::proto::ErrorCode::NoNode);
+        assert!(p.request_fault(&fail, None).is_err());
         let rules = &p.shared.rules;
         let get = request(
             5,
@@ -1405,7 +1434,7 @@ mod tests {
         let mut c = raw(&p, "a").await;
         mkdir(&mut c, "/h").await;
         mkdir(&mut c, "/h/lock").await;
-        p.request_fault("create", "/h/lock", Some("a"), 1, true)
+        p.request_fault(&fault("create", 1, true), Some("a"))
             .unwrap();
         let req = CreateRequest {
             flags: 0,
@@ -1429,8 +1458,7 @@ mod tests {
             c.request(OpCode::Create2, &req).await.unwrap().header.err,
             0
         );
-        p.request_fault("create", "/h/lock", None, 1, false)
-            .unwrap();
+        p.request_fault(&fault("create", 1, false), None).unwrap();
         let req = CreateRequest {
             flags: 0,
             ..create("/h/lock/three")

@@ -71,7 +71,7 @@ pub(crate) struct Ctx {
     pub(crate) last_fault_end: Mutex<Duration>,
     pub(crate) deadline: Instant,
     /// Request faults aimed at clients not yet connected (mock).
-    pub(crate) pending_faults: Mutex<Vec<(String, RequestFault)>>,
+    pub(crate) pending_faults: Mutex<Vec<(String, crate::fault::RequestFault)>>,
     /// Timeline steps whose action is under way.
     pub(crate) acting: std::sync::atomic::AtomicUsize,
 }
@@ -108,6 +108,24 @@ pub async fn run(loaded: &Loaded, opts: &RunOptions) -> Outcome {
         if skip.on.iter().any(|t| t == opts.target.kind()) {
             outcome.status = Status::Skipped;
             outcome.errors.push(skip.because.clone());
+            return outcome;
+        }
+    }
+    if opts.target != TargetSpec::Mock {
+        let mock_only: Vec<&str> = loaded
+            .scenario
+            .timeline
+            .iter()
+            .flat_map(|s| s.value.request_faults())
+            .map(|(n, _)| n)
+            .filter(|n| *n == "fail" || *n == "delay")
+            .collect();
+        if !mock_only.is_empty() {
+            outcome.status = Status::Skipped;
+            outcome.errors.push(format!(
+                "uses {} steps, which only the embedded mock can inject (the real target's proxy loses replies and drops requests)",
+                mock_only.join(", ")
+            ));
             return outcome;
         }
     }
@@ -205,21 +223,6 @@ fn note_session(views: &Views, journal: &Journal, e: &LibEvent) {
     }
 }
 
-/// A request fault of the timeline (`lose_reply`, `drop_request`).
-#[derive(Debug, Clone)]
-pub(crate) struct RequestFault {
-    op: String,
-    times: u64,
-    apply: bool,
-}
-
-impl RequestFault {
-    fn install(&self, ctx: &Ctx, client: Option<&str>, session: Option<i64>) -> Result<(), String> {
-        ctx.target
-            .request_fault(&self.op, &ctx.dir, client, session, self.times, self.apply)
-    }
-}
-
 /// What the run left for the checks.
 #[derive(Debug)]
 pub(crate) struct End {
@@ -238,7 +241,8 @@ async fn connect(cs: &str, timeout: Duration) -> Result<zk::Client, zk::Error> {
 
 async fn play(ctx: &Arc<Ctx>) -> Result<End, String> {
     let admin_cs = ctx.target.admin_connect_string();
-    let admin = connect(&admin_cs, Duration::from_secs(10))
+    let admin_timeout = Duration::from_millis(crate::target::ADMIN_TIMEOUT_MS as u64);
+    let mut admin = connect(&admin_cs, admin_timeout)
         .await
         .map_err(|e| format!("harness session to {admin_cs}: {e}"))?;
     let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
@@ -320,6 +324,15 @@ async fn play(ctx: &Arc<Ctx>) -> Result<End, String> {
         let children = match admin.list_children(&ctx.dir).await {
             Ok(c) => c,
             Err(zk::Error::NoNode) => Vec::new(),
+            Err(zk::Error::SessionExpired) => {
+                // A server that could not keep up expired the harness's own
+                // session: look with a new one.
+                tracing::warn!("the harness's own session expired; connecting again");
+                admin = connect(&admin_cs, admin_timeout)
+                    .await
+                    .map_err(|e| format!("harness session to {admin_cs}: {e}"))?;
+                continue;
+            }
             Err(e) => return Err(format!("listing {} at the end: {e}", ctx.dir)),
         };
         match settle_until {
@@ -513,26 +526,21 @@ async fn act(ctx: &Arc<Ctx>, i: usize, step: Step) -> Result<(), String> {
                 ctx2.target.resume(&c, s);
             }
         });
-    } else if let Some(lr) = step.lose_reply.as_ref().or(step.drop_request.as_ref()) {
-        let apply_it = step.lose_reply.is_some();
-        let clients: Vec<Option<String>> = match &lr.client {
-            Some(sel) => resolve(&ctx, sel).into_iter().map(Some).collect(),
+    } else if let Some((verdict, spec)) = step.request_faults().into_iter().next() {
+        let fault = spec.resolve(verdict, &ctx.dir)?;
+        let clients: Vec<Option<String>> = match &spec.client {
+            Some(sel) => resolve(ctx, sel).into_iter().map(Some).collect(),
             None => vec![None],
         };
         for c in clients {
             let session = c.as_ref().and_then(|c| sessions.get(c).copied());
-            let fault = RequestFault {
-                op: lr.op.clone(),
-                times: lr.times,
-                apply: apply_it,
-            };
             match (&c, session) {
                 // The mock tells clients apart by session: a fault aimed at a
                 // client that has none yet waits for its first.
                 (Some(name), None) if ctx.target.binds_by_session() => {
-                    lock(&ctx.pending_faults).push((name.clone(), fault));
+                    lock(&ctx.pending_faults).push((name.clone(), fault.clone()));
                 }
-                _ => fault.install(ctx, c.as_deref(), session)?,
+                _ => ctx.target.request_fault(&fault, c.as_deref(), session)?,
             }
             targets.push(c.unwrap_or_else(|| "anyone".into()));
         }
@@ -648,7 +656,7 @@ async fn client_task(ctx: Arc<Ctx>, name: String, g: Group) {
         }
         ctx.views.opened(&name, session);
         lock(&ctx.open).insert(name.clone());
-        let pending: Vec<RequestFault> = {
+        let pending: Vec<crate::fault::RequestFault> = {
             let mut p = lock(&ctx.pending_faults);
             let (mine, rest) = std::mem::take(&mut *p)
                 .into_iter()
@@ -657,7 +665,7 @@ async fn client_task(ctx: Arc<Ctx>, name: String, g: Group) {
             mine.into_iter().map(|(_, f)| f).collect()
         };
         for f in pending {
-            if let Err(e) = f.install(&ctx, Some(&name), Some(session)) {
+            if let Err(e) = ctx.target.request_fault(&f, Some(&name), Some(session)) {
                 j.log(
                     &name,
                     Event::Error {

@@ -372,18 +372,95 @@ pub struct Trigger {
     pub acquisitions: Option<usize>,
 }
 
-/// Lose the replies of matching requests (the request is applied).
+/// Which requests a request fault hits (`lose_reply`, `drop_request`,
+/// `fail`, `delay`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct LoseReply {
-    /// `create` or `delete` (on the lock directory's children).
+pub struct RequestFaultSpec {
+    /// The operation: create, delete, exists, getData, getChildren, setData,
+    /// multi or sync (every op code clients send for it).
     pub op: String,
     /// Whose requests (a client or group; default anyone's).
     #[serde(default)]
     pub client: Option<String>,
-    /// How many replies to lose (default 1).
+    /// How many requests to hit (default 1).
     #[serde(default = "one_u64")]
     pub times: u64,
+    /// Hit only the n-th matching request (1-based).
+    #[serde(default)]
+    pub nth: Option<u64>,
+    /// Which paths: `lock` (default: every node below the lock directory, and
+    /// for getChildren and sync the directory itself), `resource` (the same
+    /// for the marker directory), or an absolute glob (`*` within a segment,
+    /// `**` across segments).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// `fail`: the ZooKeeper error to answer with (ConnectionLoss, NoNode, … or a number).
+    #[serde(default)]
+    pub code: Option<String>,
+    /// `delay`: how long the reply is held.
+    #[serde(default, rename = "for")]
+    pub duration: Option<Dur>,
+}
+
+impl RequestFaultSpec {
+    /// The fault, with `verdict`, for a scenario whose lock directory is `dir`.
+    pub fn resolve(&self, verdict: &str, dir: &str) -> Result<crate::fault::RequestFault, String> {
+        use crate::fault::{error_code, FaultVerdict, RequestFault};
+        use zk_mock::fault::{OpFamily, PathMatch};
+        let family =
+            OpFamily::parse(&self.op).map_err(|e| format!("timeline.{verdict}.op: {e}"))?;
+        // By default the lock's nodes: the directory's descendants; for
+        // getChildren and sync, which name the directory, the directory too.
+        let below = |d: &str| match family {
+            OpFamily::GetChildren | OpFamily::Sync => PathMatch::Under(d.to_string()),
+            _ => PathMatch::Glob(format!("{d}/**")),
+        };
+        let path = match self.path.as_deref() {
+            None | Some("lock") => below(dir),
+            Some("resource") => below(&format!("{dir}.resource")),
+            Some(p) if p.starts_with('/') => PathMatch::Glob(p.to_string()),
+            Some(p) => {
+                return Err(format!(
+                    "timeline.{verdict}.path: {p:?}: expected lock, resource or an absolute glob like /locks/**"
+                ))
+            }
+        };
+        if self.nth == Some(0) {
+            return Err(format!("timeline.{verdict}.nth: counts from 1"));
+        }
+        let v = match verdict {
+            "lose_reply" => FaultVerdict::LoseReply,
+            "drop_request" => FaultVerdict::DropRequest,
+            "fail" => FaultVerdict::Fail(
+                error_code(self.code.as_deref().ok_or_else(|| {
+                    "timeline.fail.code: needed (ConnectionLoss, NoNode, … or a number)".to_string()
+                })?)
+                .map_err(|e| format!("timeline.fail.code: {e}"))?,
+            ),
+            "delay" => FaultVerdict::Delay(
+                self.duration
+                    .ok_or_else(|| "timeline.delay.for: needed (e.g. 500ms)".to_string())?
+                    .0,
+            ),
+            other => return Err(format!("unknown request fault {other}")),
+        };
+        if verdict != "fail" && self.code.is_some() {
+            return Err(format!("timeline.{verdict}.code: only `fail` takes a code"));
+        }
+        if verdict != "delay" && self.duration.is_some() {
+            return Err(format!(
+                "timeline.{verdict}.for: only `delay` takes a duration"
+            ));
+        }
+        Ok(RequestFault {
+            family,
+            path,
+            nth: self.nth,
+            times: self.times,
+            verdict: v,
+        })
+    }
 }
 
 fn one_u64() -> u64 {
@@ -423,12 +500,18 @@ pub struct Step {
     /// Stall these clients' sessions for a while.
     #[serde(default)]
     pub stall: Option<Stall>,
-    /// Lose replies.
+    /// Lose the replies of matching requests (they are applied).
     #[serde(default)]
-    pub lose_reply: Option<LoseReply>,
+    pub lose_reply: Option<RequestFaultSpec>,
     /// Drop matching requests: close the connection before applying them.
     #[serde(default)]
-    pub drop_request: Option<LoseReply>,
+    pub drop_request: Option<RequestFaultSpec>,
+    /// Answer matching requests with an error instead of applying them.
+    #[serde(default)]
+    pub fail: Option<RequestFaultSpec>,
+    /// Apply matching requests and hold their replies for a while.
+    #[serde(default)]
+    pub delay: Option<RequestFaultSpec>,
     /// Refuse new connections for this long.
     #[serde(default)]
     pub refuse_connections: Option<Dur>,
@@ -445,6 +528,19 @@ pub struct Step {
 }
 
 impl Step {
+    /// The request faults of the step, by name.
+    pub fn request_faults(&self) -> Vec<(&'static str, &RequestFaultSpec)> {
+        [
+            ("lose_reply", &self.lose_reply),
+            ("drop_request", &self.drop_request),
+            ("fail", &self.fail),
+            ("delay", &self.delay),
+        ]
+        .into_iter()
+        .filter_map(|(n, s)| s.as_ref().map(|s| (n, s)))
+        .collect()
+    }
+
     /// The action's name and its main argument.
     pub fn action(&self) -> Vec<(&'static str, String)> {
         let mut v = Vec::new();
@@ -457,27 +553,20 @@ impl Step {
         if let Some(s) = &self.stall {
             v.push(("stall", format!("{} for {}", s.client, s.duration)));
         }
-        if let Some(l) = &self.lose_reply {
-            v.push((
-                "lose_reply",
-                format!(
-                    "{} x{} {}",
-                    l.op,
-                    l.times,
-                    l.client.as_deref().unwrap_or("anyone")
-                ),
-            ));
-        }
-        if let Some(l) = &self.drop_request {
-            v.push((
-                "drop_request",
-                format!(
-                    "{} x{} {}",
-                    l.op,
-                    l.times,
-                    l.client.as_deref().unwrap_or("anyone")
-                ),
-            ));
+        for (name, spec) in self.request_faults() {
+            let mut arg = format!(
+                "{} x{} {}",
+                spec.op,
+                spec.times,
+                spec.client.as_deref().unwrap_or("anyone")
+            );
+            if let Some(c) = &spec.code {
+                arg.push_str(&format!(" {c}"));
+            }
+            if let Some(d) = &spec.duration {
+                arg.push_str(&format!(" for {d}"));
+            }
+            v.push((name, arg));
         }
         if let Some(d) = &self.refuse_connections {
             v.push(("refuse_connections", d.to_string()));
@@ -826,7 +915,7 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
                 file,
                 step,
                 format!(
-                    "timeline: a step needs exactly one action (expire, disconnect, stall, lose_reply, drop_request, refuse_connections, stampede, crash, close); found {}",
+                    "timeline: a step needs exactly one action (expire, disconnect, stall, lose_reply, drop_request, fail, delay, refuse_connections, stampede, crash, close); found {}",
                     if actions.is_empty() {
                         "none".to_string()
                     } else {
@@ -873,6 +962,8 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
             v.stall.as_ref().map(|s| &s.client),
             v.lose_reply.as_ref().and_then(|l| l.client.as_ref()),
             v.drop_request.as_ref().and_then(|l| l.client.as_ref()),
+            v.fail.as_ref().and_then(|l| l.client.as_ref()),
+            v.delay.as_ref().and_then(|l| l.client.as_ref()),
         ];
         for t in targets.into_iter().flatten() {
             if !known(t) {
@@ -886,21 +977,9 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
                 ));
             }
         }
-        for (what, lr) in [
-            ("lose_reply", &v.lose_reply),
-            ("drop_request", &v.drop_request),
-        ] {
-            if let Some(lr) = lr {
-                if lr.op != "create" && lr.op != "delete" {
-                    return Err(err_at(
-                        file,
-                        step,
-                        format!(
-                            "timeline.{what}.op: expected create or delete, found {:?}",
-                            lr.op
-                        ),
-                    ));
-                }
+        for (what, spec) in v.request_faults() {
+            if let Err(e) = spec.resolve(what, &l.lock_dir()) {
+                return Err(err_at(file, step, e));
             }
         }
         if let Some(g) = &v.stampede {

@@ -5,12 +5,13 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use zk_mock::fault::Rule;
-use zk_mock::proto::OpCode;
 use zk_mock::record::{ChangeKind, SessionEvent};
 use zk_mock::{RuleGuard, ZkMock};
 
 use crate::scenario::Loaded;
+
+/// The session timeout the harness's own session asks for.
+pub(crate) const ADMIN_TIMEOUT_MS: i32 = 30_000;
 
 /// Which server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,7 +102,10 @@ impl Target {
                     .compat(compat)
                     .tick_time(tick)
                     .min_session_timeout((2 * tick as i32).min(timeout))
-                    .max_session_timeout((20 * tick as i32).max(timeout))
+                    // Clients ask for exactly the scenario's timeout; the
+                    // harness's own session asks for more, so that a loaded
+                    // run (a 1000-client stampede) cannot expire it.
+                    .max_session_timeout((20 * tick as i32).max(timeout).max(ADMIN_TIMEOUT_MS))
                     .seed(seed)
                     .recorder_capacity(2_000_000)
                     .start()
@@ -167,37 +171,21 @@ impl Target {
         }
     }
 
-    /// Loses (`drop_request`: drops before applying) the next `times` replies to
-    /// `op` on the lock directory's children, from `session` or anyone.
+    /// Installs a request fault for `client`'s requests (its `session` on
+    /// the mock), or anyone's.
     pub(crate) fn request_fault(
         &self,
-        op: &str,
-        dir: &str,
+        fault: &crate::fault::RequestFault,
         client: Option<&str>,
         session: Option<i64>,
-        times: u64,
-        apply: bool,
     ) -> Result<(), String> {
         match self {
             Target::Mock { zk, rules, .. } => {
-                let mut rule = Rule::new().path_prefix(&format!("{dir}/")).times(times);
-                rule = match op {
-                    "create" => rule.op(OpCode::Create2),
-                    _ => rule.op(OpCode::Delete),
-                };
-                if let Some(s) = session {
-                    rule = rule.session(s);
-                }
-                rule = if apply {
-                    rule.lose_reply()
-                } else {
-                    rule.disconnect()
-                };
-                let guard = zk.try_rule(rule)?;
+                let guard = zk.try_rule(fault.to_rule(session))?;
                 rules.lock().unwrap_or_else(|e| e.into_inner()).push(guard);
                 Ok(())
             }
-            Target::Real(r) => r.request_fault(op, dir, client, times, apply),
+            Target::Real(r) => r.request_fault(fault, client),
         }
     }
 

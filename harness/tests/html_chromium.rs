@@ -125,6 +125,7 @@ async fn play(name: &str, text: &str) -> Outcome {
             target: TargetSpec::Mock,
             seed: Some(11),
             implementation: harness::implementation::Implementation::ZkLock,
+            progress: None,
         },
     )
     .await;

@@ -171,6 +171,7 @@ async fn play(name: &str, text: &str) -> Outcome {
         target: TargetSpec::Real(zk.addr),
         seed: Some(7),
         implementation: harness::implementation::Implementation::ZkLock,
+        progress: None,
     };
     let outcome = run(&loaded, &opts).await;
     assert_eq!(outcome.target, "real");

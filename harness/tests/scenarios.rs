@@ -25,6 +25,7 @@ async fn play(filter: impl Fn(&Path) -> bool) {
         target: TargetSpec::Mock,
         seed: Some(7),
         implementation: harness::implementation::Implementation::ZkLock,
+        progress: None,
     };
     let mut failures = String::new();
     for f in &files {
@@ -72,6 +73,7 @@ async fn an_uncaught_negative_scenario_fails() {
             target: TargetSpec::Mock,
             seed: Some(1),
             implementation: harness::implementation::Implementation::ZkLock,
+            progress: None,
         },
     )
     .await;
@@ -103,6 +105,7 @@ async fn a_step_that_never_runs_is_an_error() {
             target: TargetSpec::Mock,
             seed: Some(1),
             implementation: harness::implementation::Implementation::ZkLock,
+            progress: None,
         },
     )
     .await;
@@ -133,6 +136,7 @@ async fn failures_carry_seed_replay_and_history() {
             target: TargetSpec::Mock,
             seed: Some(99),
             implementation: harness::implementation::Implementation::ZkLock,
+            progress: None,
         },
     )
     .await;

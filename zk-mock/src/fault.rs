@@ -68,15 +68,120 @@ pub enum PathMatch {
     Prefix(String),
     /// A glob: `*` matches within one path segment, `**` across segments, `?` one character.
     Glob(String),
+    /// This node or any node below it (`/a` matches `/a` and `/a/b`, not `/ab`).
+    Under(String),
 }
 
 impl PathMatch {
-    fn matches(&self, path: &str) -> bool {
+    /// Whether `path` matches.
+    pub fn matches(&self, path: &str) -> bool {
         match self {
             PathMatch::Exact(p) => p == path,
             PathMatch::Prefix(p) => path.starts_with(p.as_str()),
             PathMatch::Glob(g) => glob(g.as_bytes(), path.as_bytes()),
+            PathMatch::Under(p) => {
+                let p = p.trim_end_matches('/');
+                p.is_empty()
+                    || path == p
+                    || path.strip_prefix(p).is_some_and(|r| r.starts_with('/'))
+            }
         }
+    }
+}
+
+/// An operation as clients mean it, whichever of its op codes they send:
+/// `create` is create, create2, createContainer and createTTL (kazoo sends
+/// create, `zookeeper-client` create2, Curator create2 or createContainer).
+/// The harness's fault steps and its proxy for a real ZooKeeper use the
+/// same families, so a rule means the same on both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum OpFamily {
+    /// create, create2, createContainer, createTTL.
+    Create,
+    /// delete (and the server's own deleteContainer).
+    Delete,
+    /// exists.
+    Exists,
+    /// getData.
+    GetData,
+    /// getChildren, getChildren2.
+    GetChildren,
+    /// setData.
+    SetData,
+    /// multi, multiRead.
+    Multi,
+    /// sync.
+    Sync,
+}
+
+impl OpFamily {
+    /// Every family.
+    pub const ALL: [OpFamily; 8] = [
+        OpFamily::Create,
+        OpFamily::Delete,
+        OpFamily::Exists,
+        OpFamily::GetData,
+        OpFamily::GetChildren,
+        OpFamily::SetData,
+        OpFamily::Multi,
+        OpFamily::Sync,
+    ];
+
+    /// Its op codes.
+    pub fn codes(self) -> &'static [OpCode] {
+        match self {
+            OpFamily::Create => &[
+                OpCode::Create,
+                OpCode::Create2,
+                OpCode::CreateContainer,
+                OpCode::CreateTtl,
+            ],
+            OpFamily::Delete => &[OpCode::Delete, OpCode::DeleteContainer],
+            OpFamily::Exists => &[OpCode::Exists],
+            OpFamily::GetData => &[OpCode::GetData],
+            OpFamily::GetChildren => &[OpCode::GetChildren, OpCode::GetChildren2],
+            OpFamily::SetData => &[OpCode::SetData],
+            OpFamily::Multi => &[OpCode::Multi, OpCode::MultiRead],
+            OpFamily::Sync => &[OpCode::Sync],
+        }
+    }
+
+    /// The family of an op code, if it is in one.
+    pub fn of(op: i32) -> Option<OpFamily> {
+        OpFamily::ALL
+            .into_iter()
+            .find(|f| f.codes().iter().any(|c| *c as i32 == op))
+    }
+
+    /// Its name in scenario files: `create`, `getData`, ….
+    pub fn name(self) -> &'static str {
+        match self {
+            OpFamily::Create => "create",
+            OpFamily::Delete => "delete",
+            OpFamily::Exists => "exists",
+            OpFamily::GetData => "getData",
+            OpFamily::GetChildren => "getChildren",
+            OpFamily::SetData => "setData",
+            OpFamily::Multi => "multi",
+            OpFamily::Sync => "sync",
+        }
+    }
+
+    /// The family of this name.
+    ///
+    /// # Errors
+    /// A message listing the names.
+    pub fn parse(name: &str) -> Result<OpFamily, String> {
+        OpFamily::ALL
+            .into_iter()
+            .find(|f| f.name() == name)
+            .ok_or_else(|| {
+                format!(
+                    "unknown operation {name:?}: expected one of {}",
+                    OpFamily::ALL.map(OpFamily::name).join(", ")
+                )
+            })
     }
 }
 
@@ -164,6 +269,18 @@ impl Rule {
         self.ops.push(op);
         self
     }
+    /// Also match every op code of this family.
+    pub fn family(mut self, family: OpFamily) -> Self {
+        self.ops.extend_from_slice(family.codes());
+        self
+    }
+
+    /// Match this node and every node below it.
+    pub fn path_under(mut self, path: &str) -> Self {
+        self.path = Some(PathMatch::Under(path.into()));
+        self
+    }
+
     /// Match exactly this path.
     pub fn path(mut self, path: &str) -> Self {
         self.path = Some(PathMatch::Exact(path.into()));
@@ -390,6 +507,41 @@ mod tests {
             path: Some(path),
             session: 1,
         }
+    }
+
+    #[test]
+    fn families_cover_every_op_code_clients_send_for_an_operation() {
+        assert_eq!(OpFamily::of(OpCode::Create as i32), Some(OpFamily::Create));
+        assert_eq!(OpFamily::of(OpCode::Create2 as i32), Some(OpFamily::Create));
+        assert_eq!(
+            OpFamily::of(OpCode::CreateContainer as i32),
+            Some(OpFamily::Create)
+        );
+        assert_eq!(
+            OpFamily::of(OpCode::GetChildren2 as i32),
+            Some(OpFamily::GetChildren)
+        );
+        assert_eq!(OpFamily::of(OpCode::Ping as i32), None);
+        for f in OpFamily::ALL {
+            assert_eq!(OpFamily::parse(f.name()), Ok(f));
+        }
+        assert!(OpFamily::parse("creat")
+            .unwrap_err()
+            .contains("getChildren"));
+        let r = Rule::new().family(OpFamily::Create).lose_reply();
+        assert!(r.criteria_match(&view(OpCode::Create, "/a")));
+        assert!(r.criteria_match(&view(OpCode::Create2, "/a")));
+        assert!(!r.criteria_match(&view(OpCode::Delete, "/a")));
+    }
+
+    #[test]
+    fn under_matches_the_node_and_below_only() {
+        let m = PathMatch::Under("/locks/a".into());
+        assert!(m.matches("/locks/a"));
+        assert!(m.matches("/locks/a/x-01"));
+        assert!(!m.matches("/locks/ab"));
+        assert!(!m.matches("/locks/a.resource/x"));
+        assert!(PathMatch::Under("/".into()).matches("/anything"));
     }
 
     #[test]

@@ -54,7 +54,7 @@ import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
 import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.framework.state.ConnectionState;
-import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.curator.retry.BoundedExponentialBackoffRetry;
 import org.apache.curator.utils.CloseableUtils;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.ZooKeeper;
@@ -66,8 +66,14 @@ public final class ZkLockDriver {
     static final long OPEN_TIMEOUT_MS = 60_000;
     /** How long `close` waits for an outstanding request to end (after interrupting it). */
     static final long CLOSE_DRAIN_MS = 5_000;
-    /** How long `shutdown` waits for all clients to close. */
-    static final long SHUTDOWN_CLOSE_MS = 15_000;
+    /**
+     * How long `shutdown` spends closing the clients left before it answers anyway (the
+     * harness kills a driver that has not answered shutdown in 10 s). Closes are slow
+     * with ZooKeeper's NIO transport: each holds a JVM-wide lock for 100 ms (see the
+     * launcher), so 1000 clients would take 100 s; the sessions not closed in time
+     * expire at the server, as a killed process's would.
+     */
+    static final long SHUTDOWN_CLOSE_MS = 5_000;
 
     // ---------------------------------------------------------------- output
 
@@ -241,42 +247,67 @@ public final class ZkLockDriver {
             this.thread = Executors.newSingleThreadExecutor(daemonThreads("client-" + name));
         }
 
+        /** A request waiting for, or running on, this client's thread. */
+        final class Job implements Runnable {
+            final long id;
+            final Request body;
+
+            Job(long id, Request body) {
+                this.id = id;
+                this.body = body;
+            }
+
+            @Override
+            public void run() {
+                Map<String, Object> reply;
+                try {
+                    reply = obj("id", id, "ok", true);
+                    reply.putAll(body.run());
+                } catch (Throwable t) {
+                    reply = obj("id", id, "ok", false, "error", classify(t));
+                }
+                write(reply, false);
+            }
+        }
+
+        /**
+         * Writes a reply or an event of this client, unless it crashed (or, for events,
+         * is closing). The check and the write are one step under the client's lock, so
+         * nothing of a client can follow its `crash` reply (or its `close` reply).
+         */
+        synchronized void write(Map<String, Object> message, boolean event) {
+            if (!crashed && !(event && closing)) {
+                emit(message);
+            }
+        }
+
         /** Runs a request on this client's thread; its reply is dropped once the client crashed. */
         void submit(long id, Request body) {
             try {
-                thread.execute(() -> {
-                    Map<String, Object> fields;
-                    try {
-                        fields = body.run();
-                    } catch (Throwable t) {
-                        if (!crashed) {
-                            replyError(id, t);
-                        }
-                        return;
-                    }
-                    if (!crashed) {
-                        Map<String, Object> m = obj("id", id, "ok", true);
-                        m.putAll(fields);
-                        emit(m);
-                    }
-                });
+                thread.execute(new Job(id, body));
             } catch (RejectedExecutionException e) {
                 // closed or crashed under our feet
-                if (!crashed) {
-                    replyError(id, "definite", "ClientClosed", "client " + name + " is closed");
+                write(obj("id", id, "ok", false, "error", obj("class", "definite", "code", "ClientClosed",
+                        "message", "client " + name + " is closed")), false);
+            }
+        }
+
+        /** Stops the thread: interrupts the running request, answers those that never ran. */
+        void stopThread() {
+            for (Runnable r : thread.shutdownNow()) {
+                if (r instanceof Job) {
+                    write(obj("id", ((Job) r).id, "ok", false, "error", obj("class", "definite",
+                            "code", "ClientClosed", "message", "client " + name + " was closed first")), false);
                 }
             }
         }
 
         void state(String state, long session) {
-            if (crashed || closing) {
-                return;
-            }
             Map<String, Object> m = obj("event", "state", "client", name, "state", state);
             if (session != 0) {
                 m.put("session", session);
             }
-            emit(m);
+            write(m, true);
         }
 
         // ---- requests, all on this client's thread
@@ -452,9 +483,7 @@ public final class ZkLockDriver {
                     state("lost", lastSession);
                     break;
                 default: // READ_ONLY: not used against a single server
-                    if (!crashed && !closing) {
-                        emit(obj("event", "log", "client", name, "message", "connection state " + s));
-                    }
+                    write(obj("event", "log", "client", name, "message", "connection state " + s), true);
             }
         }
 
@@ -472,11 +501,13 @@ public final class ZkLockDriver {
             }
             // A request still running (an acquire Curator never wakes after close) is
             // interrupted; it replies, with its error, before close replies.
-            thread.shutdownNow();
+            stopThread();
             try {
                 if (!thread.awaitTermination(CLOSE_DRAIN_MS, TimeUnit.MILLISECONDS)) {
                     log("client " + name + ": a request is still running after close; its reply is dropped");
-                    crashed = true;
+                    synchronized (this) {
+                        crashed = true;
+                    }
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
@@ -500,7 +531,7 @@ public final class ZkLockDriver {
                 if (fw != null) {
                     dropConnection(fw);
                 }
-                thread.shutdownNow();
+                thread.shutdownNow(); // crashed: nothing is answered any more
                 if (fw != null) {
                     // ZooKeeper.close() on a handle whose connection is gone sends nothing.
                     CloseableUtils.closeQuietly(fw);
@@ -514,17 +545,22 @@ public final class ZkLockDriver {
     /**
      * The retry policy of every client. A real application keeps going through any
      * outage its session could survive, and past it into a new session, so the policy
-     * retries a lot: up to 29 times (ExponentialBackoffRetry's maximum), sleeping 50 ms
-     * doubling to at most 500 ms between tries. Each try also waits up to the connection
-     * timeout for a connection, so an operation gives up only after roughly
-     * 29 x (connection timeout + 0.5 s) of outage (about 70 s with 2 s sessions): long
+     * retries a lot: exponential back-off (the family Curator's documentation shows and
+     * most applications use) from 50 ms, capped at 1 s, up to 20 times (the Bounded
+     * variant caps the sleep without logging a warning at every retry; past ~25 retries
+     * ExponentialBackoffRetry's int arithmetic overflows). Each try also waits up to the
+     * connection timeout for a connection, so an operation gives up only after roughly
+     * 20 x (connection timeout + 1 s) of outage (about 60 s with 2 s sessions): long
      * enough that no fault of a scenario surfaces as an error merely because the driver
      * gave up early, short enough that a permanent outage ends in an error, not a hang.
-     * (RetryForever would be the other honest choice; ExponentialBackoffRetry is the
-     * policy Curator's documentation shows and most applications use.)
+     * RetryForever would be the other honest choice.
+     *
+     * Note that the policy reaches further than single operations: InterProcessMutex's
+     * acquire starts over, with a new lock node, when its node vanished (NoNode, e.g. its
+     * session expired while it waited) for as long as this policy allows.
      */
     static RetryPolicy retryPolicy() {
-        return new ExponentialBackoffRetry(50, 29, 500);
+        return new BoundedExponentialBackoffRetry(50, 1000, 20);
     }
 
     static long sessionOf(CuratorFramework fw) {

@@ -220,11 +220,11 @@ def open_client(d, name, kind, path):
     return r.get("session") if r else None
 
 
-def test_exclusive(d):
+def test_exclusive(d, zk):
     say("exclusive (InterProcessMutex)")
     open_client(d, "a", "exclusive", "/selftest/ex/lock")
     open_client(d, "b", "exclusive", "/selftest/ex/lock")
-    open_client(d, "c", "exclusive", "/selftest/ex/lock")
+    sc = open_client(d, "c", "exclusive", "/selftest/ex/lock")
 
     r = d.call("acquire", client="a", role="exclusive", mode="block")
     check(ok(r) and r.get("acquired") is True, "a acquires")
@@ -240,6 +240,15 @@ def test_exclusive(d):
 
     r = d.call("acquire", client="c", role="exclusive", mode="try")
     check(ok(r) and r.get("acquired") is False, "c's try-acquire while a holds: acquired false")
+    # What acquire(0, ms) did at the server, from zk-mock's recorder.
+    reqs = zk.http("GET", f"/recorder/requests?session={sc}")
+    if isinstance(reqs, dict):
+        reqs = reqs.get("requests", [])
+    writes = [(q["op"], q.get("path"), q["err"]) for q in reqs if q["op"] in ("create", "create2", "delete")]
+    say(f"    observed: c's try-acquire at the server: {writes}")
+    check(len(writes) == 2 and writes[0][0].startswith("create") and writes[1][0] == "delete"
+          and writes[1][1].startswith(writes[0][1]),  # sequential: the create names the prefix
+          "Curator's try (acquire(0, ms)) creates a lock node and deletes it again")
     t = time.time()
     r = d.call("acquire", client="c", role="exclusive", mode="timeout", timeout_ms=300)
     took = time.time() - t
@@ -540,7 +549,7 @@ def main():
         if args.stampede:
             stampede(d, args.stampede, args.session_ms)
         else:
-            test_exclusive(d)
+            test_exclusive(d, zk)
             test_read_write(d)
             test_semaphore(d)
             test_reentrant(d)

@@ -96,18 +96,22 @@ class Output:
         self._thread.join()
 
     def _run(self) -> None:
-        while True:
-            item = self._queue.get()
-            # Write whatever else is already waiting before one flush.
-            while item is not self._STOP:
-                self._stream.write(item)
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-            self._stream.flush()
-            if item is self._STOP:
-                return
+        try:
+            while True:
+                item = self._queue.get()
+                # Write whatever else is already waiting before one flush.
+                while item is not self._STOP:
+                    self._stream.write(item)
+                    try:
+                        item = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                self._stream.flush()
+                if item is self._STOP:
+                    return
+        except OSError as e:  # the harness is gone: nobody to answer
+            log.error("cannot write to stdout (%s); exiting", e)
+            os._exit(1)
 
 
 @dataclass(eq=False)

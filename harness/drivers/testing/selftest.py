@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parents[3]
-TICK_MS = 500  # zk-mock's tick: session timeouts from 1 s to 10 s
+TICK_MS = 500  # zk-mock's tick (default): session timeouts from 1 s to 10 s
 SESSION_MS = 4000  # the clients' session timeout
 CRASH_SESSION_MS = 2000  # the crashed clients' (they must expire quickly)
 
@@ -59,9 +59,9 @@ def check(cond: Any, what: str) -> None:
 class ZkMock:
     """A zk-mock process with its admin interface."""
 
-    def __init__(self, binary: Path) -> None:
+    def __init__(self, binary: Path, tick_ms: int = TICK_MS) -> None:
         self.proc = subprocess.Popen(
-            [str(binary), "--port", "0", "--admin-port", "0", "--tick-time", str(TICK_MS)],
+            [str(binary), "--port", "0", "--admin-port", "0", "--tick-time", str(tick_ms)],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,

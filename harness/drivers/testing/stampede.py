@@ -34,6 +34,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-n", type=int, default=300, help="clients (default 300)")
     ap.add_argument("--session-timeout-ms", type=int, default=10_000)
+    ap.add_argument("--tick-time", type=int, default=500, help="zk-mock's tick, ms (sessions up to 20 ticks)")
     ap.add_argument("--zk-mock", help="the zk-mock binary (default: $ZK_MOCK or target/debug/zk-mock)")
     ap.add_argument("driver", nargs=argparse.REMAINDER, help="the driver command")
     args = ap.parse_args()
@@ -42,7 +43,7 @@ def main() -> int:
     if not cmd:
         ap.error("no driver command")
 
-    zk = ZkMock(find_zk_mock(args.zk_mock, 0))
+    zk = ZkMock(find_zk_mock(args.zk_mock, 0), args.tick_time)
     drv = Driver(cmd)
     n, path = args.n, "/stampede/lock"
     names = [f"c.{i}" for i in range(n)]

@@ -27,7 +27,7 @@ use crate::scenario::Role;
 /// driver on first use takes a while).
 const INIT_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long `shutdown` may take before the process is killed.
-const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(15);
+const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Lines of the driver's stderr kept for error messages.
 const STDERR_TAIL: usize = 30;
 
@@ -51,6 +51,8 @@ struct Shared {
     name: String,
     state: Mutex<State>,
     sink: EventSink,
+    /// Becomes true when the driver's stderr closes.
+    stderr_closed: tokio::sync::watch::Sender<bool>,
 }
 
 impl Shared {
@@ -112,6 +114,7 @@ impl Host {
             name: name.to_string(),
             state: Mutex::default(),
             sink,
+            stderr_closed: tokio::sync::watch::channel(false).0,
         });
         let stdout = child.stdout.take().expect("piped");
         let stderr = child.stderr.take().expect("piped");
@@ -335,6 +338,9 @@ async fn read_stdout(shared: Arc<Shared>, stdout: tokio::process::ChildStdout) {
         let line = match lines.next_line().await {
             Ok(Some(l)) => l,
             Ok(None) => {
+                // Let its last words on stderr arrive first.
+                let mut closed = shared.stderr_closed.subscribe();
+                let _ = tokio::time::timeout(Duration::from_secs(1), closed.wait_for(|c| *c)).await;
                 shared.fail("exited (its stdout closed) before the run ended".into());
                 return;
             }
@@ -417,4 +423,5 @@ async fn read_stderr(shared: Arc<Shared>, stderr: tokio::process::ChildStderr) {
             st.stderr.pop_front();
         }
     }
+    shared.stderr_closed.send_replace(true);
 }

@@ -1,0 +1,133 @@
+//! Request faults as the harness means them, on every target: which
+//! requests (an operation family, a path, a client, nth/times) and what
+//! happens to them. The mock turns one into a `zk_mock::fault::Rule`; the
+//! real-ZooKeeper proxy matches with the same `OpFamily` and `PathMatch`,
+//! so "create" means every create op code on both.
+
+use std::time::Duration;
+
+use zk_mock::fault::{OpFamily, PathMatch, Rule};
+use zk_mock::proto::ErrorCode;
+
+/// What happens to a matching request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultVerdict {
+    /// Applied; the reply is lost and the connection closed.
+    LoseReply,
+    /// The connection is closed before the request is applied.
+    DropRequest,
+    /// Answered with this error instead of being applied.
+    Fail(ErrorCode),
+    /// Applied; the reply (and what follows it) is held this long.
+    Delay(Duration),
+}
+
+impl FaultVerdict {
+    /// The step's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultVerdict::LoseReply => "lose_reply",
+            FaultVerdict::DropRequest => "drop_request",
+            FaultVerdict::Fail(_) => "fail",
+            FaultVerdict::Delay(_) => "delay",
+        }
+    }
+}
+
+/// A request fault, resolved from a timeline step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestFault {
+    /// Which operation.
+    pub family: OpFamily,
+    /// Which paths (multi requests have none and match any).
+    pub path: PathMatch,
+    /// Fire only on the n-th matching request (1-based).
+    pub nth: Option<u64>,
+    /// Fire at most this many times.
+    pub times: u64,
+    /// What happens.
+    pub verdict: FaultVerdict,
+}
+
+impl RequestFault {
+    /// The mock's rule for it, restricted to `session` if given.
+    pub fn to_rule(&self, session: Option<i64>) -> Rule {
+        let mut rule = Rule::new().family(self.family).times(self.times);
+        if self.family != OpFamily::Multi {
+            rule.path = Some(self.path.clone());
+        }
+        if let Some(n) = self.nth {
+            rule = rule.nth(n);
+        }
+        if let Some(s) = session {
+            rule = rule.session(s);
+        }
+        match self.verdict {
+            FaultVerdict::LoseReply => rule.lose_reply(),
+            FaultVerdict::DropRequest => rule.disconnect(),
+            FaultVerdict::Fail(code) => rule.fail(code),
+            FaultVerdict::Delay(d) => rule.delay(d),
+        }
+    }
+
+    /// Whether a request (its op code and path) matches, the rule's counts aside.
+    pub fn matches(&self, op: i32, path: Option<&str>) -> bool {
+        OpFamily::of(op) == Some(self.family)
+            && (self.family == OpFamily::Multi || path.is_some_and(|p| self.path.matches(p)))
+    }
+}
+
+/// A ZooKeeper error code by its name (`ConnectionLoss`, `NoNode`, …) or number.
+pub fn error_code(name: &str) -> Result<ErrorCode, String> {
+    if let Ok(n) = name.trim().parse::<i32>() {
+        return ErrorCode::from_i32(n)
+            .filter(|c| *c != ErrorCode::Ok)
+            .ok_or_else(|| format!("{n} is not a ZooKeeper error code"));
+    }
+    let want = name.trim().replace(['_', '-'], "").to_ascii_lowercase();
+    ErrorCode::ALL
+        .into_iter()
+        .filter(|c| *c != ErrorCode::Ok)
+        .find(|c| format!("{c:?}").to_ascii_lowercase() == want)
+        .ok_or_else(|| {
+            format!(
+                "unknown error code {name:?}: expected a name such as ConnectionLoss, NoNode, NodeExists, SessionExpired, OperationTimeout, or a number"
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zk_mock::proto::OpCode;
+
+    #[test]
+    fn codes_by_name_or_number() {
+        assert_eq!(error_code("ConnectionLoss"), Ok(ErrorCode::ConnectionLoss));
+        assert_eq!(error_code("no_node"), Ok(ErrorCode::NoNode));
+        assert_eq!(error_code("-110"), Ok(ErrorCode::NodeExists));
+        assert!(error_code("Ok").is_err());
+        assert!(error_code("Oops").unwrap_err().contains("ConnectionLoss"));
+    }
+
+    #[test]
+    fn one_fault_means_the_same_to_the_mock_and_the_proxy() {
+        let f = RequestFault {
+            family: OpFamily::Create,
+            path: PathMatch::Glob("/h/lock/**".into()),
+            nth: None,
+            times: 1,
+            verdict: FaultVerdict::LoseReply,
+        };
+        assert!(!f.matches(OpCode::Create as i32, Some("/h/lock")));
+        for op in [OpCode::Create, OpCode::Create2, OpCode::CreateContainer] {
+            assert!(f.matches(op as i32, Some("/h/lock/x-01")));
+        }
+        assert!(!f.matches(OpCode::Delete as i32, Some("/h/lock/x")));
+        assert!(!f.matches(OpCode::Create as i32, Some("/h/lock.resource/x")));
+        let rule = f.to_rule(Some(7));
+        assert_eq!(rule.ops.len(), 4);
+        assert_eq!(rule.session, Some(7));
+        assert_eq!(rule.path, Some(PathMatch::Glob("/h/lock/**".into())));
+    }
+}
