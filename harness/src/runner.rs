@@ -54,6 +54,8 @@ pub(crate) struct Marker {
 
 pub(crate) struct Ctx {
     pub(crate) loaded: Loaded,
+    /// The run's seed.
+    pub(crate) seed: u64,
     pub(crate) target: Target,
     pub(crate) host: Host,
     pub(crate) views: Arc<Views>,
@@ -174,6 +176,7 @@ pub async fn run(loaded: &Loaded, opts: &RunOptions) -> Outcome {
         res_dir: loaded.resource_dir(),
         session_timeout: loaded.scenario.server.session_timeout.0,
         loaded: loaded.clone(),
+        seed,
         target,
         host,
         views,
@@ -580,6 +583,9 @@ async fn act(ctx: &Arc<Ctx>, i: usize, step: Step) -> Result<(), String> {
             targets.push(c);
         }
         until = t + ctx.session_timeout * 2;
+    } else if let Some(chaos) = &step.chaos {
+        until = t + chaos.duration.0;
+        targets = nemesis(ctx, i, chaos).await;
     } else if let Some(sel) = &step.close {
         for c in resolve(&ctx, sel) {
             if lock(&ctx.open).remove(&c) {
@@ -608,6 +614,103 @@ async fn act(ctx: &Arc<Ctx>, i: usize, step: Step) -> Result<(), String> {
         clients: targets,
     });
     Ok(())
+}
+
+/// Plays a chaos step: a schedule drawn from the run's seed (and the step's
+/// number), one fault per tick on one live client. Returns the clients hit.
+async fn nemesis(ctx: &Arc<Ctx>, step: usize, chaos: &crate::scenario::Chaos) -> Vec<String> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(
+        ctx.seed ^ (step as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+    );
+    let start = tokio::time::Instant::now();
+    let stall_for = chaos
+        .stall_for
+        .map(|d| d.0)
+        .unwrap_or(ctx.session_timeout / 3);
+    let mut hit = BTreeSet::new();
+    let mut tick = 0u64;
+    loop {
+        tokio::time::sleep_until(start + chaos.every.0 * (tick as u32 + 1)).await;
+        tick += 1;
+        if start.elapsed() > chaos.duration.0 || Instant::now() >= ctx.deadline {
+            break;
+        }
+        // Draw both every tick, whether or not anyone is there, so that the
+        // schedule does not depend on timing.
+        let fault = chaos.faults[rng.random_range(0..chaos.faults.len())].clone();
+        let pick: u64 = rng.random();
+        let mut live: Vec<String> = resolve(ctx, &chaos.clients)
+            .into_iter()
+            .filter(|c| lock(&ctx.open).contains(c))
+            .collect();
+        live.sort();
+        if live.is_empty() {
+            continue;
+        }
+        let c = live[(pick % live.len() as u64) as usize].clone();
+        let Some(session) = ctx.journal.sessions().get(&c).copied() else {
+            continue;
+        };
+        let t = ctx.journal.now();
+        let mut until = t;
+        let ok = match fault.as_str() {
+            "disconnect" => ctx.target.disconnect(&c, session),
+            "expire" => ctx.target.expire(&c, session).await,
+            "stall" => {
+                let ok = ctx.target.stall(&c, session);
+                until = t + stall_for;
+                let (ctx2, c2) = (ctx.clone(), c.clone());
+                tokio::spawn(async move {
+                    tokio::time::sleep(stall_for).await;
+                    ctx2.target.resume(&c2, session);
+                });
+                ok
+            }
+            verdict => {
+                // The client's next write on the lock, whichever it is.
+                let family = if rng.random_bool(0.5) {
+                    zk_mock::fault::OpFamily::Create
+                } else {
+                    zk_mock::fault::OpFamily::Delete
+                };
+                let fault = crate::fault::RequestFault {
+                    family,
+                    path: zk_mock::fault::PathMatch::Glob(format!("{}/**", ctx.dir)),
+                    nth: None,
+                    times: 1,
+                    verdict: if verdict == "lose_reply" {
+                        crate::fault::FaultVerdict::LoseReply
+                    } else {
+                        crate::fault::FaultVerdict::DropRequest
+                    },
+                };
+                ctx.target
+                    .request_fault(&fault, Some(&c), Some(session))
+                    .is_ok()
+            }
+        };
+        if !ok {
+            continue;
+        }
+        ctx.journal.log(
+            &c,
+            Event::Fault {
+                what: fault.clone(),
+            },
+        );
+        ctx.fault_until(until.max(t + ctx.session_timeout));
+        lock(&ctx.faults).push(FaultRecord {
+            step: step + 1,
+            t_ms: t.as_secs_f64() * 1000.0,
+            until_ms: until.as_secs_f64() * 1000.0,
+            action: format!("chaos: {fault}"),
+            argument: c.clone(),
+            clients: vec![c.clone()],
+        });
+        hit.insert(c);
+    }
+    hit.into_iter().collect()
 }
 
 async fn client_task(ctx: Arc<Ctx>, name: String, g: Group) {

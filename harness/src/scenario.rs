@@ -478,6 +478,48 @@ pub struct Stall {
     pub duration: Dur,
 }
 
+/// A random schedule of faults, as Jepsen's nemesis: every `every`, one
+/// fault drawn from `faults` hits one client drawn from `clients`, for
+/// `for`. The draws come from the run's seed, so `--seed` replays the
+/// schedule exactly.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Chaos {
+    /// How long the schedule runs.
+    #[serde(rename = "for")]
+    pub duration: Dur,
+    /// Time between two faults.
+    pub every: Dur,
+    /// Which faults to draw from: disconnect, stall, expire, lose_reply,
+    /// drop_request (default: all of them).
+    #[serde(default = "all_chaos")]
+    pub faults: Vec<String>,
+    /// Whom (a selector; default every started client).
+    #[serde(default = "all_clients")]
+    pub clients: String,
+    /// How long a stall lasts (default: a third of the session timeout, so
+    /// that the session lives).
+    #[serde(default)]
+    pub stall_for: Option<Dur>,
+}
+
+/// The faults a chaos step can draw.
+pub const CHAOS_FAULTS: [&str; 5] = [
+    "disconnect",
+    "stall",
+    "expire",
+    "lose_reply",
+    "drop_request",
+];
+
+fn all_chaos() -> Vec<String> {
+    CHAOS_FAULTS.iter().map(|s| s.to_string()).collect()
+}
+
+fn all_clients() -> String {
+    "ALL".into()
+}
+
 /// One timeline step: when (`at` or `on`, plus `after`), and exactly one action.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -525,6 +567,9 @@ pub struct Step {
     /// Close these clients' sessions on purpose (the application ends them).
     #[serde(default)]
     pub close: Option<String>,
+    /// A seeded random schedule of faults.
+    #[serde(default)]
+    pub chaos: Option<Chaos>,
 }
 
 impl Step {
@@ -579,6 +624,18 @@ impl Step {
         }
         if let Some(t) = &self.close {
             v.push(("close", t.clone()));
+        }
+        if let Some(c) = &self.chaos {
+            v.push((
+                "chaos",
+                format!(
+                    "{} every {} for {} on {}",
+                    c.faults.join("/"),
+                    c.every,
+                    c.duration,
+                    c.clients
+                ),
+            ));
         }
         v
     }
@@ -915,7 +972,7 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
                 file,
                 step,
                 format!(
-                    "timeline: a step needs exactly one action (expire, disconnect, stall, lose_reply, drop_request, fail, delay, refuse_connections, stampede, crash, close); found {}",
+                    "timeline: a step needs exactly one action (expire, disconnect, stall, lose_reply, drop_request, fail, delay, refuse_connections, stampede, crash, close, chaos); found {}",
                     if actions.is_empty() {
                         "none".to_string()
                     } else {
@@ -959,6 +1016,7 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
             v.disconnect.as_ref(),
             v.crash.as_ref(),
             v.close.as_ref(),
+            v.chaos.as_ref().map(|c| &c.clients),
             v.stall.as_ref().map(|s| &s.client),
             v.lose_reply.as_ref().and_then(|l| l.client.as_ref()),
             v.drop_request.as_ref().and_then(|l| l.client.as_ref()),
@@ -980,6 +1038,34 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
         for (what, spec) in v.request_faults() {
             if let Err(e) = spec.resolve(what, &l.lock_dir()) {
                 return Err(err_at(file, step, e));
+            }
+        }
+        if let Some(c) = &v.chaos {
+            if c.every.0.is_zero() {
+                return Err(err_at(
+                    file,
+                    step,
+                    "timeline.chaos.every: must be more than 0".into(),
+                ));
+            }
+            if c.faults.is_empty() {
+                return Err(err_at(
+                    file,
+                    step,
+                    "timeline.chaos.faults: draw from at least one fault".into(),
+                ));
+            }
+            for f in &c.faults {
+                if !CHAOS_FAULTS.contains(&f.as_str()) {
+                    return Err(err_at(
+                        file,
+                        step,
+                        format!(
+                            "timeline.chaos.faults: unknown fault {f:?} (known: {})",
+                            CHAOS_FAULTS.join(", ")
+                        ),
+                    ));
+                }
             }
         }
         if let Some(g) = &v.stampede {

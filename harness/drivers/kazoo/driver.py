@@ -9,7 +9,9 @@ in this one process.
 kazoo is used exactly as an application would use it: its bugs are what the
 harness is looking for, so none are worked around here.
 
-Set HARNESS_DRIVER_DEBUG=1 to log (to stderr) at DEBUG level.
+Environment: HARNESS_DRIVER_DEBUG=1 logs (to stderr) at DEBUG level instead
+of WARNING; HARNESS_DRIVER_SWITCH_INTERVAL sets the interpreter's thread
+switch interval in seconds (default 0.05, see SWITCH_INTERVAL_S).
 """
 
 from __future__ import annotations
@@ -58,6 +60,15 @@ DEFINITE = (NoNodeError, NodeExistsError, BadVersionError, BadArgumentsError)
 # A real application keeps reconnecting for as long as it runs.
 CONNECTION_RETRY = dict(max_tries=-1, delay=0.05, max_delay=1)
 START_TIMEOUT_S = 30  # waiting for the first session in `open`
+# The interpreter's thread switch interval (default 5 ms). Every kazoo client
+# has three threads (connection loop, two callback workers) and every request
+# one more; when a stampede makes a thousand of them runnable at once, each
+# thread waiting for the GIL wakes up every switch interval to ask for it, and
+# the process spends its time in futex calls (measured: ~75% kernel time) while
+# its clients miss their pings and their sessions expire. A longer interval
+# keeps 1000 contenders alive (see testing/stampede.py); threads that block
+# on I/O still hand the GIL over at once.
+SWITCH_INTERVAL_S = float(os.environ.get("HARNESS_DRIVER_SWITCH_INTERVAL", "0.05"))
 SHUTDOWN_WAIT_S = 15  # closing the clients that are left, all together
 
 log = logging.getLogger("kazoo-driver")
@@ -116,6 +127,8 @@ class Output:
 
 @dataclass(eq=False)
 class Request:
+    """One request from the harness."""
+
     msg: dict[str, Any]
     client: Client | None = None  # the client it is for, once known
 
@@ -163,7 +176,8 @@ class Driver:
         # The client is looked up here, in the order the requests came, so
         # that a request sent before its client's crash belongs to the
         # crashed client even if its thread starts after the crash.
-        req = Request(msg, self.clients.get(msg.get("client")) if op != "open" else None)
+        name = msg.get("client")
+        req = Request(msg, self.clients.get(name) if isinstance(name, str) and op != "open" else None)
         if op == "shutdown":
             self.shutdown(req)
         elif op in ("init", "crash"):
@@ -387,6 +401,7 @@ def main() -> None:
         level=logging.DEBUG if debug else logging.WARNING,
         format="%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s",
     )
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     out = Output()
     Driver(out).serve(sys.stdin.buffer)
     out.close()

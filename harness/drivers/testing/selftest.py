@@ -84,10 +84,12 @@ class ZkMock:
         if data is not None:
             req.add_header("content-type", "application/json")
         try:
-            with urllib.request.urlopen(req, timeout=10) as r:
+            with urllib.request.urlopen(req, timeout=30) as r:
                 text = r.read()
         except urllib.error.HTTPError as e:
             raise Failure(f"admin {method} {path}: {e.code} {e.read().decode(errors='replace')}") from None
+        except OSError as e:  # URLError, timeouts
+            raise Failure(f"admin {method} {path}: {e}") from None
         return json.loads(text) if text else None
 
     def sessions(self) -> dict[int, dict[str, Any]]:
