@@ -333,6 +333,29 @@ pub(crate) fn check(ctx: &Ctx, end: End, o: &mut Outcome) {
         results.push(("lost_noticed", checked, details.is_empty(), details));
     }
 
+    // ---- the history against a fenced mutex -------------------------------
+    let processes: BTreeMap<String, (usize, Role)> = ctx
+        .loaded
+        .all_members()
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let role = roles.get(&c).copied().unwrap_or_default();
+            (c, (i, role))
+        })
+        .collect();
+    let history_ops = crate::history::build(&journal, &processes);
+    if inv.fenced_mutex {
+        let (mut details, checked) = crate::history::check_fenced_mutex(&history_ops);
+        let held = details.is_empty();
+        if held {
+            details.push(format!(
+                "{checked} exclusive acquisitions in completion order, tokens strictly increasing"
+            ));
+        }
+        results.push(("fenced_mutex", checked > 0, held, details));
+    }
+
     // ---- hand-offs and notification budgets -------------------------------
     let owner_of: BTreeMap<String, String> = acqs
         .iter()
@@ -473,6 +496,7 @@ pub(crate) fn check(ctx: &Ctx, end: End, o: &mut Outcome) {
             .collect();
     }
     o.handoffs = handoffs;
+    o.history = history_ops;
     o.journal = journal;
     o.resource_violations = violations;
     o.faults = faults;

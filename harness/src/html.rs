@@ -200,6 +200,7 @@ fn lane_of(events: &[&Entry], end: f64) -> Lane {
                     set(&mut lane, &mut cur, State::Crashed, t);
                 }
             }
+            Event::Releasing => {}
             // An expired session stays expired on the lane when the client stops.
             Event::Done => {
                 if !matches!(now, Some(State::Expired | State::Crashed)) {
@@ -1359,6 +1360,7 @@ mod tests {
                 sessions: 2,
             },
             history_tail: vec!["0x9 delete </l/n-0000000000>".into()],
+            history: Vec::new(),
             replay: "cargo run -p harness -- run scenarios/demo.yaml --seed 42".into(),
         }
     }

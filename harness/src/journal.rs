@@ -55,6 +55,8 @@ pub enum Event {
     },
     /// Left the critical section.
     Exit,
+    /// Started to release.
+    Releasing,
     /// Released the lock.
     Released {
         /// Whether release succeeded.
@@ -68,6 +70,10 @@ pub enum Event {
         message: String,
         /// Whether its outcome is unknown (connection loss, expiry mid-call).
         indefinite: bool,
+        /// For an indefinite acquire: what the server said right after —
+        /// the lock node the session owns, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resolved: Option<String>,
     },
     /// A fault was applied to this client.
     Fault {

@@ -19,6 +19,7 @@
 mod broken;
 mod check;
 pub mod fault;
+pub mod history;
 pub mod html;
 pub mod implementation;
 pub mod journal;

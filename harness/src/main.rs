@@ -66,6 +66,10 @@ struct RunArgs {
     /// Write a JUnit XML report here.
     #[arg(long)]
     junit: Option<PathBuf>,
+    /// Write the clients' invoke/ok/fail/info operations here, one JSON
+    /// object per line (Jepsen's history form; `-`: standard output).
+    #[arg(long)]
+    history: Option<PathBuf>,
     /// Write a self-contained HTML report here.
     #[arg(long)]
     html: Option<PathBuf>,
@@ -222,6 +226,26 @@ fn run(args: RunArgs) -> ExitCode {
         let text = report::json(&outcomes);
         if p.as_os_str() == "-" {
             println!("{text}");
+        } else if let Err(e) = report::write(p, &text) {
+            eprintln!("error: writing {}: {e}", p.display());
+            io_failed = true;
+        }
+    }
+    if let Some(p) = &args.history {
+        let mut text = String::new();
+        for o in &outcomes {
+            for op in &o.history {
+                let mut v = serde_json::to_value(op).unwrap_or_default();
+                if let Some(m) = v.as_object_mut() {
+                    m.insert("scenario".into(), o.name.clone().into());
+                    m.insert("seed".into(), o.seed.into());
+                }
+                text.push_str(&v.to_string());
+                text.push('\n');
+            }
+        }
+        if p.as_os_str() == "-" {
+            print!("{text}");
         } else if let Err(e) = report::write(p, &text) {
             eprintln!("error: writing {}: {e}", p.display());
             io_failed = true;

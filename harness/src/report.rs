@@ -142,6 +142,9 @@ pub struct Outcome {
     pub history_tail: Vec<String>,
     /// The command that replays this run.
     pub replay: String,
+    /// The clients' operations (`--history`).
+    #[serde(skip)]
+    pub history: Vec<crate::history::Op>,
 }
 
 impl Outcome {
@@ -180,6 +183,7 @@ impl Outcome {
             handoffs: Vec::new(),
             stats: Stats::default(),
             history_tail: Vec::new(),
+            history: Vec::new(),
             replay: format!(
                 "cargo run --release -p harness -- run {} --seed {seed}{target_arg}{imp_arg}",
                 l.file.display()

@@ -726,6 +726,7 @@ async fn client_task(ctx: Arc<Ctx>, name: String, g: Group) {
                     Event::Error {
                         message: e,
                         indefinite: false,
+                        resolved: None,
                     },
                 );
                 break;
@@ -748,6 +749,7 @@ async fn client_task(ctx: Arc<Ctx>, name: String, g: Group) {
                         Event::Error {
                             message: format!("open: {e}"),
                             indefinite: e.class == ErrorClass::Indefinite,
+                            resolved: None,
                         },
                     );
                     break 'session;
@@ -774,6 +776,7 @@ async fn client_task(ctx: Arc<Ctx>, name: String, g: Group) {
                     Event::Error {
                         message: e,
                         indefinite: false,
+                        resolved: None,
                     },
                 );
             }
@@ -843,6 +846,7 @@ async fn rounds(ctx: &Ctx, name: &str, g: &Group, lost_at_open: u64, round: &mut
                             Event::Error {
                                 message: "re-entering the held lock did not acquire".into(),
                                 indefinite: false,
+                                resolved: None,
                             },
                         ),
                         Err(e) => j.log(
@@ -850,11 +854,13 @@ async fn rounds(ctx: &Ctx, name: &str, g: &Group, lost_at_open: u64, round: &mut
                             Event::Error {
                                 message: format!("re-entering: {e}"),
                                 indefinite: e.class == ErrorClass::Indefinite,
+                                resolved: None,
                             },
                         ),
                     }
                 }
                 hold(ctx, name, g, base, token, *round).await;
+                j.log(name, Event::Releasing);
                 let mut ok = true;
                 for _ in 0..entries {
                     if let Err(e) = ctx.host.release(name).await {
@@ -885,11 +891,26 @@ async fn rounds(ctx: &Ctx, name: &str, g: &Group, lost_at_open: u64, round: &mut
                 if e.code == "DriverFailed" {
                     return false;
                 }
+                let indefinite = e.class == ErrorClass::Indefinite;
+                // An unknown outcome is resolved from the server: does the
+                // session own a lock node now?
+                let resolved = if indefinite {
+                    let session = ctx.views.get(name).session;
+                    Some(match ctx.target.lock_node(session, &ctx.dir, None).await {
+                        Some((p, z)) => {
+                            format!("the session owns {p} (czxid {z:#x}): its create happened")
+                        }
+                        None => "the session owns no lock node".to_string(),
+                    })
+                } else {
+                    None
+                };
                 j.log(
                     name,
                     Event::Error {
                         message: e.to_string(),
-                        indefinite: e.class == ErrorClass::Indefinite,
+                        indefinite,
+                        resolved,
                     },
                 );
                 *round += 1;

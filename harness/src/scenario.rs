@@ -664,6 +664,11 @@ pub struct Invariants {
     /// deletion) sees its guard report the loss (default true).
     #[serde(default = "yes")]
     pub lost_noticed: bool,
+    /// The clients' history fits a fenced mutex: every exclusive (or write)
+    /// acquisition's token is larger than every one completed before it
+    /// (default true).
+    #[serde(default = "yes")]
+    pub fenced_mutex: bool,
     /// At most this many watch notifications per hand-off.
     #[serde(default)]
     pub notifications_per_handoff: Option<u64>,
@@ -684,6 +689,7 @@ impl Default for Invariants {
             no_orphans: true,
             fencing: true,
             lost_noticed: true,
+            fenced_mutex: true,
             notifications_per_handoff: None,
             min_notifications_per_handoff: None,
         }
@@ -700,12 +706,13 @@ pub struct Expect {
 }
 
 /// The names of the invariants, as `expect.violated` uses them.
-pub const INVARIANT_NAMES: [&str; 6] = [
+pub const INVARIANT_NAMES: [&str; 7] = [
     "mutual_exclusion",
     "liveness",
     "no_orphans",
     "fencing",
     "lost_noticed",
+    "fenced_mutex",
     "notifications_per_handoff",
 ];
 

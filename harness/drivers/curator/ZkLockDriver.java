@@ -733,8 +733,10 @@ public final class ZkLockDriver {
                         "read-write", InterProcessReadWriteLock.class.getName() + " (readLock()/writeLock())",
                         "semaphore", InterProcessSemaphoreMutex.class.getName(),
                         "reentrant", mutex + " (re-entered)");
+                String transport = System.getProperty("zookeeper.clientCnxnSocket", "ClientCnxnSocketNIO");
                 emit(obj("event", "log", "message", "curator " + curatorVersion() + ", zookeeper client "
-                        + zookeeperVersion() + ", java " + System.getProperty("java.version")));
+                        + zookeeperVersion() + " (" + transport.substring(transport.lastIndexOf('.') + 1)
+                        + "), java " + System.getProperty("java.version")));
                 replyOk(id, "implementation", "curator " + curatorVersion(), "kinds", kinds);
                 return;
             }

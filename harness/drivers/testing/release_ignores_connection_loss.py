@@ -8,7 +8,7 @@ import json, os, sys, threading
 from types import SimpleNamespace
 from kazoo.client import KazooClient
 from kazoo.exceptions import (BadArgumentsError, BadVersionError, ConnectionClosedError, ConnectionLoss,
-                              LockTimeout, NodeExistsError, NoNodeError)
+                              LockTimeout, NodeExistsError, NoNodeError, SessionExpiredError)
 
 def make_lock(zk, path):  # your lock on `path`, given a started KazooClient
     return zk.Lock(path)
@@ -24,8 +24,10 @@ def release(lock):  # THE PLANTED BUG: kazoo's Lock.release retries the delete; 
         raise LookupError("not held")
     try:
         lock.client.delete(f"{lock.path}/{lock.node}")
-    except (ConnectionLoss, ConnectionClosedError, NoNodeError):
-        pass  # the bug: the node may still be there, and is forgotten
+    except (ConnectionLoss, ConnectionClosedError):
+        pass  # THE BUG: the delete may not have happened, and the node is forgotten
+    except (NoNodeError, SessionExpiredError):
+        pass  # already gone (with its session): kazoo's own release ends the same way
     # Reset the Lock as its own release does, and also forget that a create was tried:
     # otherwise the next acquire would look for a node with this lock's prefix, find
     # the leftover one and adopt it, hiding the bug.
