@@ -1,79 +1,49 @@
 #!/usr/bin/env python3
-"""Test your own lock with the harness (harness/DRIVERS.md): replace the three functions
-below; kazoo's Lock stands in for yours. Kind `exclusive` only, no state events."""
+"""Test your own lock (harness/DRIVERS.md): replace the three functions; kazoo's Lock stands in for yours."""
 import json, os, sys, threading
-from types import SimpleNamespace
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadArgumentsError, BadVersionError, LockTimeout, NodeExistsError, NoNodeError
+from kazoo.exceptions import LockTimeout, NoNodeError, NodeExistsError
 
-def make_lock(zk, path):  # your lock on `path`, given a started KazooClient
-    return zk.Lock(path)
+def make_lock(zk, path): return zk.Lock(path)  # your lock on `path`, with a started KazooClient
 
 def acquire(lock, blocking, timeout):  # True once held; False if busy (try) or timed out
-    try:
-        return lock.acquire(blocking=blocking, timeout=timeout)
-    except LockTimeout:
-        return False
+    try: return lock.acquire(blocking=blocking, timeout=timeout)
+    except LockTimeout: return False
 
 def release(lock):
-    if not lock.release():
-        raise LookupError("not held")
+    if not lock.release(): raise KeyError("not held")
 
-# ---- the protocol; nothing to change below ----
-DEFINITE = (LookupError, NoNodeError, NodeExistsError, BadVersionError, BadArgumentsError)  # nothing happened
-clients, out = {}, threading.Lock()
+clients, crashed, out = {}, set(), threading.Lock()
 
-def run(m, c):  # one thread per request, as an acquire may block
-    reply = {"id": m["id"], "ok": True}
+def serve(m):
+    r, op, c = {"id": m.get("id"), "ok": True}, m.get("op"), m.get("client")
     try:
-        match m["op"]:
-            case "init":
-                if m["protocol"] != 1:
-                    raise LookupError(f"unknown protocol {m['protocol']}; this driver speaks 1")
-                reply |= {"implementation": "skeleton (kazoo Lock)", "kinds": {"exclusive": "skeleton.make_lock"}}
-            case "open":
-                if old := clients.pop(m["client"], None):  # an open of an open client replaces it
-                    old.zk.stop()
-                retry_forever = dict(max_tries=-1, delay=0.05, max_delay=1)
-                zk = KazooClient(m["connect"], timeout=m["session_timeout_ms"] / 1000, connection_retry=retry_forever)
-                zk.start()
-                clients[m["client"]] = SimpleNamespace(zk=zk, lock=make_lock(zk, m["lock"]["path"]), crashed=False)
-                reply["session"] = zk.client_id[0]
-            case "acquire":
-                timeout = m["timeout_ms"] / 1000 if m["mode"] == "timeout" else None
-                reply["acquired"] = acquire(c.lock, m["mode"] != "try", timeout)
-            case "release":
-                release(c.lock)
-            case "touch":  # a persistent node with kazoo's default open ACL
-                c.zk.create(m["path"], m["data"].encode())
-            case "close":
-                del clients[m["client"]]
-                c.zk.stop()
-            case "crash":  # drop it at once, without closeSession (the harness stalled its connection)
-                del clients[m["client"]]
-                c.crashed = True
-                threading.Thread(target=c.zk.stop, daemon=True).start()
-            case "shutdown":
-                for other in clients.values():
-                    other.zk.stop()
-            case op:
-                raise LookupError(f"unknown op {op!r}")
-    except Exception as e:
-        cls = "definite" if isinstance(e, DEFINITE) else "indefinite"
-        reply = {"id": m["id"], "ok": False, "error": {"class": cls, "code": type(e).__name__, "message": str(e)}}
-    if m.get("op") == "crash" or not (c and c.crashed):  # a crashed client's requests get no reply
-        with out:  # whole lines only
-            print(json.dumps(reply), flush=True)
-    if m.get("op") == "shutdown":
-        os._exit(0)
+        if op == "init":
+            assert m["protocol"] == 1, "this driver speaks protocol 1"
+            r |= {"implementation": "my lock", "kinds": {"exclusive": "skeleton.make_lock"}}
+        elif op == "open":
+            zk = KazooClient(m["connect"], timeout=m["session_timeout_ms"] / 1000, connection_retry={"max_tries": -1})
+            zk.start()
+            clients[c] = (zk, make_lock(zk, m["lock"]["path"]))
+            r["session"] = zk.client_id[0]
+        elif op == "acquire":
+            r["acquired"] = bool(acquire(clients[c][1], m["mode"] != "try", m.get("timeout_ms", 0) / 1000 or None))
+        elif op == "release": release(clients[c][1])
+        elif op == "touch": clients[c][0].create(m["path"], m["data"].encode())
+        elif op == "close": clients.pop(c)[0].stop()
+        elif op == "crash":  # drop it at once, without waiting: the harness has silenced its connection
+            crashed.add(c)
+            threading.Thread(target=clients.pop(c)[0].stop, daemon=True).start()
+        elif op == "shutdown": [zk.stop() for zk, _ in clients.values()]
+        else: raise KeyError(f"unknown op {op!r}")
+    except Exception as e:  # definite: it did not happen; indefinite: unknown (connection loss, expiry...)
+        cls = "definite" if isinstance(e, (NoNodeError, NodeExistsError, KeyError, AssertionError)) else "indefinite"
+        r = {"id": m.get("id"), "ok": False, "error": {"class": cls, "code": type(e).__name__, "message": str(e)}}
+    if r["id"] is not None and (op == "crash" or c not in crashed):  # a crashed client says no more
+        with out: print(json.dumps(r), flush=True)
+    if op == "shutdown": os._exit(0)
 
-for line in sys.stdin:
-    try:
-        m = json.loads(line)
-        if type(m.get("id")) is not int:
-            raise ValueError("no integer id")
-    except (ValueError, AttributeError) as e:  # not JSON, not an object, no id
-        print(f"skeleton: ignoring {line!r}: {e}", file=sys.stderr)
-        continue
-    threading.Thread(target=run, args=(m, clients.get(m.get("client"))), daemon=True).start()
-os._exit(0)  # stdin closed: don't wait for kazoo's threads
+for line in sys.stdin:  # one thread per request: an acquire may block
+    try: threading.Thread(target=serve, args=(json.loads(line),), daemon=True).start()
+    except ValueError: print(f"skeleton: not JSON: {line!r}", file=sys.stderr)
+os._exit(0)

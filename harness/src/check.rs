@@ -19,6 +19,7 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[derive(Debug, Clone)]
 struct Acq {
     client: String,
+    round: usize,
     token: i64,
     path: Option<String>,
     /// Index in the journal of the Acquired event and of the round's end.
@@ -56,7 +57,7 @@ pub(crate) fn check(ctx: &Ctx, end: End, o: &mut Outcome) {
     // Acquisitions, each up to the end of its round.
     let mut acqs = Vec::new();
     for (i, e) in journal.iter().enumerate() {
-        if let Event::Acquired { token, path, .. } = &e.event {
+        if let Event::Acquired { token, path, round } = &e.event {
             let to = journal[i + 1..]
                 .iter()
                 .position(|x| {
@@ -66,6 +67,7 @@ pub(crate) fn check(ctx: &Ctx, end: End, o: &mut Outcome) {
                 .unwrap_or(journal.len());
             acqs.push(Acq {
                 client: e.client.clone(),
+                round: *round,
                 token: *token,
                 path: path.clone(),
                 from: i,
@@ -316,6 +318,19 @@ pub(crate) fn check(ctx: &Ctx, end: End, o: &mut Outcome) {
             if !taken {
                 continue;
             }
+            // A holder that left its critical section normally (its exit
+            // marker reached the server before the node went) lost nothing
+            // it held: the node went during or after its release.
+            let exit_prefix = format!("{}/{}.r{}.", ctx.res_dir, a.client, a.round);
+            let left_first = history.changes.iter().any(|c| {
+                c.kind == ChangeKind::Created
+                    && c.pos < d.pos
+                    && c.path.starts_with(&exit_prefix)
+                    && c.path.ends_with(".exit")
+            });
+            if left_first {
+                continue;
+            }
             let noticed = journal[a.from..a.to.min(journal.len())]
                 .iter()
                 .any(|e| e.client == a.client && matches!(e.event, Event::Lost));
@@ -434,6 +449,16 @@ pub(crate) fn check(ctx: &Ctx, end: End, o: &mut Outcome) {
             expected_violation: expected.contains(name),
             details,
         });
+    }
+    // A client that never got a session did not play its part: the run
+    // cannot be judged, and is not a pass.
+    for e in &journal {
+        if let Event::Error { message, .. } = &e.event {
+            if message.starts_with("open: ") {
+                o.errors
+                    .push(format!("{} could not open a session: {message}", e.client));
+            }
+        }
     }
     for s in &end.steps_not_run {
         o.errors.push(format!("{s} never ran"));

@@ -50,6 +50,9 @@ struct RunArgs {
     /// Only scenarios whose name contains this.
     #[arg(long)]
     filter: Option<String>,
+    /// Leave out scenarios whose name contains this (repeatable).
+    #[arg(long)]
+    exclude: Vec<String>,
     /// Play each scenario N times, with a new seed each time.
     #[arg(long, default_value_t = 1)]
     repeat: u32,
@@ -92,6 +95,9 @@ struct MatrixArgs {
     /// Only scenarios whose name contains this.
     #[arg(long)]
     filter: Option<String>,
+    /// Leave out scenarios whose name contains this (repeatable).
+    #[arg(long)]
+    exclude: Vec<String>,
     /// `mock` (the embedded zk-mock, default) or HOST:PORT of a real ZooKeeper.
     #[arg(long, default_value = "mock")]
     target: String,
@@ -192,6 +198,7 @@ fn run(args: RunArgs) -> ExitCode {
     if let Some(f) = &args.filter {
         scenarios.retain(|s| s.name.contains(f.as_str()));
     }
+    scenarios.retain(|s| !args.exclude.iter().any(|x| s.name.contains(x.as_str())));
     if scenarios.is_empty() {
         eprintln!("error: no scenarios to run");
         return ExitCode::from(2);
@@ -376,13 +383,17 @@ fn matrix(args: MatrixArgs) -> ExitCode {
     if let Some(f) = &args.filter {
         scenarios.retain(|s| s.name.contains(f.as_str()));
     }
+    scenarios.retain(|s| !args.exclude.iter().any(|x| s.name.contains(x.as_str())));
     if scenarios.is_empty() {
         eprintln!("error: no scenarios to run");
         return ExitCode::from(2);
     }
     if let Some(exp) = &expectations {
         for (name, cells) in exp {
-            if !scenarios.iter().any(|s| &s.name == name) && args.filter.is_none() {
+            if !scenarios.iter().any(|s| &s.name == name)
+                && args.filter.is_none()
+                && args.exclude.is_empty()
+            {
                 eprintln!("warning: expectations name scenario {name:?}, which is not in the run");
             }
             for imp in cells.keys() {

@@ -72,6 +72,10 @@ pub(crate) struct Ctx {
     pub(crate) faults: Mutex<Vec<FaultRecord>>,
     pub(crate) last_fault_end: Mutex<Duration>,
     pub(crate) deadline: Instant,
+    /// Sessions opened in the connect phase, not yet taken by their clients.
+    pub(crate) preopened: Mutex<BTreeMap<String, i64>>,
+    /// When the connect phase ended: the scenario's clock starts here.
+    pub(crate) t0: Mutex<Duration>,
     /// Request faults aimed at clients not yet connected (mock).
     pub(crate) pending_faults: Mutex<Vec<(String, crate::fault::RequestFault)>>,
     /// Timeline steps whose action is under way.
@@ -112,6 +116,14 @@ pub async fn run(loaded: &Loaded, opts: &RunOptions) -> Outcome {
             outcome.errors.push(skip.because.clone());
             return outcome;
         }
+    }
+    if opts.target != TargetSpec::Mock && loaded.scenario.server.expiry_cleanup_delay.is_some() {
+        outcome.status = Status::Skipped;
+        outcome.errors.push(
+            "needs the mock's expiry_cleanup_delay (a real server applies an expiry at once)"
+                .into(),
+        );
+        return outcome;
     }
     if opts.target != TargetSpec::Mock {
         let mock_only: Vec<&str> = loaded
@@ -191,6 +203,8 @@ pub async fn run(loaded: &Loaded, opts: &RunOptions) -> Outcome {
         deadline: Instant::now() + deadline_len,
         acting: Default::default(),
         pending_faults: Mutex::default(),
+        preopened: Mutex::default(),
+        t0: Mutex::default(),
     });
     let result = play(&ctx).await;
     // The scenario is over: every session still open ends now, as the
@@ -255,6 +269,30 @@ async fn play(ctx: &Arc<Ctx>) -> Result<End, String> {
             Err(e) => return Err(format!("creating {dir}: {e}")),
         }
     }
+    // The connect phase: every client that starts on its own connects its
+    // session first, as an application is up before it contends for the
+    // lock; the scenario's clock (`at`, `start`) runs from the end of it.
+    // A driver that is slow to connect (a JVM) then plays the same
+    // scenario as a fast one.
+    let mut opening = Vec::new();
+    for g in &ctx.loaded.scenario.clients {
+        if g.value.on_stampede {
+            continue;
+        }
+        for name in ctx.loaded.members(&g.value) {
+            let ctx2 = ctx.clone();
+            opening.push(tokio::spawn(async move {
+                let s = open_session(&ctx2, &name).await;
+                (name, s)
+            }));
+        }
+    }
+    for o in opening {
+        if let Ok((name, Some(session))) = o.await {
+            lock(&ctx.preopened).insert(name, session);
+        }
+    }
+    *lock(&ctx.t0) = ctx.journal.now();
     // The timeline.
     let mut steps = Vec::new();
     for (i, step) in ctx.loaded.scenario.timeline.iter().enumerate() {
@@ -421,8 +459,9 @@ fn resolve(ctx: &Ctx, sel: &str) -> Vec<String> {
 async fn wait_trigger(ctx: &Ctx, step: &Step) {
     let start = ctx.journal.now();
     if let Some(at) = step.at {
-        if at.0 > start {
-            tokio::time::sleep(at.0 - start).await;
+        let at = *lock(&ctx.t0) + at.0;
+        if at > start {
+            tokio::time::sleep(at - start).await;
         }
     } else if let Some(on) = &step.on {
         let mut changed = ctx.journal.subscribe();
@@ -713,54 +752,78 @@ async fn nemesis(ctx: &Arc<Ctx>, step: usize, chaos: &crate::scenario::Chaos) ->
     hit.into_iter().collect()
 }
 
-async fn client_task(ctx: Arc<Ctx>, name: String, g: Group) {
+/// Connects a session for `name` (retrying until the deadline) and opens
+/// its lock; logs the attempt. `None`: it could not.
+async fn open_session(ctx: &Arc<Ctx>, name: &str) -> Option<i64> {
     let j = &ctx.journal;
-    let mut round = 0;
-    'session: while round < g.rounds {
-        j.log(&name, Event::Connecting);
-        let cs = match ctx.target.connect_string(&name).await {
-            Ok(cs) => cs,
+    j.log(name, Event::Connecting);
+    let cs = match ctx.target.connect_string(name).await {
+        Ok(cs) => cs,
+        Err(e) => {
+            j.log(
+                name,
+                Event::Error {
+                    message: e,
+                    indefinite: false,
+                    resolved: None,
+                },
+            );
+            return None;
+        }
+    };
+    let session = loop {
+        let deadline = tokio::time::Instant::from_std(ctx.deadline);
+        let opened = tokio::time::timeout_at(
+            deadline,
+            ctx.host
+                .open(name, &cs, ctx.session_timeout, &ctx.lock_spec),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(crate::implementation::protocol::OpError::indefinite(
+                "Timeout",
+                "no answer to open before the scenario's deadline",
+            ))
+        });
+        match opened {
+            Ok(s) => break s,
+            Err(e) if e.code != "DriverFailed" && Instant::now() < ctx.deadline => {
+                tracing::debug!(client = %name, "open: {e}");
+                tokio::time::sleep(Duration::from_millis(20)).await
+            }
             Err(e) => {
                 j.log(
-                    &name,
+                    name,
                     Event::Error {
-                        message: e,
-                        indefinite: false,
+                        message: format!("open: {e}"),
+                        indefinite: e.class == ErrorClass::Indefinite,
                         resolved: None,
                     },
                 );
-                break;
+                return None;
             }
-        };
-        let session = loop {
-            match ctx
-                .host
-                .open(&name, &cs, ctx.session_timeout, &ctx.lock_spec)
-                .await
-            {
-                Ok(s) => break s,
-                Err(e) if e.code != "DriverFailed" && Instant::now() < ctx.deadline => {
-                    tracing::debug!(client = %name, "open: {e}");
-                    tokio::time::sleep(Duration::from_millis(20)).await
-                }
-                Err(e) => {
-                    j.log(
-                        &name,
-                        Event::Error {
-                            message: format!("open: {e}"),
-                            indefinite: e.class == ErrorClass::Indefinite,
-                            resolved: None,
-                        },
-                    );
-                    break 'session;
-                }
-            }
-        };
-        if ctx.views.get(&name).session != session {
-            j.log(&name, Event::Connected { session });
         }
-        ctx.views.opened(&name, session);
-        lock(&ctx.open).insert(name.clone());
+    };
+    if ctx.views.get(name).session != session {
+        j.log(name, Event::Connected { session });
+    }
+    ctx.views.opened(name, session);
+    lock(&ctx.open).insert(name.to_string());
+    Some(session)
+}
+
+async fn client_task(ctx: Arc<Ctx>, name: String, g: Group) {
+    let j = &ctx.journal;
+    let mut round = 0;
+    while round < g.rounds {
+        let pre = lock(&ctx.preopened).remove(&name);
+        let session = match pre {
+            Some(s) => s,
+            None => match open_session(&ctx, &name).await {
+                Some(s) => s,
+                None => break,
+            },
+        };
         let pending: Vec<crate::fault::RequestFault> = {
             let mut p = lock(&ctx.pending_faults);
             let (mine, rest) = std::mem::take(&mut *p)
@@ -790,6 +853,7 @@ async fn client_task(ctx: Arc<Ctx>, name: String, g: Group) {
         if g.on_expiry == OnExpiry::Stop {
             break;
         }
+        // Reconnect, or Keep with a client that cannot carry on: open anew.
     }
     // The client is done, but its session stays open, as an application's
     // would, until the scenario ends.
@@ -802,7 +866,13 @@ fn expired_since(ctx: &Ctx, name: &str, lost_at_open: u64) -> bool {
 }
 
 /// Plays rounds on one session; true if the session expired.
-async fn rounds(ctx: &Ctx, name: &str, g: &Group, lost_at_open: u64, round: &mut usize) -> bool {
+async fn rounds(
+    ctx: &Ctx,
+    name: &str,
+    g: &Group,
+    mut lost_at_open: u64,
+    round: &mut usize,
+) -> bool {
     let j = &ctx.journal;
     let mode = if g.try_only {
         Mode::Try
@@ -871,7 +941,13 @@ async fn rounds(ctx: &Ctx, name: &str, g: &Group, lost_at_open: u64, round: &mut
                 j.log(name, Event::Released { ok });
                 *round += 1;
                 if expired_since(ctx, name, lost_at_open) {
-                    return true;
+                    if g.on_expiry != OnExpiry::Keep {
+                        return true;
+                    }
+                    // Keep the same client and lock: its library carries on
+                    // with a new session, if it makes one by itself.
+                    j.log(name, Event::Expired);
+                    lost_at_open = ctx.views.get(name).lost;
                 }
             }
             Ok(Acquired::NotAcquired) => {
@@ -885,8 +961,16 @@ async fn rounds(ctx: &Ctx, name: &str, g: &Group, lost_at_open: u64, round: &mut
                 *round += 1;
             }
             Err(e) => {
-                if e.code == "SessionExpired" || expired_since(ctx, name, lost_at_open) {
+                // A client that is dead for good (zookeeper-client after
+                // expiry) is opened again, whatever on_expiry says.
+                if e.code == "SessionExpired"
+                    || (expired_since(ctx, name, lost_at_open) && g.on_expiry != OnExpiry::Keep)
+                {
                     return true;
+                }
+                if expired_since(ctx, name, lost_at_open) {
+                    j.log(name, Event::Expired);
+                    lost_at_open = ctx.views.get(name).lost;
                 }
                 if e.code == "DriverFailed" {
                     return false;

@@ -97,6 +97,11 @@ pub struct Server {
     /// The mock's seed (session ids, passwords); `--seed` overrides it.
     #[serde(default)]
     pub seed: Option<u64>,
+    /// The mock applies a server-side expiry's ephemeral deletions this much
+    /// later (the session itself ends at once): what a client sees through a
+    /// server that has not applied the expiry yet (CURATOR-604). Mock only.
+    #[serde(default)]
+    pub expiry_cleanup_delay: Option<Dur>,
 }
 
 fn default_tick() -> Dur {
@@ -116,6 +121,7 @@ impl Default for Server {
             session_timeout: default_session_timeout(),
             compat: default_compat(),
             seed: None,
+            expiry_cleanup_delay: None,
         }
     }
 }
@@ -298,6 +304,12 @@ pub enum OnExpiry {
     Reconnect,
     /// Stop: the client is done.
     Stop,
+    /// Keep the same client and lock objects and go on with the remaining
+    /// rounds: a library that makes a new session by itself (kazoo, Curator)
+    /// carries on with it; one whose client is dead for good (zookeeper-client)
+    /// is opened again. Shows what a lock object remembers across an expiry
+    /// (CURATOR-604).
+    Keep,
 }
 
 /// A group of identical clients.

@@ -107,6 +107,9 @@ impl Target {
                     // run (a 1000-client stampede) cannot expire it.
                     .max_session_timeout((20 * tick as i32).max(timeout).max(ADMIN_TIMEOUT_MS))
                     .seed(seed)
+                    .expiry_cleanup_delay(
+                        server.expiry_cleanup_delay.map(|d| d.0).unwrap_or_default(),
+                    )
                     .recorder_capacity(2_000_000)
                     .start()
                     .await

@@ -60,7 +60,7 @@ fn assert_error(o: &Outcome, took: Duration, needles: &[&str]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_line_that_is_not_json_is_an_error_naming_the_line() {
     let (o, took) = broken(&format!(
-        "read l\necho '{INIT}'\nread l\necho 'this is not json'\nsleep 30"
+        "read l\necho '{INIT}'\nread l\necho 'this is not json'\nsleep 8"
     ))
     .await;
     assert_error(
@@ -77,7 +77,7 @@ async fn a_line_that_is_not_json_is_an_error_naming_the_line() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reply_to_an_unknown_request_is_an_error() {
     let (o, took) = broken(&format!(
-        "read l\necho '{INIT}'\nread l\necho '{{\"id\":999,\"ok\":true}}'\nsleep 30"
+        "read l\necho '{INIT}'\nread l\necho '{{\"id\":999,\"ok\":true}}'\nsleep 8"
     ))
     .await;
     assert_error(
@@ -90,7 +90,7 @@ async fn a_reply_to_an_unknown_request_is_an_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_for_a_client_never_opened_is_an_error() {
     let (o, took) = broken(&format!(
-        "read l\necho '{INIT}'\nread l\necho '{{\"event\":\"state\",\"client\":\"nobody\",\"state\":\"lost\"}}'\nsleep 30"
+        "read l\necho '{INIT}'\nread l\necho '{{\"event\":\"state\",\"client\":\"nobody\",\"state\":\"lost\"}}'\nsleep 8"
     ))
     .await;
     assert_error(&o, took, &["stdout line 2", "\"nobody\"", "never opened"]);
@@ -109,7 +109,7 @@ async fn a_driver_that_exits_mid_run_is_an_error_with_its_stderr() {
 async fn a_reply_missing_its_fields_is_an_error() {
     // `open` must say which session it got.
     let (o, took) = broken(&format!(
-        "read l\necho '{INIT}'\nread l\necho '{{\"id\":2,\"ok\":true}}'\nsleep 30"
+        "read l\necho '{INIT}'\nread l\necho '{{\"id\":2,\"ok\":true}}'\nsleep 8"
     ))
     .await;
     assert_error(&o, took, &["stdout line 2", "no `session`"]);
@@ -136,7 +136,7 @@ async fn a_silent_driver_ends_at_the_deadline_and_does_not_pass() {
     let d = script(
         dir.path(),
         "fake-driver",
-        &format!("read l\necho '{INIT}'\nsleep 60"),
+        &format!("read l\necho '{INIT}'\nsleep 8"),
     );
     let t = Instant::now();
     let o = play(

@@ -211,6 +211,12 @@ impl Control {
         v
     }
 
+    /// Sets the delay of the ephemeral cleanup of sessions expired from now
+    /// on ([`ZkMockBuilder::expiry_cleanup_delay`]).
+    pub fn set_expiry_cleanup_delay(&self, delay: Duration) {
+        self.state().settings.expiry_cleanup_delay_ms = delay.as_millis() as u64;
+    }
+
     /// Number of open client connections.
     pub fn connection_count(&self) -> usize {
         self.state().conns.len()
@@ -704,6 +710,7 @@ pub struct ZkMockBuilder {
     tls: Option<crate::tls::Tls>,
     secure_port: u16,
     max_outbox: usize,
+    expiry_cleanup_delay: Duration,
 }
 
 impl Default for ZkMockBuilder {
@@ -728,6 +735,7 @@ impl Default for ZkMockBuilder {
             tls: None,
             secure_port: 0,
             max_outbox: 128 << 20,
+            expiry_cleanup_delay: Duration::ZERO,
         }
     }
 }
@@ -795,6 +803,19 @@ impl ZkMockBuilder {
     /// connection (a `stall` fault) holds its frames and is exempt.
     pub fn max_outbox_bytes(mut self, bytes: usize) -> Self {
         self.max_outbox = bytes.max(1);
+        self
+    }
+
+    /// Delays the ephemeral cleanup of sessions the server expires (default
+    /// none). The session ends at once — its connection is closed and a
+    /// re-attach is told it expired — but its closeSession transaction, which
+    /// deletes its ephemeral nodes, is applied this much later on the
+    /// session clock. A client that reconnects with a new session meanwhile
+    /// sees its old session's nodes, as it would through a server that has
+    /// not yet applied the expiry (CURATOR-604). Also
+    /// [`Control::set_expiry_cleanup_delay`].
+    pub fn expiry_cleanup_delay(mut self, delay: Duration) -> Self {
+        self.expiry_cleanup_delay = delay;
         self
     }
 
@@ -1025,6 +1046,7 @@ impl ZkMockBuilder {
             extended_types: self.extended_types,
             reconfig_enabled: self.reconfig_enabled,
             max_outbox: self.max_outbox,
+            expiry_cleanup_delay_ms: self.expiry_cleanup_delay.as_millis() as u64,
         };
         let recorder = Recorder::new(self.record, self.recorder_capacity);
         let state = State::new(

@@ -103,6 +103,11 @@ pub(crate) struct Settings {
     /// A connection with more than this many bytes queued is a slow
     /// reader and is closed rather than buffered without limit.
     pub(crate) max_outbox: usize,
+    /// Server-side expiry removes the session at once but applies its
+    /// closeSession transaction (deleting its ephemerals) this much later,
+    /// on the session clock: what a client sees of a server that has not
+    /// applied the expiry yet (CURATOR-604). 0: at once, as ZooKeeper does.
+    pub(crate) expiry_cleanup_delay_ms: u64,
 }
 
 /// Tree, sessions, watches, connections, rules and the recorder.
@@ -122,6 +127,9 @@ pub(crate) struct State {
     pub(crate) stalled: BTreeSet<i64>,
     /// When the next container check is due, in session-clock ms.
     pub(crate) next_container_check: u64,
+    /// Expired sessions whose closeSession transaction is still to come
+    /// (`expiry_cleanup_delay_ms`): when, and which.
+    pub(crate) pending_kills: Vec<(u64, i64)>,
     /// While true, new connections are closed as soon as they are accepted.
     pub(crate) refusing: bool,
     /// Bumped after every request and expiry, for [`ZkMock::wait_until`](crate::ZkMock::wait_until).
@@ -174,6 +182,7 @@ impl State {
             seed,
             stalled: BTreeSet::new(),
             next_container_check: settings_check_interval,
+            pending_kills: Vec::new(),
             refusing: false,
             changes: watch::channel(0).0,
             next_conn: 1,
@@ -561,13 +570,26 @@ impl State {
     /// Returns the zxid, or `None` if the session was already gone.
     pub(crate) fn close_session(&mut self, session: i64, how: SessionEvent) -> Option<i64> {
         let s = self.sessions.remove(session)?;
+        let zxid = self.kill(session, how);
+        self.unbind(session, s.conn);
+        Some(zxid)
+    }
+
+    /// The closeSession transaction: a zxid, the session's ephemerals
+    /// deleted with it, watchers told.
+    fn kill(&mut self, session: i64, how: SessionEvent) -> i64 {
         let zxid = self.tree.next_zxid();
         let now = self.clock.now_ms();
         self.recorder.session(now, session, how, zxid);
         let mut events = Vec::new();
         self.tree.kill_session(zxid, session, &mut events);
         self.fire(&events, zxid, session);
-        if let Some(c) = s.conn.and_then(|c| self.conns.get_mut(&c)) {
+        zxid
+    }
+
+    /// Unbinds a removed session from its connection and its stall.
+    fn unbind(&mut self, session: i64, conn: Option<ConnId>) {
+        if let Some(c) = conn.and_then(|c| self.conns.get_mut(&c)) {
             c.session = None;
         }
         // Connections waiting to re-attach a stalled session may go on: they
@@ -575,19 +597,50 @@ impl State {
         // held is dropped when it is closed.
         if self.stalled.remove(&session) {
             for (&id, c) in self.conns.iter_mut() {
-                if c.stalled_for == Some(session) && Some(id) != s.conn {
+                if c.stalled_for == Some(session) && Some(id) != conn {
                     c.stalled_for = None;
                     let _ = c.gate.send(Gate::Open);
                 }
             }
         }
-        Some(zxid)
+    }
+
+    /// Applies the closeSession transactions of expired sessions whose
+    /// cleanup delay is over.
+    pub(crate) fn kill_due(&mut self) {
+        if self.pending_kills.is_empty() {
+            return;
+        }
+        let now = self.clock.now_ms();
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending_kills)
+            .into_iter()
+            .partition(|(at, _)| *at <= now);
+        self.pending_kills = later;
+        for (_, session) in due {
+            let zxid = self.kill(session, SessionEvent::Expired);
+            tracing::info!(
+                session = format_args!("{session:#x}"),
+                zxid,
+                "expired session's ephemerals deleted (delayed cleanup)"
+            );
+        }
+        self.changed();
     }
 
     /// Server-side expiry: closeSession, then close the connection with nothing sent.
     pub(crate) fn expire(&mut self, session: i64) -> bool {
         let conn = self.sessions.get(session).and_then(|s| s.conn);
-        if self.close_session(session, SessionEvent::Expired).is_none() {
+        let delay = self.settings.expiry_cleanup_delay_ms;
+        if delay > 0 {
+            // The session is gone (a re-attach is told it expired), but its
+            // closeSession transaction comes later.
+            let Some(s) = self.sessions.remove(session) else {
+                return false;
+            };
+            self.unbind(session, s.conn);
+            self.pending_kills
+                .push((self.clock.now_ms() + delay, session));
+        } else if self.close_session(session, SessionEvent::Expired).is_none() {
             return false;
         }
         tracing::info!(session = format_args!("{session:#x}"), "session expired");
@@ -642,6 +695,7 @@ impl State {
         for id in self.sessions.expired(now) {
             self.expire(id);
         }
+        self.kill_due();
     }
 
     /// Tells waiters that something was recorded.

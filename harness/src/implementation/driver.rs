@@ -295,8 +295,29 @@ impl Host {
 
     /// Says `shutdown`, waits for the process to exit (boundedly), kills it otherwise.
     pub async fn shutdown(&self) {
-        let said = tokio::time::timeout(SHUTDOWN_TIMEOUT, self.call(Op::Shutdown)).await;
-        lock(&self.shared.state).shutting_down = true;
+        // From here on the driver may exit (it does, after its reply).
+        let said = tokio::time::timeout(SHUTDOWN_TIMEOUT, async {
+            // Marked before it is sent: its exit after the reply is no failure.
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            let (tx, rx) = oneshot::channel();
+            {
+                let mut st = lock(&self.shared.state);
+                st.shutting_down = true;
+                st.pending.insert(id, (Op::Shutdown, tx));
+            }
+            let mut line = serde_json::to_string(&Request {
+                id,
+                op: Op::Shutdown,
+            })
+            .expect("requests serialize");
+            line.push('\n');
+            if let Some(w) = self.stdin.lock().await.as_mut() {
+                let _ = w.write_all(line.as_bytes()).await;
+                let _ = w.flush().await;
+            }
+            rx.await
+        })
+        .await;
         *self.stdin.lock().await = None;
         let child = lock(&self.child).take();
         if let Some(mut child) = child {

@@ -217,6 +217,59 @@ async fn a_stall_past_the_timeout_on_the_manual_clock_expires_the_session_like_a
     wait_state(&victim, SessionState::Expired).await;
 }
 
+/// With a cleanup delay, an expired session is gone at once (its client is
+/// told so, and cannot re-attach) while its ephemeral nodes stay, owned by
+/// the dead session, until the delay is over: what a client sees through a
+/// server that has not applied the expiry yet (CURATOR-604).
+#[tokio::test]
+async fn an_expiry_cleanup_delay_keeps_the_dead_sessions_nodes_for_a_while() {
+    let mock = ZkMock::builder()
+        .clock(ClockMode::Manual)
+        .expiry_cleanup_delay(Duration::from_millis(1500))
+        .start()
+        .await
+        .unwrap();
+    let victim = connect(&mock).await;
+    victim.create("/held", b"", &ephemeral()).await.unwrap();
+    let id = victim.session_id().0;
+    let observer = connect(&mock).await;
+    let (_, _, gone) = observer.get_and_watch_data("/held").await.unwrap();
+    assert!(mock.expire_session(id));
+    wait_state(&victim, SessionState::Expired).await;
+    assert!(!mock.session_ids().contains(&id));
+    // A new session still sees the node, owned by the expired one.
+    let again = connect(&mock).await;
+    let stat = again
+        .check_stat("/held")
+        .await
+        .unwrap()
+        .expect("still there");
+    assert_eq!(stat.ephemeral_owner, id);
+    mock.advance(Duration::from_millis(1000));
+    assert!(again.check_stat("/held").await.unwrap().is_some());
+    mock.advance(Duration::from_millis(600));
+    let ev = with_timeout(QUICK, "NodeDeleted", gone.changed()).await;
+    assert_eq!(ev.event_type, EventType::NodeDeleted);
+    assert!(again.check_stat("/held").await.unwrap().is_none());
+    let expired: Vec<_> = mock
+        .recorded()
+        .sessions
+        .iter()
+        .filter(|s| s.session == id && s.event == SessionEvent::Expired)
+        .map(|s| s.zxid)
+        .collect();
+    assert_eq!(
+        expired.len(),
+        1,
+        "one closeSession transaction, at the cleanup"
+    );
+    // Without the delay, the next expiry cleans up at once.
+    mock.set_expiry_cleanup_delay(Duration::ZERO);
+    again.create("/now", b"", &ephemeral()).await.unwrap();
+    assert!(mock.expire_session(again.session_id().0));
+    assert!(observer.check_stat("/now").await.unwrap().is_none());
+}
+
 #[tokio::test]
 async fn a_short_stall_holds_replies_and_resume_delivers_them_in_order() {
     let mock = start_mock().await;
