@@ -1,11 +1,14 @@
 //! # harness
 //!
-//! Plays YAML scenarios — many clients using the zk-lock recipes while faults
-//! are injected — against the embedded zk-mock (default) or a real
+//! Plays YAML scenarios — many clients using a lock implementation while
+//! faults are injected — against the embedded zk-mock (default) or a real
 //! ZooKeeper, and checks the invariants lock code must keep: mutual
 //! exclusion, liveness, no orphaned lock nodes, fencing, the loss of the
-//! lock noticed, and notification budgets. `scenarios/README.md` documents
-//! the file format by example.
+//! lock noticed, a fenced-mutex history, and notification budgets. The
+//! implementation is zk-lock in this process or any library behind a driver
+//! process ([`implementation`], `harness/DRIVERS.md`); `harness matrix` runs
+//! the library on several ([`matrix`]). `scenarios/README.md` documents the
+//! file format by example.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {

@@ -488,3 +488,104 @@ pub fn files(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
         dir.join("matrix.xml"),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::implementation::Implementation;
+    use crate::report::InvariantResult;
+    use crate::target::TargetSpec;
+    use std::path::Path;
+
+    fn outcome(l: &Loaded, imp: &str, status: Status, violated: &[&str]) -> Outcome {
+        let implementation = Implementation::parse(imp).unwrap_or(Implementation::Driver {
+            name: imp.into(),
+            command: vec![imp.into()],
+        });
+        let mut o = Outcome::new(l, &TargetSpec::Mock, &implementation, 9);
+        o.status = status;
+        for v in violated {
+            o.invariants.push(InvariantResult {
+                name: v.to_string(),
+                checked: true,
+                held: false,
+                expected_violation: false,
+                details: vec![],
+            });
+        }
+        o
+    }
+
+    #[test]
+    fn cells_are_judged_against_the_expectations_and_findings_are_shown() {
+        let l = crate::scenario::parse(
+            Path::new("kazoo-732.yaml"),
+            "lock: {kind: exclusive}\nclients:\n  - name: a\n",
+        )
+        .unwrap();
+        let expectations: Expectations = serde_saphyr::from_str(
+            "kazoo-732:\n  kazoo:\n    verdict: failed\n    violated: [liveness, no_orphans]\n    finding: python-zk/kazoo#732\n",
+        )
+        .unwrap();
+        let outcomes = vec![
+            outcome(&l, "zk-lock", Status::Passed, &[]),
+            outcome(&l, "kazoo", Status::Failed, &["liveness", "no_orphans"]),
+        ];
+        let imps = vec![
+            ("zk-lock".to_string(), "zk-lock 0.1.0".to_string()),
+            ("kazoo".to_string(), "kazoo 2.11.0".to_string()),
+        ];
+        let m = Matrix::new(
+            &[l.clone()],
+            imps.clone(),
+            "mock",
+            &outcomes,
+            Some(&expectations),
+            1.0,
+        );
+        assert!(m.ok(), "{}", m.terminal());
+        let md = m.markdown();
+        assert!(md.contains("| `kazoo-732` |  | passed | **failed**: liveness, no_orphans (python-zk/kazoo#732) |"), "{md}");
+        assert!(md.contains("Seed 9; replay: `"), "{md}");
+        // A fixed upstream bug is a changed verdict: it fails.
+        let fixed = vec![
+            outcome(&l, "zk-lock", Status::Passed, &[]),
+            outcome(&l, "kazoo", Status::Passed, &[]),
+        ];
+        let m = Matrix::new(
+            &[l.clone()],
+            imps.clone(),
+            "mock",
+            &fixed,
+            Some(&expectations),
+            1.0,
+        );
+        assert!(!m.ok());
+        assert_eq!(m.mismatches().len(), 1);
+        assert!(m.terminal().contains("expected failed"), "{}", m.terminal());
+        assert!(m.junit().contains("<failure"), "{}", m.junit());
+        // So is a different set of violated invariants.
+        let other = vec![
+            outcome(&l, "zk-lock", Status::Passed, &[]),
+            outcome(&l, "kazoo", Status::Failed, &["liveness"]),
+        ];
+        assert!(!Matrix::new(
+            &[l.clone()],
+            imps.clone(),
+            "mock",
+            &other,
+            Some(&expectations),
+            1.0
+        )
+        .ok());
+        // A skipped cell is expected unless the file says otherwise; an
+        // unlisted failure is not.
+        let skipped = vec![
+            outcome(&l, "zk-lock", Status::Failed, &["mutual_exclusion"]),
+            outcome(&l, "kazoo", Status::Skipped, &[]),
+        ];
+        let m = Matrix::new(&[l], imps, "mock", &skipped, None, 1.0);
+        assert_eq!(m.mismatches().len(), 1);
+        assert_eq!(m.mismatches()[0].1, "zk-lock");
+    }
+}
