@@ -962,7 +962,7 @@ async fn rounds(
                         ),
                     }
                 }
-                hold(ctx, name, g, base, token, *round).await;
+                let left = hold(ctx, name, g, base, token, *round).await;
                 j.log(name, Event::Releasing);
                 let mut ok = true;
                 for _ in 0..entries {
@@ -970,6 +970,14 @@ async fn rounds(
                         tracing::debug!(client = %name, "release: {e}");
                         ok = false;
                     }
+                }
+                // The library may have reported the loss after the holder
+                // stopped looking (while it touched its exit marker or
+                // released): that is still its report, within the round.
+                if left != HoldState::Lost
+                    && hold_state(&base, &ctx.views.get(name)) == HoldState::Lost
+                {
+                    j.log(name, Event::Lost);
                 }
                 j.log(name, Event::Released { ok });
                 *round += 1;
