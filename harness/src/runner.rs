@@ -895,7 +895,7 @@ async fn client_task(ctx: Arc<Ctx>, name: String, g: Group) {
 
 /// Whether the client's session has ended since it was opened.
 fn expired_since(ctx: &Ctx, name: &str, lost_at_open: u64) -> bool {
-    ctx.views.get(name).lost > lost_at_open
+    ctx.views.get(name).lost > lost_at_open || ctx.host.session_ended(name)
 }
 
 /// Plays rounds on one session; true if the session expired.
@@ -965,10 +965,12 @@ async fn rounds(
                 let left = hold(ctx, name, g, base, token, *round).await;
                 j.log(name, Event::Releasing);
                 let mut ok = true;
+                let mut session_gone = false;
                 for _ in 0..entries {
                     if let Err(e) = ctx.host.release(name).await {
                         tracing::debug!(client = %name, "release: {e}");
                         ok = false;
+                        session_gone |= e.code == "SessionExpired";
                     }
                 }
                 // The library may have reported the loss after the holder
@@ -981,6 +983,11 @@ async fn rounds(
                 }
                 j.log(name, Event::Released { ok });
                 *round += 1;
+                // The library's own word (its release failed for the
+                // session's end) may come before its event does.
+                if session_gone && g.on_expiry != OnExpiry::Keep {
+                    return true;
+                }
                 if expired_since(ctx, name, lost_at_open) {
                     if g.on_expiry != OnExpiry::Keep {
                         return true;

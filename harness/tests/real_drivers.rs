@@ -13,7 +13,9 @@ use harness::runner::{run, RunOptions};
 use harness::target::TargetSpec;
 
 fn scenario(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios").join(rel)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios")
+        .join(rel)
 }
 
 async fn play(file: &str, implementation: Implementation) -> Outcome {
@@ -53,7 +55,12 @@ async fn a_release_that_ignores_connection_loss_is_caught() {
     assert_eq!(o.status, Status::Passed, "{}", failure_details(&o));
     let o = play("field/curator-678-release-connection-loss.yaml", planted).await;
     assert_eq!(o.status, Status::Failed, "{}", failure_details(&o));
-    assert_eq!(violated(&o), vec!["liveness", "no_orphans"], "{}", failure_details(&o));
+    assert_eq!(
+        violated(&o),
+        vec!["liveness", "no_orphans"],
+        "{}",
+        failure_details(&o)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -65,7 +72,15 @@ async fn kazoo_732_is_found_in_kazoo_and_not_in_zk_lock() {
     .await;
     assert_eq!(o.status, Status::Failed, "{}", failure_details(&o));
     assert_eq!(violated(&o), vec!["liveness", "no_orphans"]);
-    assert!(o.implementation_version.starts_with("kazoo 2.11"), "{}", o.implementation_version);
-    let o = play("field/kazoo-732-lost-cleanup-delete.yaml", Implementation::ZkLock).await;
+    assert!(
+        o.implementation_version.starts_with("kazoo 2.11"),
+        "{}",
+        o.implementation_version
+    );
+    let o = play(
+        "field/kazoo-732-lost-cleanup-delete.yaml",
+        Implementation::ZkLock,
+    )
+    .await;
     assert_eq!(o.status, Status::Passed, "{}", failure_details(&o));
 }

@@ -266,6 +266,14 @@ impl Host {
         self.clients().remove(name);
     }
 
+    /// Whether the client's session has ended (expired or closed), as its
+    /// zookeeper-client knows it now.
+    pub fn session_ended(&self, name: &str) -> bool {
+        self.clients()
+            .get(name)
+            .is_some_and(|c| c.zk.state().is_terminated())
+    }
+
     /// The instances' counters: (notifications, children reads).
     pub fn counters(&self) -> (u64, u64) {
         self.clients().values().fold((0, 0), |acc, c| {

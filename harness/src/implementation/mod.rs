@@ -383,6 +383,15 @@ impl Host {
         }
     }
 
+    /// Whether the client's session has ended, where the implementation can
+    /// tell at once (in process); a driver tells through its events.
+    pub(crate) fn session_ended(&self, client: &str) -> bool {
+        match self {
+            Host::InProcess(h) => h.session_ended(client),
+            Host::Driver(_) => false,
+        }
+    }
+
     /// The in-process recipes' counters: (notifications, children reads).
     pub(crate) fn counters(&self) -> (u64, u64) {
         match self {
