@@ -48,14 +48,6 @@ pub struct Op {
     pub error: Option<String>,
 }
 
-fn role_name(r: Role) -> &'static str {
-    match r {
-        Role::Exclusive => "exclusive",
-        Role::Read => "read",
-        Role::Write => "write",
-    }
-}
-
 /// Builds the history from the journal. `clients` gives each client's
 /// process number and role.
 pub fn build(journal: &[Entry], clients: &BTreeMap<String, (usize, Role)>) -> Vec<Op> {
@@ -75,7 +67,7 @@ pub fn build(journal: &[Entry], clients: &BTreeMap<String, (usize, Role)>) -> Ve
             f,
             value,
             time: e.t.as_nanos(),
-            role: role_name(role),
+            role: role.name(),
             error,
         });
     };

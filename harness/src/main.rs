@@ -166,6 +166,25 @@ fn load_all(paths: &[PathBuf]) -> Result<Vec<scenario::Loaded>, ExitCode> {
     Ok(loaded)
 }
 
+/// The scenarios under `paths` whose names contain `filter` and none of
+/// `exclude`; none at all is an error.
+fn select(
+    paths: &[PathBuf],
+    filter: Option<&str>,
+    exclude: &[String],
+) -> Result<Vec<scenario::Loaded>, ExitCode> {
+    let mut scenarios = load_all(paths)?;
+    if let Some(f) = filter {
+        scenarios.retain(|s| s.name.contains(f));
+    }
+    scenarios.retain(|s| !exclude.iter().any(|x| s.name.contains(x.as_str())));
+    if scenarios.is_empty() {
+        eprintln!("error: no scenarios to run");
+        return Err(ExitCode::from(2));
+    }
+    Ok(scenarios)
+}
+
 fn check(paths: &[PathBuf]) -> ExitCode {
     match load_all(paths) {
         Ok(l) => {
@@ -191,18 +210,10 @@ fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut scenarios = match load_all(&args.paths) {
+    let scenarios = match select(&args.paths, args.filter.as_deref(), &args.exclude) {
         Ok(l) => l,
         Err(code) => return code,
     };
-    if let Some(f) = &args.filter {
-        scenarios.retain(|s| s.name.contains(f.as_str()));
-    }
-    scenarios.retain(|s| !args.exclude.iter().any(|x| s.name.contains(x.as_str())));
-    if scenarios.is_empty() {
-        eprintln!("error: no scenarios to run");
-        return ExitCode::from(2);
-    }
     let mut runs = Vec::new();
     for rep in 0..args.repeat.max(1) {
         for s in &scenarios {
@@ -376,18 +387,10 @@ fn matrix(args: MatrixArgs) -> ExitCode {
         },
         None => None,
     };
-    let mut scenarios = match load_all(&args.paths) {
+    let scenarios = match select(&args.paths, args.filter.as_deref(), &args.exclude) {
         Ok(l) => l,
         Err(code) => return code,
     };
-    if let Some(f) = &args.filter {
-        scenarios.retain(|s| s.name.contains(f.as_str()));
-    }
-    scenarios.retain(|s| !args.exclude.iter().any(|x| s.name.contains(x.as_str())));
-    if scenarios.is_empty() {
-        eprintln!("error: no scenarios to run");
-        return ExitCode::from(2);
-    }
     if let Some(exp) = &expectations {
         for (name, cells) in exp {
             if !scenarios.iter().any(|s| &s.name == name)

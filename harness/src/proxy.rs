@@ -1006,26 +1006,14 @@ impl RealTarget {
                 }
             }
         }
-        // A walk, two levels deep (semaphores keep leases one level down).
-        let mut best: Option<(String, i64)> = None;
-        let mut dirs = vec![(dir.to_string(), 0)];
-        while let Some((d, depth)) = dirs.pop() {
-            let Ok(children) = c.list_children(&d).await else {
-                continue;
-            };
-            for child in children {
-                let p = format!("{d}/{child}");
-                if let Ok(Some(stat)) = c.check_stat(&p).await {
-                    if owned(&stat) && best.as_ref().is_none_or(|b| stat.czxid > b.1) {
-                        best = Some((p.clone(), stat.czxid));
-                    }
-                    if stat.num_children > 0 && depth < 1 {
-                        dirs.push((p, depth + 1));
-                    }
-                }
-            }
-        }
-        best
+        // A walk of `dir`, for creates whose replies were lost.
+        crate::target::ephemerals_under(c, dir)
+            .await
+            .ok()?
+            .into_iter()
+            .filter(|(_, st)| owned(st))
+            .max_by_key(|(_, st)| st.czxid)
+            .map(|(p, st)| (p, st.czxid))
     }
 
     pub(crate) fn history(&self, prefixes: &[String]) -> History {

@@ -391,38 +391,13 @@ async fn play(ctx: &Arc<Ctx>) -> Result<End, String> {
     })
 }
 
-/// The ephemeral nodes under `dir` (two levels deep: a semaphore keeps
-/// its leases in a subdirectory), relative to `dir`. Directories a library
-/// made (persistent or container nodes) are not lock nodes.
+/// The lock nodes left under `dir`, relative to it.
 async fn lock_nodes_left(admin: &zk::Client, dir: &str) -> Result<Vec<String>, zk::Error> {
-    let mut left = Vec::new();
-    let mut dirs = vec![(String::new(), 0)];
-    while let Some((rel, depth)) = dirs.pop() {
-        let abs = if rel.is_empty() {
-            dir.to_string()
-        } else {
-            format!("{dir}/{rel}")
-        };
-        let children = match admin.list_children(&abs).await {
-            Ok(c) => c,
-            Err(zk::Error::NoNode) => continue,
-            Err(e) => return Err(e),
-        };
-        for c in children {
-            let r = if rel.is_empty() {
-                c
-            } else {
-                format!("{rel}/{c}")
-            };
-            match admin.check_stat(&format!("{dir}/{r}")).await? {
-                Some(st) if st.ephemeral_owner != 0 => left.push(r),
-                Some(st) if st.num_children > 0 && depth < 2 => dirs.push((r, depth + 1)),
-                _ => {}
-            }
-        }
-    }
-    left.sort();
-    Ok(left)
+    Ok(crate::target::ephemerals_under(admin, dir)
+        .await?
+        .into_iter()
+        .map(|(p, _)| p[dir.len() + 1..].to_string())
+        .collect())
 }
 
 fn describe_step(i: usize, step: &Step) -> String {

@@ -295,6 +295,24 @@ pub enum Role {
     Write,
 }
 
+impl Role {
+    /// The name used in files, the driver protocol and histories.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Exclusive => "exclusive",
+            Role::Read => "read",
+            Role::Write => "write",
+        }
+    }
+
+    /// The role of this name.
+    pub fn from_name(name: &str) -> Option<Role> {
+        [Role::Exclusive, Role::Read, Role::Write]
+            .into_iter()
+            .find(|r| r.name() == name)
+    }
+}
+
 /// What a client does after its session expired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]

@@ -10,6 +10,36 @@ use zk_mock::{RuleGuard, ZkMock};
 
 use crate::scenario::Loaded;
 
+/// The ephemeral nodes under `dir` (three levels deep: a semaphore keeps its
+/// leases in a subdirectory), with their Stat, by absolute path, sorted.
+/// Directories a library made (persistent or container nodes) are walked,
+/// not listed. A node that goes while it is walked is skipped.
+pub(crate) async fn ephemerals_under(
+    c: &zookeeper_client::Client,
+    dir: &str,
+) -> Result<Vec<(String, zookeeper_client::Stat)>, zookeeper_client::Error> {
+    use zookeeper_client::Error;
+    let mut found = Vec::new();
+    let mut dirs = vec![(dir.to_string(), 0)];
+    while let Some((d, depth)) = dirs.pop() {
+        let children = match c.list_children(&d).await {
+            Ok(ch) => ch,
+            Err(Error::NoNode) => continue,
+            Err(e) => return Err(e),
+        };
+        for child in children {
+            let p = format!("{d}/{child}");
+            match c.check_stat(&p).await? {
+                Some(st) if st.ephemeral_owner != 0 => found.push((p, st)),
+                Some(st) if st.num_children > 0 && depth < 2 => dirs.push((p, depth + 1)),
+                _ => {}
+            }
+        }
+    }
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(found)
+}
+
 /// The session timeout the harness's own session asks for.
 pub(crate) const ADMIN_TIMEOUT_MS: i32 = 30_000;
 

@@ -65,12 +65,8 @@ async fn serve(host: &Host, op: Op) -> Result<Reply, OpError> {
             mode,
             timeout_ms,
         } => {
-            let role = match role.as_str() {
-                "exclusive" => Role::Exclusive,
-                "read" => Role::Read,
-                "write" => Role::Write,
-                r => return Err(OpError::definite("BadRole", format!("no role {r:?}"))),
-            };
+            let role = Role::from_name(&role)
+                .ok_or_else(|| OpError::definite("BadRole", format!("no role {role:?}")))?;
             let mode = match (mode.as_str(), timeout_ms) {
                 ("block", _) => Mode::Block,
                 ("try", _) => Mode::Try,

@@ -233,15 +233,10 @@ impl Host {
             Mode::Timeout(d) => ("timeout", Some(d.as_millis() as u64)),
             Mode::Try => ("try", None),
         };
-        let role = match role {
-            Role::Exclusive => "exclusive",
-            Role::Read => "read",
-            Role::Write => "write",
-        };
         let r = self
             .call(Op::Acquire {
                 client: client.to_string(),
-                role: role.into(),
+                role: role.name().into(),
                 mode: mode.into(),
                 timeout_ms,
             })
