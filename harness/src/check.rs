@@ -30,7 +30,6 @@ struct Acq {
 pub(crate) fn check(ctx: &Ctx, end: End, o: &mut Outcome) {
     let inv = &ctx.loaded.scenario.invariants;
     let journal = ctx.journal.entries();
-    let violations = ctx.journal.violations();
     let history = ctx.target.history(&[ctx.dir.clone(), ctx.res_dir.clone()]);
     let crashed = lock(&ctx.crashed).clone();
     let faults = lock(&ctx.faults).clone();
@@ -47,6 +46,19 @@ pub(crate) fn check(ctx: &Ctx, end: End, o: &mut Outcome) {
                 .map(move |m| (m, g.value.role))
         })
         .collect();
+    // The resource's own judgement, from the journal and the markers the
+    // server applied.
+    let applied: BTreeSet<&str> = history
+        .changes
+        .iter()
+        .filter(|c| c.kind == ChangeKind::Created && markers.contains_key(&c.path))
+        .map(|c| c.path.as_str())
+        .collect();
+    let violations = crate::resource::judge(
+        &journal,
+        |c| roles.get(c).copied().unwrap_or_default(),
+        |p| applied.contains(p),
+    );
     // Sessions per client (a client may have had several).
     let mut session_client: BTreeMap<i64, String> = BTreeMap::new();
     for e in &journal {

@@ -185,7 +185,7 @@ fn lane_of(events: &[&Entry], end: f64) -> Lane {
             Event::Enter { .. } => {
                 inside_since.get_or_insert(t);
             }
-            Event::Exit => {
+            Event::Exit { .. } => {
                 if let Some(from) = inside_since.take() {
                     lane.inside.push((from, t));
                 }
@@ -1229,8 +1229,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::journal::ResourceViolation;
     use crate::report::{FaultRecord, InvariantResult, Stats};
+    use crate::resource::ResourceViolation;
 
     fn entry(t: u64, client: &str, event: Event) -> Entry {
         Entry {
@@ -1270,14 +1270,14 @@ mod tests {
                 },
             ),
             entry(101, a, Event::Suspended),
-            entry(101, a, Event::Exit),
+            entry(101, a, Event::Exit { marker: None }),
             entry(150, a, Event::Resumed),
             entry(151, a, Event::Enter { token: 1 }),
-            entry(300, a, Event::Exit),
+            entry(300, a, Event::Exit { marker: None }),
             entry(302, a, Event::Released { ok: true }),
             entry(303, b, acquired("/l/n-0000000001")),
             entry(304, b, Event::Enter { token: 2 }),
-            entry(400, b, Event::Exit),
+            entry(400, b, Event::Exit { marker: None }),
             entry(401, b, Event::Released { ok: true }),
             entry(402, a, Event::Done),
             entry(402, b, Event::Done),

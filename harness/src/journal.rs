@@ -8,8 +8,6 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tokio::sync::watch;
 
-use crate::scenario::Role;
-
 /// What happened to a client.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -53,8 +51,14 @@ pub enum Event {
         /// The token used.
         token: i64,
     },
-    /// Left the critical section.
-    Exit,
+    /// Left the critical section: abandoned it (suspended or lost; no
+    /// marker), or finished it as holder with a last touch of the resource,
+    /// the exit marker, whose creation the server's history confirms or not.
+    Exit {
+        /// The exit marker's path, when the client finished as holder.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        marker: Option<String>,
+    },
     /// Started to release.
     Releasing,
     /// Released the lock.
@@ -97,33 +101,13 @@ pub struct Entry {
     pub event: Event,
 }
 
-fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64() * 1000.0)
-}
-
-/// A violation seen by the resource, on the clients' side.
-#[derive(Debug, Clone, Serialize)]
-pub struct ResourceViolation {
-    /// When.
-    #[serde(rename = "t_ms", serialize_with = "ser_ms")]
-    pub t: Duration,
-    /// `mutual_exclusion` or `fencing`.
-    pub invariant: &'static str,
-    /// What happened.
-    pub detail: String,
 }
 
 #[derive(Debug, Default)]
 struct Inner {
     entries: Vec<Entry>,
-    /// Clients in the critical section: role and token.
-    inside: BTreeMap<String, (Role, i64)>,
-    /// The highest token of an exclusive (or write) holder that entered.
-    max_exclusive_token: i64,
-    violations: Vec<ResourceViolation>,
-    /// Overlaps seen at an entry, judged when the earlier occupant leaves:
-    /// (earlier occupant, time, what happened).
-    overlaps: Vec<(String, Duration, String)>,
     acquisitions: usize,
     holders: BTreeMap<String, i64>,
     sessions: BTreeMap<String, i64>,
@@ -200,91 +184,27 @@ impl Journal {
         self.changed.send_modify(|n| *n += 1);
     }
 
-    /// A client enters the critical section: the resource checks that nobody
-    /// incompatible is inside and that the token is not stale.
-    pub(crate) fn enter(&self, client: &str, role: Role, token: i64) {
-        let t = self.now();
-        {
-            let mut i = self.lock();
-            let conflicting: Vec<String> = i
-                .inside
-                .iter()
-                .filter(|(c, (r, _))| {
-                    c.as_str() != client && (role != Role::Read || *r != Role::Read)
-                })
-                .map(|(c, (_, tok))| format!("{c} (token {tok:#x})"))
-                .collect();
-            // Two occupants at once is not yet a violation: when a session
-            // expires, the server hands the lock on before the old holder
-            // can hear of it. It is one if the earlier occupant goes on to
-            // finish its critical section as a holder (touches the resource
-            // on leaving) instead of abandoning it on suspension or loss.
-            for c in conflicting {
-                let earlier = c.split(" (token").next().unwrap_or(&c).to_string();
-                i.overlaps.push((
-                    earlier,
-                    t,
-                    format!("{client} (token {token:#x}) entered while {c} was inside"),
-                ));
-            }
-            if token < i.max_exclusive_token {
-                let max = i.max_exclusive_token;
-                i.violations.push(ResourceViolation {
-                    t,
-                    invariant: "fencing",
-                    detail: format!(
-                        "{client} touched the resource with token {token:#x} after token {max:#x} had been used"
-                    ),
-                });
-            }
-            if role != Role::Read {
-                i.max_exclusive_token = i.max_exclusive_token.max(token);
-            }
-            i.inside.insert(client.to_string(), (role, token));
-        }
+    /// A client enters the critical section (its entry marker is on its
+    /// way); [`crate::resource::judge`] judges it after the run.
+    pub(crate) fn enter(&self, client: &str, token: i64) {
         self.log(client, Event::Enter { token });
     }
 
-    /// A client's last touch before it leaves the critical section: checked
-    /// for a stale token like an entry.
-    pub(crate) fn touch_and_exit(&self, client: &str, token: i64) {
-        let t = self.now();
-        {
-            let mut i = self.lock();
-            let (confirmed, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut i.overlaps)
-                .into_iter()
-                .partition(|o| o.0 == client);
-            i.overlaps = rest;
-            for (_, at, detail) in confirmed {
-                i.violations.push(ResourceViolation {
-                    t: at,
-                    invariant: "mutual_exclusion",
-                    detail: format!("{detail}, and {client} went on holding"),
-                });
-            }
-            if token < i.max_exclusive_token {
-                let max = i.max_exclusive_token;
-                i.violations.push(ResourceViolation {
-                    t,
-                    invariant: "fencing",
-                    detail: format!(
-                        "{client} touched the resource with token {token:#x} after token {max:#x} had been used"
-                    ),
-                });
-            }
-        }
-        self.exit(client);
+    /// A client finished its critical section as holder: `marker` is its
+    /// last touch of the resource.
+    pub(crate) fn finish(&self, client: &str, marker: String) {
+        self.log(
+            client,
+            Event::Exit {
+                marker: Some(marker),
+            },
+        );
     }
 
-    /// A client leaves the critical section (without touching the resource).
-    pub(crate) fn exit(&self, client: &str) {
-        // It abandoned the section: overlaps it was part of as the earlier
-        // occupant were the hand-over of a lock it had lost.
-        self.lock().overlaps.retain(|o| o.0 != client);
-        let was_inside = self.lock().inside.remove(client).is_some();
-        if was_inside {
-            self.log(client, Event::Exit);
-        }
+    /// A client abandons the critical section (suspended or lost), without
+    /// touching the resource again.
+    pub(crate) fn abandon(&self, client: &str) {
+        self.log(client, Event::Exit { marker: None });
     }
 
     /// A receiver that changes on every event.
@@ -310,11 +230,6 @@ impl Journal {
     /// Everything observed, in order.
     pub(crate) fn entries(&self) -> Vec<Entry> {
         self.lock().entries.clone()
-    }
-
-    /// The resource's violations.
-    pub(crate) fn violations(&self) -> Vec<ResourceViolation> {
-        self.lock().violations.clone()
     }
 
     /// Clients whose latest Waiting has no later Acquired/GaveUp/Error/Expired/Done.

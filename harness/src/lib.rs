@@ -30,6 +30,7 @@ pub mod matrix;
 mod proxy;
 mod recipe;
 pub mod report;
+pub mod resource;
 pub mod runner;
 pub mod scenario;
 pub mod target;

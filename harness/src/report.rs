@@ -5,7 +5,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::journal::{Entry, ResourceViolation};
+use crate::journal::Entry;
+use crate::resource::ResourceViolation;
 use crate::scenario::Loaded;
 use crate::target::TargetSpec;
 

@@ -941,18 +941,21 @@ async fn rounds(
                 j.log(name, Event::Releasing);
                 let mut ok = true;
                 let mut session_gone = false;
+                let mut lost_said = false;
                 for _ in 0..entries {
                     if let Err(e) = ctx.host.release(name).await {
                         tracing::debug!(client = %name, "release: {e}");
                         ok = false;
-                        session_gone |= e.code == "SessionExpired";
+                        session_gone |= e.session_expired();
+                        lost_said |= e.says_lock_lost();
                     }
                 }
                 // The library may have reported the loss after the holder
                 // stopped looking (while it touched its exit marker or
-                // released): that is still its report, within the round.
+                // released), by its state or by its release's error: that is
+                // still its report, within the round.
                 if left != HoldState::Lost
-                    && hold_state(&base, &ctx.views.get(name)) == HoldState::Lost
+                    && (lost_said || hold_state(&base, &ctx.views.get(name)) == HoldState::Lost)
                 {
                     j.log(name, Event::Lost);
                 }
@@ -1062,7 +1065,7 @@ async fn hold(ctx: &Ctx, name: &str, g: &Group, base: View, token: i64, round: u
         let state = if g.fence { observed } else { HoldState::Held };
         match state {
             HoldState::Held if !inside => {
-                j.enter(name, g.role, token);
+                j.enter(name, token);
                 inside = true;
                 marker(ctx, name, round, entry, true, token).await;
                 entry += 1;
@@ -1070,7 +1073,7 @@ async fn hold(ctx: &Ctx, name: &str, g: &Group, base: View, token: i64, round: u
             HoldState::Held => {}
             HoldState::Suspended | HoldState::Lost => {
                 if inside {
-                    j.exit(name);
+                    j.abandon(name);
                     inside = false;
                 }
             }
@@ -1097,15 +1100,22 @@ async fn hold(ctx: &Ctx, name: &str, g: &Group, base: View, token: i64, round: u
         }
     }
     if inside {
-        marker(ctx, name, round, entry, false, token).await;
-        j.touch_and_exit(name, token);
+        let path = marker(ctx, name, round, entry, false, token).await;
+        j.finish(name, path);
     }
     last
 }
 
 /// Creates a marker node, through the client's own session, for the
-/// server's history of the critical section.
-async fn marker(ctx: &Ctx, name: &str, round: usize, entry: usize, enter: bool, token: i64) {
+/// server's history of the critical section; returns its path.
+async fn marker(
+    ctx: &Ctx,
+    name: &str,
+    round: usize,
+    entry: usize,
+    enter: bool,
+    token: i64,
+) -> String {
     let path = format!(
         "{}/{name}.r{round}.{entry}.{}",
         ctx.res_dir,
@@ -1122,8 +1132,9 @@ async fn marker(ctx: &Ctx, name: &str, round: usize, entry: usize, enter: bool, 
         },
     );
     // Best effort: a marker that never reached the server is simply absent
-    // from the history.
+    // from the history, which is what judges it.
     if let Err(e) = ctx.host.touch(name, &path, &format!("{token:#x}")).await {
         tracing::debug!(client = %name, "touch {path}: {e}");
     }
+    path
 }

@@ -28,8 +28,9 @@ pub enum LockError {
     /// [`ReentrantLock::release`](crate::ReentrantLock::release) without a matching acquire.
     #[error("the lock is not held through this handle")]
     NotHeld,
-    /// A re-entry was refused because the held lock has been lost (session
-    /// expired or node deleted); release it and acquire anew.
+    /// The held lock has been lost (session expired or node deleted): a
+    /// re-entry was refused (release it and acquire anew), or a release found
+    /// the lock already gone (see [`LockGuard::release`](crate::LockGuard::release)).
     #[error("the held lock has been lost")]
     Lost,
     /// The lock directory is not a valid absolute path.

@@ -5,7 +5,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use zookeeper_client as zk;
 
-use crate::error::Result;
+use crate::error::{LockError, Result};
 use crate::node::{self, Owned};
 
 /// What the holder of a [`LockGuard`] can know about its lock.
@@ -118,10 +118,20 @@ impl LockGuard {
     }
 
     /// Releases the lock: deletes the node and retries through
-    /// ConnectionLoss until the node is provably gone. A node whose session
-    /// has expired is already gone, which counts as released.
+    /// ConnectionLoss until the node is provably gone.
     ///
     /// # Notable errors
+    /// * [`LockError::Lost`](crate::LockError::Lost): the lock had been lost
+    ///   before the release, or may have been: the guard had seen it lost,
+    ///   the node was gone when the delete reached the server (someone else
+    ///   deleted it), or the session expired before the release could prove
+    ///   its delete came first. The node is gone all the same, but
+    ///   whatever the holder did since the loss was not under the lock, and
+    ///   the holder may not have heard of it any other way: a session can
+    ///   expire on the server an instant before the holder's last act, and
+    ///   the loss then reaches the holder only through this error. Curator's
+    ///   `release()` and kazoo's `Lock.release()` raise their session-expired
+    ///   errors in the same case.
     /// * [`LockError::Zk`](crate::LockError::Zk) for errors other than
     ///   ConnectionLoss, NoNode and SessionExpired (e.g. NoAuth).
     ///
@@ -130,8 +140,14 @@ impl LockGuard {
     /// place while the guard is gone; it is then deleted when the session ends.
     pub async fn release(mut self) -> Result<()> {
         self.released = true;
+        // Whether the watching task has seen the loss already: it stops here.
+        let lost = *self.lost.borrow();
         self.task.abort();
-        node::delete_until_gone(&self.client, &self.node).await
+        match node::delete_until_gone(&self.client, &self.node).await? {
+            _ if lost => Err(LockError::Lost),
+            node::Gone::Lost => Err(LockError::Lost),
+            node::Gone::Deleted => Ok(()),
+        }
     }
 }
 

@@ -50,23 +50,39 @@ pub(crate) struct Owned {
     pub(crate) czxid: i64,
 }
 
+/// How [`delete_until_gone`] found the node gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Gone {
+    /// Our delete removed it, or may have (its reply was lost) while the
+    /// session lived on.
+    Deleted,
+    /// It was gone before our delete reached it (someone else deleted it),
+    /// or the session ended first or meanwhile: the node went with it, and
+    /// nothing proves the lock was still held when the release began.
+    Lost,
+}
+
 /// Deletes `node` until it is provably gone: deleted by us, gone already,
 /// or replaced by a node with another czxid (someone else's, after our
 /// delete was applied but its reply lost). Never deletes a node it does not own.
-pub(crate) async fn delete_until_gone(client: &zk::Client, node: &Owned) -> Result<()> {
+pub(crate) async fn delete_until_gone(client: &zk::Client, node: &Owned) -> Result<Gone> {
+    // The node is known to be there whenever a delete is sent (at first, and
+    // after a read found it again), so a NoNode is someone else's doing.
     loop {
         match client.delete(&node.path, None).await {
-            Ok(()) | Err(zk::Error::NoNode) => return Ok(()),
+            Ok(()) => return Ok(Gone::Deleted),
+            Err(zk::Error::NoNode) => return Ok(Gone::Lost),
             // Ephemerals go with the session: nothing left to delete.
-            Err(zk::Error::SessionExpired) => return Ok(()),
+            Err(zk::Error::SessionExpired) => return Ok(Gone::Lost),
             Err(err) if connection_lost(&err) => {}
             Err(err) => return Err(LockError::Zk(err)),
         }
         // The delete may or may not have been applied: look before deleting
         // again, as the path may by now name another contender's node.
         match retry(client, || client.get_data(&node.path)).await {
-            Err(zk::Error::NoNode) | Err(zk::Error::SessionExpired) => return Ok(()),
-            Ok((_, stat)) if stat.czxid != node.czxid => return Ok(()),
+            Err(zk::Error::NoNode) => return Ok(Gone::Deleted),
+            Err(zk::Error::SessionExpired) => return Ok(Gone::Lost),
+            Ok((_, stat)) if stat.czxid != node.czxid => return Ok(Gone::Deleted),
             Ok(_) => {}
             Err(err) => return Err(LockError::Zk(err)),
         }
@@ -180,7 +196,7 @@ async fn cleanup(client: &zk::Client, target: Target) -> Result<()> {
         Target::Tagged { path, id } => find_by_data(client, &path, &id).await?,
     };
     match node {
-        Some(node) => delete_until_gone(client, &node).await,
+        Some(node) => delete_until_gone(client, &node).await.map(|_| ()),
         None => Ok(()),
     }
 }

@@ -105,6 +105,7 @@ pub fn lock_error(e: &LockError) -> OpError {
         LockError::InvalidDir(_) => OpError::definite("InvalidDir", e.to_string()),
         LockError::SessionExpired => OpError::indefinite("SessionExpired", e.to_string()),
         LockError::Timeout => OpError::definite("Timeout", e.to_string()),
+        LockError::Lost => OpError::definite("LockLost", e.to_string()),
         other => {
             let code = format!("{other:?}");
             let code = code.split(['(', ' ']).next().unwrap_or("Error").to_string();

@@ -163,6 +163,19 @@ impl OpError {
             message: message.into(),
         }
     }
+
+    /// The session expired (ZooKeeper's SESSIONEXPIRED, in the names the
+    /// libraries give it: `SessionExpired`, kazoo's `SessionExpiredError`).
+    pub fn session_expired(&self) -> bool {
+        matches!(self.code.as_str(), "SessionExpired" | "SessionExpiredError")
+    }
+
+    /// From a `release`: the lock had been lost before it (`LockLost`), or
+    /// the session expired under it. Either is the library telling its
+    /// holder that the lock is gone.
+    pub fn says_lock_lost(&self) -> bool {
+        self.code == "LockLost" || self.session_expired()
+    }
 }
 
 /// A connection state the library reports.

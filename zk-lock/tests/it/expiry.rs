@@ -1,5 +1,6 @@
 //! Holder session expiry: the guard's lost signal fires and the next waiter acquires.
 
+use zk_lock::LockError;
 use zk_mock::ZkMock;
 
 use crate::support::*;
@@ -45,8 +46,8 @@ async fn expiry_is_observed_and_the_waiter_takes_over() {
                 "{kind:?}: fencing token must grow"
             );
         }
-        // Releasing a lost lock is not an error: the node went with the session.
-        guard.release().await.unwrap();
+        // Releasing a lost lock says so; the node went with the session.
+        assert_eq!(guard.release().await, Err(LockError::Lost), "{kind:?}");
         assert!(children(&zk, dir).is_empty(), "{kind:?}");
         no_watches_left(&zk).await;
     }
@@ -65,7 +66,7 @@ async fn deleting_the_holders_node_is_observed_as_loss() {
         tokio::time::timeout(PATIENCE, guard.lost_signal())
             .await
             .unwrap_or_else(|_| panic!("{kind:?}: loss not observed"));
-        guard.release().await.unwrap();
+        assert_eq!(guard.release().await, Err(LockError::Lost), "{kind:?}");
         no_watches_left(&zk).await;
     }
 }
@@ -101,9 +102,58 @@ async fn a_partitioned_holder_learns_of_its_loss_and_is_fenced() {
             .await
             .unwrap_or_else(|_| panic!("{kind:?}: the old holder never learned of the loss"));
         assert!(!g.is_lost(), "{kind:?}");
-        guard.release().await.unwrap();
+        assert_eq!(guard.release().await, Err(LockError::Lost), "{kind:?}");
         assert_eq!(children(&zk, dir), vec![g.path().to_string()], "{kind:?}");
         g.release().await.unwrap();
         no_watches_left(&zk).await;
+    }
+}
+
+/// The loss happens an instant before the holder's last act, and the holder
+/// has not heard of it when it releases: the release is the only place left
+/// to tell it, and it does. The holder's session is stalled (the server
+/// neither reads from nor writes to it) while its node is deleted, so the
+/// notification is still held back when the release starts.
+#[tokio::test]
+async fn a_release_reports_a_loss_the_holder_had_not_heard_of() {
+    for kind in ALL {
+        let zk = ZkMock::start().await;
+        let dir = "/locks/unheard";
+        let (a, admin) = (client(&zk).await, client(&zk).await);
+        let lock = AnyLock::new(kind, a.clone(), dir);
+        let guard = lock.acquire().await.unwrap();
+        assert!(zk.stall(session(&a)));
+        admin.delete(guard.path(), None).await.unwrap();
+        assert!(!guard.is_lost(), "{kind:?}: the notification is held back");
+        let release = tokio::spawn(guard.release());
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        zk.resume(session(&a));
+        let released = tokio::time::timeout(PATIENCE, release)
+            .await
+            .unwrap_or_else(|_| panic!("{kind:?}: release hangs"))
+            .unwrap();
+        assert_eq!(released, Err(LockError::Lost), "{kind:?}");
+        assert!(children(&zk, dir).is_empty(), "{kind:?}");
+    }
+}
+
+/// The same with the session expired on the server before the holder hears
+/// of it: a release that cannot prove its delete came first reports the loss.
+#[tokio::test]
+async fn a_release_after_an_unheard_expiry_reports_the_loss() {
+    for kind in ALL {
+        let zk = ZkMock::start().await;
+        let dir = "/locks/unheard-expiry";
+        let a = client(&zk).await;
+        let lock = AnyLock::new(kind, a.clone(), dir);
+        let guard = lock.acquire().await.unwrap();
+        assert!(zk.stall(session(&a)));
+        assert!(zk.expire_session(session(&a)));
+        assert!(!guard.is_lost(), "{kind:?}: the holder cannot have heard");
+        let released = tokio::time::timeout(PATIENCE, guard.release())
+            .await
+            .unwrap_or_else(|_| panic!("{kind:?}: release hangs"));
+        assert_eq!(released, Err(LockError::Lost), "{kind:?}");
+        assert!(children(&zk, dir).is_empty(), "{kind:?}");
     }
 }

@@ -70,7 +70,7 @@ async fn reentry_into_a_lost_lock_is_refused() {
     assert_eq!(lock.acquire().await.unwrap_err(), LockError::Lost);
     let state = lock.state().await.expect("still held through the handle");
     assert_eq!(*state.borrow(), zk_lock::GuardState::Lost);
-    lock.release().await.unwrap();
+    assert_eq!(lock.release().await, Err(LockError::Lost));
     assert!(lock.state().await.is_none());
     assert_eq!(lock.hold_count().await, 0);
     no_watches_left(&zk).await;

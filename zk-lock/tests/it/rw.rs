@@ -305,7 +305,11 @@ async fn a_holding_readers_expiry_hands_the_lock_to_the_queued_writer() {
             .unwrap_or_else(|_| panic!("herd={herd}: the writer was left behind"))
             .unwrap();
         assert!(w.fencing_token() > r.fencing_token(), "herd={herd}");
-        r.release().await.unwrap();
+        assert_eq!(
+            r.release().await,
+            Err(zk_lock::LockError::Lost),
+            "herd={herd}"
+        );
         assert_eq!(
             children(&zk, dir),
             vec![w.path().to_string()],

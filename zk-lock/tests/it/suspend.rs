@@ -73,7 +73,11 @@ async fn a_disconnected_holder_is_suspended_then_held_again_then_lost_on_expiry(
         assert!(zk.expire_session(session(&a)));
         reaches(&mut state, GuardState::Lost, &what).await;
         assert!(guard.is_lost(), "{what}: lost() agrees with state()");
-        guard.release().await.unwrap();
+        assert_eq!(
+            guard.release().await,
+            Err(zk_lock::LockError::Lost),
+            "{what}"
+        );
         assert!(children(&zk, dir).is_empty(), "{what}");
         no_watches_left(&zk).await;
     }
@@ -117,7 +121,11 @@ async fn a_node_deleted_while_suspended_is_lost_on_reconnect() {
             zk.session_ids().contains(&session(&a)),
             "{what}: same session"
         );
-        guard.release().await.unwrap();
+        assert_eq!(
+            guard.release().await,
+            Err(zk_lock::LockError::Lost),
+            "{what}"
+        );
         no_watches_left(&zk).await;
     }
 }
