@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 /// What happened to a client.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Event {
     /// Connecting a session.
@@ -89,10 +89,10 @@ pub enum Event {
 }
 
 /// One observation.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
     /// Since the scenario started.
-    #[serde(rename = "t_ms", serialize_with = "ser_ms")]
+    #[serde(rename = "t_ms", serialize_with = "ser_ms", deserialize_with = "de_ms")]
     pub t: Duration,
     /// The client (or `harness` for faults without one).
     pub client: String,
@@ -103,6 +103,11 @@ pub struct Entry {
 
 pub(crate) fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64() * 1000.0)
+}
+
+pub(crate) fn de_ms<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let ms = f64::deserialize(d)?;
+    Duration::try_from_secs_f64(ms / 1000.0).map_err(serde::de::Error::custom)
 }
 
 #[derive(Debug, Default)]

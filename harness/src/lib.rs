@@ -20,7 +20,7 @@
 //! ```
 
 mod broken;
-mod check;
+pub mod check;
 pub mod fault;
 pub mod history;
 pub mod html;
@@ -29,6 +29,7 @@ pub mod journal;
 pub mod matrix;
 mod proxy;
 mod recipe;
+pub mod record;
 pub mod report;
 pub mod resource;
 pub mod runner;

@@ -31,6 +31,16 @@ enum Command {
     /// as Markdown, JSON and JUnit) the verdict table, checked against the
     /// expected verdicts if `--expect` is given.
     Matrix(MatrixArgs),
+    /// Judges recorded runs again (files written by `run --record`): the
+    /// invariants are pure functions of the record.
+    Judge {
+        /// Record files (one JSON record per line).
+        #[arg(required = true)]
+        records: Vec<PathBuf>,
+        /// Write a JSON report here (`-`: standard output).
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Parses and validates scenario files without running them.
     Check {
         /// Files or folders.
@@ -76,6 +86,11 @@ struct RunArgs {
     /// Write a self-contained HTML report here.
     #[arg(long)]
     html: Option<PathBuf>,
+    /// Write every run's record here, one JSON object per line: the
+    /// journal, the server's history, faults, markers and crashes, which
+    /// `harness judge` judges again.
+    #[arg(long)]
+    record: Option<PathBuf>,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
@@ -136,6 +151,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Check { paths } => check(&paths),
+        Command::Judge { records, json } => judge(&records, json.as_deref()),
         Command::Run(args) => run(args),
         Command::Matrix(args) => matrix(args),
     }
@@ -192,6 +208,35 @@ fn check(paths: &[PathBuf]) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(code) => code,
+    }
+}
+
+fn judge(files: &[PathBuf], json: Option<&std::path::Path>) -> ExitCode {
+    let mut outcomes = Vec::new();
+    for f in files {
+        let records = match harness::record::RunRecord::read_all(f) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        outcomes.extend(records.iter().map(Outcome::judged));
+    }
+    print!("{}", report::terminal(&outcomes));
+    if let Some(p) = json {
+        let text = report::json(&outcomes);
+        if p.as_os_str() == "-" {
+            println!("{text}");
+        } else if let Err(e) = report::write(p, &text) {
+            eprintln!("error: writing {}: {e}", p.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    if outcomes.iter().all(|o| o.status.ok()) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 
@@ -265,6 +310,17 @@ fn run(args: RunArgs) -> ExitCode {
         if p.as_os_str() == "-" {
             print!("{text}");
         } else if let Err(e) = report::write(p, &text) {
+            eprintln!("error: writing {}: {e}", p.display());
+            io_failed = true;
+        }
+    }
+    if let Some(p) = &args.record {
+        let mut text = Vec::new();
+        for r in outcomes.iter().filter_map(|o| o.record.as_deref()) {
+            // Writing into memory cannot fail.
+            let _ = r.write_line(&mut text);
+        }
+        if let Err(e) = report::write(p, &String::from_utf8_lossy(&text)) {
             eprintln!("error: writing {}: {e}", p.display());
             io_failed = true;
         }

@@ -50,7 +50,7 @@ pub struct InvariantResult {
 }
 
 /// A fault the timeline applied.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct FaultRecord {
     /// The step's number in the file (1-based).
     pub step: usize,
@@ -110,7 +110,7 @@ pub struct Outcome {
     /// What it shows.
     pub description: String,
     /// The recipe, or the kind of lock when the scenario names no recipe.
-    pub recipe: &'static str,
+    pub recipe: String,
     /// The implementation under test (`zk-lock`, `kazoo`, `curator`, a driver command).
     pub implementation: String,
     /// What the implementation says it is (name and version).
@@ -146,6 +146,9 @@ pub struct Outcome {
     /// The clients' operations (`--history`).
     #[serde(skip)]
     pub history: Vec<crate::history::Op>,
+    /// Everything the run produced, for `--record` (none when it could not run).
+    #[serde(skip)]
+    pub record: Option<Box<crate::record::RunRecord>>,
 }
 
 impl Outcome {
@@ -168,7 +171,10 @@ impl Outcome {
             name: l.name.clone(),
             file: l.file.display().to_string(),
             description: l.scenario.description.trim().to_string(),
-            recipe: lock.recipe.map_or(lock.kind().name(), |r| r.name()),
+            recipe: lock
+                .recipe
+                .map_or(lock.kind().name(), |r| r.name())
+                .to_string(),
             implementation: implementation.name().to_string(),
             implementation_version: String::new(),
             target: target.kind(),
@@ -185,11 +191,42 @@ impl Outcome {
             stats: Stats::default(),
             history_tail: Vec::new(),
             history: Vec::new(),
+            record: None,
             replay: format!(
                 "cargo run --release -p harness -- run {} --seed {seed}{target_arg}{imp_arg}",
                 l.file.display()
             ),
         }
+    }
+
+    /// The outcome of a recorded run, judged again.
+    pub fn judged(r: &crate::record::RunRecord) -> Outcome {
+        let mut o = Outcome {
+            name: r.scenario.clone(),
+            file: r.file.clone(),
+            description: String::new(),
+            recipe: r.recipe.clone(),
+            implementation: r.implementation.clone(),
+            implementation_version: r.implementation.clone(),
+            target: if r.target == "mock" { "mock" } else { "real" },
+            seed: r.seed,
+            status: Status::Passed,
+            duration_ms: 0.0,
+            invariants: Vec::new(),
+            errors: Vec::new(),
+            clients: r.clients.iter().map(|c| c.name.clone()).collect(),
+            journal: Vec::new(),
+            resource_violations: Vec::new(),
+            faults: Vec::new(),
+            handoffs: Vec::new(),
+            stats: Stats::default(),
+            history_tail: Vec::new(),
+            history: Vec::new(),
+            record: None,
+            replay: r.replay.clone(),
+        };
+        crate::check::judge(r).apply(r, &mut o);
+        o
     }
 
     /// The violated invariants' names.
@@ -234,7 +271,7 @@ pub fn terminal(outcomes: &[Outcome]) -> String {
             "{:<w$}  {:<8}  {:<30}  {:>7.2}s  {:>6}  {:>9}  {}",
             o.name,
             format!("{:?}", o.status).to_lowercase(),
-            o.recipe,
+            &o.recipe,
             o.duration_ms / 1000.0,
             o.stats.acquisitions,
             per,

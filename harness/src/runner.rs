@@ -13,6 +13,7 @@ use crate::implementation::protocol::{ConnState, ErrorClass, Event as LibEvent, 
 use crate::implementation::{self, Acquired, Host, Implementation, Mode, View, Views};
 use crate::journal::{Event, Journal};
 use crate::recipe::HoldState;
+use crate::record::{ClientCounters, ClientInfo, End, Marker, RunRecord};
 use crate::report::{FaultRecord, Outcome, Status};
 use crate::scenario::{Group, Loaded, OnExpiry, Step};
 use crate::target::{Target, TargetSpec};
@@ -40,16 +41,6 @@ impl RunOptions {
             progress: None,
         }
     }
-}
-
-/// A marker node a client created in the resource directory.
-#[derive(Debug, Clone)]
-pub(crate) struct Marker {
-    pub(crate) client: String,
-    pub(crate) round: usize,
-    pub(crate) entry: usize,
-    pub(crate) enter: bool,
-    pub(crate) token: i64,
 }
 
 pub(crate) struct Ctx {
@@ -216,7 +207,11 @@ pub async fn run(loaded: &Loaded, opts: &RunOptions) -> Outcome {
         (r, None) => r,
     };
     match result {
-        Ok(end) => check::check(&ctx, end, &mut outcome),
+        Ok(end) => {
+            let record = record(&ctx, &outcome, end);
+            check::judge(&record).apply(&record, &mut outcome);
+            outcome.record = Some(Box::new(record));
+        }
         Err(e) => {
             outcome.status = Status::Error;
             outcome.errors.push(e);
@@ -240,13 +235,52 @@ fn note_session(views: &Views, journal: &Journal, e: &LibEvent) {
     }
 }
 
-/// What the run left for the checks.
-#[derive(Debug)]
-pub(crate) struct End {
-    pub(crate) orphans: Vec<String>,
-    pub(crate) unfinished: Vec<String>,
-    pub(crate) steps_not_run: Vec<String>,
-    pub(crate) admin_session: i64,
+/// Everything the run produced, as data for the checks.
+fn record(ctx: &Ctx, o: &Outcome, end: End) -> RunRecord {
+    let loaded = &ctx.loaded;
+    let clients = loaded
+        .scenario
+        .clients
+        .iter()
+        .flat_map(|g| {
+            loaded.members(&g.value).into_iter().map(|name| ClientInfo {
+                name,
+                role: g.value.role,
+            })
+        })
+        .collect();
+    let (notifications, children_reads) = ctx.host.counters();
+    RunRecord {
+        format: crate::record::FORMAT,
+        scenario: loaded.name.clone(),
+        file: o.file.clone(),
+        recipe: o.recipe.to_string(),
+        replay: o.replay.clone(),
+        seed: ctx.seed,
+        target: o.target.to_string(),
+        implementation: ctx.host.offer().implementation,
+        dir: ctx.dir.clone(),
+        res_dir: ctx.res_dir.clone(),
+        clients,
+        invariants: loaded.scenario.invariants.clone(),
+        expect_violated: loaded.scenario.expect.violated.clone(),
+        journal: ctx.journal.entries(),
+        history: ctx.target.history(&[ctx.dir.clone(), ctx.res_dir.clone()]),
+        faults: lock(&ctx.faults).clone(),
+        markers: lock(&ctx.markers).clone(),
+        crashed: lock(&ctx.crashed).clone(),
+        end,
+        request_faults: loaded
+            .scenario
+            .timeline
+            .iter()
+            .any(|s| !s.value.request_faults().is_empty()),
+        request_faults_fired: ctx.target.faults_fired(),
+        counters: ClientCounters {
+            notifications,
+            children_reads,
+        },
+    }
 }
 
 async fn connect(cs: &str, timeout: Duration) -> Result<zk::Client, zk::Error> {
@@ -1030,9 +1064,14 @@ async fn rounds(
     false
 }
 
-/// The holder's view from what its library reported since it acquired.
+/// The holder's view from what its library reported since it acquired. A
+/// library on another session than the one that owned the lock node when
+/// it acquired has lost that node, whatever else it said.
 fn hold_state(base: &View, now: &View) -> HoldState {
-    if now.lost > base.lost || now.lock_lost > base.lock_lost {
+    if now.lost > base.lost
+        || now.lock_lost > base.lock_lost
+        || (base.session != 0 && now.session != base.session)
+    {
         HoldState::Lost
     } else if now.suspended {
         HoldState::Suspended

@@ -28,6 +28,12 @@ impl<'de> Deserialize<'de> for Dur {
     }
 }
 
+impl serde::Serialize for Dur {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 impl fmt::Display for Dur {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", humantime::format_duration(self.0))
@@ -283,7 +289,7 @@ impl Lock {
 }
 
 /// What a group's clients ask for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Role {
     /// The exclusive lock (default; for read/write locks: the write lock).
@@ -672,7 +678,7 @@ impl Step {
 }
 
 /// Which invariants to check.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Invariants {
     /// No two holders of an exclusive lock, no writer beside any holder

@@ -63,7 +63,7 @@ impl TargetSpec {
 }
 
 /// One change to the tree as a target reports it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Change {
     /// Order of the change (the zxid when known).
     pub pos: i64,
@@ -80,7 +80,7 @@ pub struct Change {
 }
 
 /// A notification and the change that caused it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Notified {
     /// The zxid of the change that fired it.
     pub zxid: i64,
@@ -91,14 +91,14 @@ pub struct Notified {
 }
 
 /// What the server saw, as far as the target can tell.
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct History {
     /// Changes under the scenario's nodes, in commit order.
     pub changes: Vec<Change>,
     /// Notifications sent (mock only).
     pub notifications: Option<Vec<Notified>>,
     /// The recorder's own text of the history (mock only), for failure reports.
-    #[serde(skip)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub text: Vec<String>,
 }
 
