@@ -23,7 +23,6 @@ mod broken;
 pub mod check;
 pub mod fault;
 pub mod history;
-pub mod html;
 pub mod implementation;
 pub mod journal;
 pub mod matrix;

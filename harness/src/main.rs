@@ -332,7 +332,7 @@ fn run(args: RunArgs) -> ExitCode {
         }
     }
     if let Some(p) = &args.html {
-        if let Err(e) = report::write(p, &harness::html::render(&outcomes)) {
+        if let Err(e) = report::write(p, &report::html(&outcomes)) {
             eprintln!("error: writing {}: {e}", p.display());
             io_failed = true;
         }

@@ -111,3 +111,44 @@ fn a_failing_scenario_exits_non_zero_with_its_replay_command() {
     assert!(xml.contains("<failure"), "{xml}");
     assert!(xml.contains("failures=\"1\""), "{xml}");
 }
+
+/// `run --record` writes what `judge` judges again, with the same verdict;
+/// a line that is not a record is an error naming the file and line.
+#[test]
+fn a_recorded_run_is_judged_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("runs.jsonl");
+    let out = harness()
+        .args(["run", "--quiet", "--seed", "7", "--record"])
+        .arg(&rec)
+        .arg(scenario("negative/broken-release-once.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = harness().arg("judge").arg(&rec).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("caught"), "{text}");
+    assert!(text.contains("liveness, no_orphans"), "{text}");
+
+    let mut lines = std::fs::read_to_string(&rec).unwrap();
+    lines.push_str("{\"format\": 1, \"scenario\": \n");
+    std::fs::write(&rec, lines).unwrap();
+    let out = harness().arg("judge").arg(&rec).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("{}:2: not a run record", rec.display())),
+        "{err}"
+    );
+}

@@ -151,7 +151,7 @@ async fn report_renders_in_headless_chromium() {
     ];
     let clients: usize = outcomes.iter().map(|o| o.clients.len()).sum();
     assert_eq!(clients, 4 + 3);
-    let html = harness::html::render(&outcomes);
+    let html = harness::report::html(&outcomes);
 
     let dir = tempfile::tempdir().expect("tempdir");
     let page: PathBuf = dir.path().join("report.html");

@@ -1,6 +1,5 @@
-//! Outcomes and their reports: the terminal table, JSON and JUnit XML.
+//! Outcomes and their reports: `terminal`, `json`, `junit` and `html`.
 
-use std::fmt::Write as _;
 use std::path::Path;
 
 use serde::Serialize;
@@ -35,7 +34,7 @@ impl Status {
 }
 
 /// One invariant's result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct InvariantResult {
     /// Its name (as in the scenario file).
     pub name: String,
@@ -239,163 +238,6 @@ impl Outcome {
     }
 }
 
-/// The summary table for the terminal.
-pub fn terminal(outcomes: &[Outcome]) -> String {
-    let mut out = String::new();
-    let w = outcomes
-        .iter()
-        .map(|o| o.name.len())
-        .max()
-        .unwrap_or(8)
-        .max(8);
-    let _ = writeln!(
-        out,
-        "{:<w$}  {:<8}  {:<30}  {:>8}  {:>6}  {:>9}  violated / errors",
-        "scenario", "status", "recipe", "time", "acq", "notif/ho"
-    );
-    for o in outcomes {
-        let mut note = o.violated().join(", ");
-        if !o.errors.is_empty() {
-            if !note.is_empty() {
-                note.push_str("; ");
-            }
-            note.push_str(&o.errors.join("; "));
-        }
-        let per = o
-            .stats
-            .max_notifications_per_handoff
-            .map(|n| n.to_string())
-            .unwrap_or_else(|| "-".into());
-        let _ = writeln!(
-            out,
-            "{:<w$}  {:<8}  {:<30}  {:>7.2}s  {:>6}  {:>9}  {}",
-            o.name,
-            format!("{:?}", o.status).to_lowercase(),
-            &o.recipe,
-            o.duration_ms / 1000.0,
-            o.stats.acquisitions,
-            per,
-            note
-        );
-    }
-    let count = |s: Status| outcomes.iter().filter(|o| o.status == s).count();
-    let _ = writeln!(
-        out,
-        "\n{} scenarios: {} passed, {} caught (negative), {} failed, {} errors, {} skipped",
-        outcomes.len(),
-        count(Status::Passed),
-        count(Status::Caught),
-        count(Status::Failed),
-        count(Status::Error),
-        count(Status::Skipped)
-    );
-    out
-}
-
-/// What a failed scenario's reader needs: the violations, the seed, the
-/// replay command and the tail of the history.
-pub fn failure_details(o: &Outcome) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "--- {} ({}): {:?}", o.name, o.file, o.status);
-    for i in &o.invariants {
-        if i.checked && (!i.held || i.expected_violation) {
-            let verdict = match (i.held, i.expected_violation) {
-                (false, false) => "VIOLATED",
-                (true, true) => "held, but a violation was expected",
-                (false, true) => "violated as expected",
-                (true, false) => "held",
-            };
-            let _ = writeln!(out, "  {}: {verdict}", i.name);
-            for d in i.details.iter().take(10) {
-                let _ = writeln!(out, "    {d}");
-            }
-            if i.details.len() > 10 {
-                let _ = writeln!(out, "    … {} more", i.details.len() - 10);
-            }
-        }
-    }
-    for e in &o.errors {
-        let _ = writeln!(out, "  error: {e}");
-    }
-    let _ = writeln!(out, "  seed: {}", o.seed);
-    let _ = writeln!(out, "  replay: {}", o.replay);
-    if !o.history_tail.is_empty() {
-        let _ = writeln!(
-            out,
-            "  server history (last {} records):",
-            o.history_tail.len()
-        );
-        for l in &o.history_tail {
-            let _ = writeln!(out, "    {l}");
-        }
-    }
-    out
-}
-
-/// Every outcome as one JSON document.
-pub fn json(outcomes: &[Outcome]) -> String {
-    #[derive(Serialize)]
-    struct Doc<'a> {
-        passed: bool,
-        scenarios: &'a [Outcome],
-    }
-    serde_json::to_string_pretty(&Doc {
-        passed: outcomes.iter().all(|o| o.status.ok()),
-        scenarios: outcomes,
-    })
-    .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
-}
-
-/// A JUnit XML report: one test suite, one test case per scenario.
-pub fn junit(outcomes: &[Outcome]) -> String {
-    use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
-    let mut report = Report::new("harness");
-    let mut suite = TestSuite::new("scenarios");
-    for o in outcomes {
-        let status = match o.status {
-            Status::Passed | Status::Caught => TestCaseStatus::success(),
-            Status::Skipped => {
-                let mut s = TestCaseStatus::skipped();
-                if let TestCaseStatus::Skipped { message, .. } = &mut s {
-                    *message = o.errors.first().map(|e| e.as_str().into());
-                }
-                s
-            }
-            Status::Failed => {
-                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                s.set_message(format!("violated: {}", o.violated().join(", ")));
-                s.set_description(failure_details(o));
-                s
-            }
-            Status::Error => {
-                let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
-                s.set_message(o.errors.join("; "));
-                s.set_description(failure_details(o));
-                s
-            }
-        };
-        let mut case = TestCase::new(o.name.clone(), status);
-        case.set_classname(format!("harness.{}.{}", o.target, o.recipe));
-        case.set_time(std::time::Duration::from_secs_f64(o.duration_ms / 1000.0));
-        case.set_system_out(format!(
-            "seed {}\nreplay: {}\nacquisitions {} hand-offs {} max notifications per hand-off {}\n",
-            o.seed,
-            o.replay,
-            o.stats.acquisitions,
-            o.stats.handoffs,
-            o.stats
-                .max_notifications_per_handoff
-                .map(|n| n.to_string())
-                .unwrap_or_else(|| "-".into())
-        ));
-        suite.add_test_case(case);
-    }
-    report.add_test_suite(suite);
-    report
-        .to_string()
-        .unwrap_or_else(|e| format!("<!-- junit serialisation failed: {e} -->"))
-}
-
 /// Writes `text` to `path`, creating parent directories.
 pub fn write(path: &Path, text: &str) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
@@ -405,3 +247,13 @@ pub fn write(path: &Path, text: &str) -> std::io::Result<()> {
     }
     std::fs::write(path, text)
 }
+
+mod html;
+mod json;
+mod junit;
+mod terminal;
+
+pub use html::render as html;
+pub use json::json;
+pub use junit::junit;
+pub use terminal::{failure_details, terminal};

@@ -14,17 +14,17 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 
+use super::{Handoff, Outcome, Status};
 use crate::journal::{Entry, Event};
-use crate::report::{Handoff, Outcome, Status};
 
 /// The most lanes one timeline draws (clients hit by faults or named by a
 /// violation are drawn even beyond it).
-pub const MAX_LANES: usize = 200;
+pub(crate) const MAX_LANES: usize = 200;
 
 /// Escapes text for HTML and SVG, in element content and in quoted
 /// attributes alike. Control characters other than tab, newline and carriage
 /// return (not allowed in HTML) become U+FFFD.
-pub fn escape(s: &str) -> String {
+pub(crate) fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -1,0 +1,154 @@
+//! The invariants judged on recorded runs: `harness/tests/records/*.jsonl`,
+//! each written by `harness run SCENARIO --seed 7 --record FILE` on the
+//! embedded mock. The checks are pure functions of a record, so a record
+//! keeps its verdicts, and an edited record shows what each invariant reads.
+
+use std::path::Path;
+
+use harness::check;
+use harness::journal::Event;
+use harness::record::RunRecord;
+use harness::report::Status;
+use zk_mock::record::ChangeKind;
+
+fn recorded(name: &str) -> RunRecord {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/records")
+        .join(format!("{name}.jsonl"));
+    let mut records = RunRecord::read_all(&file).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(records.len(), 1, "{name}");
+    records.remove(0)
+}
+
+fn verdict(r: &RunRecord, name: &str) -> (bool, Vec<String>) {
+    let j = check::judge(r);
+    let i = j
+        .invariants
+        .iter()
+        .find(|i| i.name == name)
+        .unwrap_or_else(|| panic!("{name} not checked"));
+    (i.held, i.details.clone())
+}
+
+fn violated(r: &RunRecord) -> Vec<String> {
+    check::judge(r)
+        .invariants
+        .into_iter()
+        .filter(|i| i.checked && !i.held)
+        .map(|i| i.name)
+        .collect()
+}
+
+#[test]
+fn recorded_runs_keep_their_verdicts() {
+    for (name, status, bad) in [
+        ("holder-expires", Status::Passed, vec![]),
+        (
+            "broken-release-once",
+            Status::Caught,
+            vec!["liveness", "no_orphans"],
+        ),
+        (
+            "app-ignores-lost-signal",
+            Status::Caught,
+            vec!["mutual_exclusion", "fencing"],
+        ),
+    ] {
+        let r = recorded(name);
+        let j = check::judge(&r);
+        assert_eq!(j.status, status, "{name}: {:?}", j.invariants);
+        let mut got = violated(&r);
+        got.sort();
+        let mut want: Vec<String> = bad.into_iter().map(String::from).collect();
+        want.sort();
+        assert_eq!(got, want, "{name}");
+        // Judged twice, judged the same; and the same after a round trip.
+        let mut text = Vec::new();
+        r.write_line(&mut text).unwrap();
+        let again: RunRecord = serde_json::from_slice(&text).unwrap();
+        assert_eq!(check::judge(&again).invariants, j.invariants, "{name}");
+    }
+}
+
+/// no_orphans reads the nodes left at the end: the orphan named, and its
+/// owner found from the history; without it, the invariant holds.
+#[test]
+fn no_orphans_names_the_node_and_its_owner() {
+    let mut r = recorded("broken-release-once");
+    let (held, details) = verdict(&r, "no_orphans");
+    assert!(!held);
+    // The holder's forgotten node, and the waiters stuck behind it.
+    assert!(
+        details.iter().any(|d| d.ends_with("left by holder")),
+        "{details:?}"
+    );
+    assert!(
+        details.iter().all(|d| d.contains(" left by ")),
+        "{details:?}"
+    );
+    r.end.orphans.clear();
+    assert!(verdict(&r, "no_orphans").0);
+}
+
+/// lost_noticed reads the holder's report: the expired holder of
+/// holder-expires heard of its loss; with that report removed from the
+/// journal, the same history is a violation naming the node and the zxid.
+#[test]
+fn lost_noticed_needs_the_libraries_report() {
+    let mut r = recorded("holder-expires");
+    assert!(verdict(&r, "lost_noticed").0);
+    r.journal.retain(|e| e.event != Event::Lost);
+    let (held, details) = verdict(&r, "lost_noticed");
+    assert!(!held);
+    assert!(details[0].contains("(session expired)"), "{details:?}");
+    assert!(
+        details[0].contains("its guard never reported the loss"),
+        "{details:?}"
+    );
+}
+
+/// mutual_exclusion and fencing on the clients' side: the holder that ignores
+/// its library carries on after being told (suspended or lost). Without that
+/// word and with its last touch refused by the server (the marker absent from
+/// the history), it is the hand-over every lease lock has, and no violation.
+#[test]
+fn a_refused_last_touch_without_warning_is_no_violation() {
+    let mut r = recorded("app-ignores-lost-signal");
+    assert!(!verdict(&r, "fencing").0);
+    r.journal
+        .retain(|e| !matches!(e.event, Event::Suspended | Event::Lost) || e.client != "holder");
+    let exits: Vec<String> = r
+        .markers
+        .iter()
+        .filter(|(_, m)| m.client == "holder" && !m.enter)
+        .map(|(p, _)| p.clone())
+        .collect();
+    assert!(!exits.is_empty());
+    // Still a violation while the server applied the exit marker (if it did).
+    let applied = r
+        .history
+        .changes
+        .iter()
+        .any(|c| c.kind == ChangeKind::Created && exits.contains(&c.path));
+    assert_eq!(!verdict(&r, "fencing").0, applied);
+    r.history
+        .changes
+        .retain(|c| !(c.kind == ChangeKind::Created && exits.contains(&c.path)));
+    assert!(verdict(&r, "fencing").0);
+    let (_, details) = verdict(&r, "mutual_exclusion");
+    assert!(
+        details.iter().all(|d| !d.starts_with("clients:")),
+        "{details:?}"
+    );
+}
+
+/// liveness reads the journal's waits against the faults' ends.
+#[test]
+fn liveness_counts_from_the_last_fault() {
+    let mut r = recorded("broken-release-once");
+    let (held, details) = verdict(&r, "liveness");
+    assert!(!held);
+    assert!(details.iter().any(|d| d.contains("waiter")), "{details:?}");
+    r.invariants.liveness = None;
+    assert!(!violated(&r).contains(&"liveness".to_string()));
+}
