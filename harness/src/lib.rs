@@ -26,7 +26,6 @@ pub mod history;
 pub mod implementation;
 pub mod journal;
 pub mod matrix;
-mod proxy;
 mod recipe;
 pub mod record;
 pub mod report;

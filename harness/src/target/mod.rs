@@ -10,6 +10,8 @@ use zk_mock::{RuleGuard, ZkMock};
 
 use crate::scenario::Loaded;
 
+mod real;
+
 /// The ephemeral nodes under `dir` (three levels deep: a semaphore keeps its
 /// leases in a subdirectory), with their Stat, by absolute path, sorted.
 /// Directories a library made (persistent or container nodes) are walked,
@@ -110,7 +112,7 @@ pub(crate) enum Target {
         rules: std::sync::Mutex<Vec<RuleGuard>>,
         refusal: std::sync::Mutex<Option<zk_mock::Refusal>>,
     },
-    Real(crate::proxy::RealTarget),
+    Real(real::RealTarget),
 }
 
 impl Target {
@@ -150,13 +152,11 @@ impl Target {
                     refusal: Default::default(),
                 })
             }
-            TargetSpec::Real(addr) => crate::proxy::RealTarget::start(
-                *addr,
-                &scenario.lock_dir(),
-                &scenario.resource_dir(),
-            )
-            .await
-            .map(Target::Real),
+            TargetSpec::Real(addr) => {
+                real::RealTarget::start(*addr, &scenario.lock_dir(), &scenario.resource_dir())
+                    .await
+                    .map(Target::Real)
+            }
         }
     }
 

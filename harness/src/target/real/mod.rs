@@ -1,0 +1,835 @@
+//! The real-ZooKeeper target: a TCP proxy per client between the clients and
+//! the server (faults), session takeover (expiry), and an observer session
+//! (history).
+//!
+//! Each client gets its own proxy listener on `127.0.0.1:0`. A proxied
+//! connection is framed in both directions (4-byte big-endian length prefix):
+//! the first client frame is the `ConnectRequest`, the first server frame the
+//! `ConnectResponse`, whose session id and password the proxy keeps for the
+//! session takeover. Later client frames are requests (`RequestHeader` then
+//! body), later server frames replies (`ReplyHeader` then body), so request
+//! faults can match an op and a path and find the reply by its xid.
+//!
+//! Faults:
+//! - disconnect: both sockets of the client's connections are closed; the
+//!   client reconnects through the same listener.
+//! - stall / resume: nothing is forwarded in either direction (and new
+//!   connections of that client are held) until resume; what was read in the
+//!   meantime is delivered then.
+//! - refuse: while on, every proxy closes the connections it accepts at once.
+//! - lose_reply: the request goes to the server; its reply is dropped and the
+//!   connection closed. drop_request: the connection is closed instead of
+//!   forwarding the request.
+//! - expire: the session-takeover technique (`zk-protocol-facts.md` §7.5): a
+//!   raw connection straight to the server re-attaches the captured session
+//!   (which makes the server close the client's own connection) and sends
+//!   closeSession on it. The client's reconnection is held meanwhile, so it
+//!   cannot take the session back first; it then learns that the session
+//!   expired.
+//!
+//! History: an observer session with a persistent recursive watch on the
+//! parent of the lock directory records every created, deleted and changed
+//! node in arrival order, which is zxid order (ZooKeeper sends a session's
+//! notifications in commit order). The zxids themselves are not known (3.8
+//! notifications carry −1), nor the session behind each change.
+
+mod observer;
+mod proxy;
+mod takeover;
+
+use std::net::SocketAddr;
+use std::sync::Mutex;
+
+use zookeeper_client as zk;
+
+use crate::fault::RequestFault;
+use crate::target::History;
+use observer::*;
+use proxy::*;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A real ZooKeeper behind per-client proxies, with an observer session.
+#[derive(Debug)]
+pub(crate) struct RealTarget {
+    server: SocketAddr,
+    proxies: Proxies,
+    observer: Observer,
+}
+
+impl RealTarget {
+    /// Connects the observer, removes what an earlier run of the scenario
+    /// left under its lock and resource directories, and starts watching.
+    pub(crate) async fn start(
+        server: SocketAddr,
+        lock_dir: &str,
+        res_dir: &str,
+    ) -> Result<RealTarget, String> {
+        let observer = Observer::start(server, lock_dir, res_dir).await?;
+        Ok(RealTarget {
+            server,
+            proxies: Proxies::new(server),
+            observer,
+        })
+    }
+    pub(crate) fn server_connect_string(&self) -> String {
+        self.server.to_string()
+    }
+    pub(crate) async fn connect_string(&self, client: &str) -> Result<String, String> {
+        self.proxies.connect_string(client)
+    }
+    pub(crate) async fn expire(&self, client: &str) -> bool {
+        self.proxies.expire(client).await
+    }
+    pub(crate) fn disconnect(&self, client: &str) -> bool {
+        self.proxies.disconnect(client)
+    }
+    pub(crate) fn stall(&self, client: &str) -> bool {
+        self.proxies.stall(client)
+    }
+    pub(crate) fn resume(&self, client: &str) -> bool {
+        self.proxies.resume(client)
+    }
+    pub(crate) fn request_fault(
+        &self,
+        fault: &RequestFault,
+        client: Option<&str>,
+    ) -> Result<(), String> {
+        self.proxies.request_fault(fault, client)
+    }
+    pub(crate) fn faults_fired(&self) -> u64 {
+        self.proxies.faults_fired()
+    }
+    pub(crate) fn refuse(&self, on: bool) {
+        self.proxies.refuse(on)
+    }
+    /// See `Target::lock_node`: the library's hint first, then the creates
+    /// the proxies saw this session make under `dir` (newest first), then a
+    /// walk of `dir` (for creates whose replies were lost); each confirmed
+    /// by the observer's `exists` (ephemeralOwner, czxid).
+    pub(crate) async fn lock_node(
+        &self,
+        session: i64,
+        dir: &str,
+        hint: Option<&str>,
+    ) -> Option<(String, i64)> {
+        let prefix = format!("{dir}/");
+        let c = &self.observer.client;
+        let owned = |stat: &zk::Stat| stat.ephemeral_owner == session;
+        if let Some(h) = hint.filter(|h| h.starts_with(&prefix)) {
+            if let Ok(Some(stat)) = c.check_stat(h).await {
+                if owned(&stat) {
+                    return Some((h.to_string(), stat.czxid));
+                }
+            }
+        }
+        let mut made: Vec<Known> = lock(&self.proxies.shared.ledger)
+            .iter()
+            .filter(|k| {
+                k.kind == OpKind::Create && k.session == session && k.path.starts_with(&prefix)
+            })
+            .cloned()
+            .collect();
+        made.sort_by_key(|k| std::cmp::Reverse(k.zxid));
+        for k in made {
+            if let Ok(Some(stat)) = c.check_stat(&k.path).await {
+                if owned(&stat) {
+                    return Some((k.path, stat.czxid));
+                }
+            }
+        }
+        // A walk of `dir`, for creates whose replies were lost.
+        crate::target::ephemerals_under(c, dir)
+            .await
+            .ok()?
+            .into_iter()
+            .filter(|(_, st)| owned(st))
+            .max_by_key(|(_, st)| st.czxid)
+            .map(|(p, st)| (p, st.czxid))
+    }
+
+    pub(crate) fn history(&self, prefixes: &[String]) -> History {
+        let known = lock(&self.proxies.shared.ledger).clone();
+        self.observer.history(prefixes, &known)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fault::{FaultVerdict, RequestFault};
+    use bytes::{Bytes, BytesMut};
+    use zk_mock::codec::Record;
+    use zk_mock::proto::{ConnectRequest, OpCode, RequestHeader};
+    use zk_mock::record::ChangeKind;
+
+    use std::time::Duration;
+    use zk_mock::client::RawClient;
+    use zk_mock::fault::OpFamily;
+
+    use super::takeover::*;
+    use zk_mock::codec::frame;
+    use zk_mock::proto::{Acl, CreateRequest, DeleteRequest, PathWatchRequest};
+
+    fn request(xid: i32, op: OpCode, body: &impl Record) -> Bytes {
+        let mut b = BytesMut::new();
+        RequestHeader {
+            xid,
+            op_type: op as i32,
+        }
+        .encode(&mut b);
+        body.encode(&mut b);
+        b.freeze()
+    }
+
+    fn create(path: &str) -> CreateRequest {
+        CreateRequest {
+            path: path.into(),
+            data: None,
+            acl: Acl::open_unsafe(),
+            flags: 3,
+        }
+    }
+
+    fn fault(op: &str, times: u64, apply: bool) -> RequestFault {
+        RequestFault {
+            family: OpFamily::parse(op).unwrap(),
+            path: zk_mock::fault::PathMatch::Glob("/h/lock/**".into()),
+            nth: None,
+            times,
+            verdict: if apply {
+                FaultVerdict::LoseReply
+            } else {
+                FaultVerdict::DropRequest
+            },
+        }
+    }
+
+    fn rule(op: OpKind, client: Option<&str>, times: u64, apply: bool) -> RequestRule {
+        let op = match op {
+            OpKind::Create => "create",
+            _ => "delete",
+        };
+        RequestRule {
+            fault: fault(op, times, apply),
+            client: client.map(str::to_string),
+            remaining: times,
+            matched: 0,
+            fired: 0,
+        }
+    }
+
+    #[test]
+    fn scan_passes_whole_frames_and_keeps_a_partial_one() {
+        let mut bytes = BytesMut::new();
+        bytes.extend_from_slice(&frame(b"one"));
+        bytes.extend_from_slice(&frame(b""));
+        bytes.extend_from_slice(&frame(b"three"));
+        let whole = bytes.len();
+        bytes.extend_from_slice(&frame(b"partial")[..6]);
+        let mut seen = Vec::new();
+        let (end, cut) = scan(&bytes, &mut |f: &[u8]| {
+            seen.push(f.to_vec());
+            Verdict::Forward
+        });
+        assert_eq!((end, cut), (whole, false));
+        assert_eq!(seen, vec![b"one".to_vec(), vec![], b"three".to_vec()]);
+        // Fewer than four bytes: nothing yet.
+        assert_eq!(
+            scan(&[0, 0, 0], &mut |_: &[u8]| Verdict::Forward),
+            (0, false)
+        );
+    }
+
+    #[test]
+    fn scan_cuts_before_the_frame_it_is_told_to_and_on_bad_lengths() {
+        let mut bytes = BytesMut::new();
+        bytes.extend_from_slice(&frame(b"keep"));
+        bytes.extend_from_slice(&frame(b"lose"));
+        bytes.extend_from_slice(&frame(b"after"));
+        let (end, cut) = scan(&bytes, &mut |f: &[u8]| {
+            if f == b"lose" {
+                Verdict::Cut
+            } else {
+                Verdict::Forward
+            }
+        });
+        assert_eq!((end, cut), (8, true));
+        let mut bad = frame(b"ok").to_vec();
+        bad.extend_from_slice(&(-1i32).to_be_bytes());
+        assert_eq!(scan(&bad, &mut |_: &[u8]| Verdict::Forward), (6, true));
+        let huge = ((MAX_FRAME + 1) as i32).to_be_bytes();
+        assert_eq!(scan(&huge, &mut |_: &[u8]| Verdict::Forward), (0, true));
+    }
+
+    #[test]
+    fn rules_match_every_create_variant_and_delete_under_the_directory() {
+        for op in [
+            OpCode::Create,
+            OpCode::Create2,
+            OpCode::CreateContainer,
+            OpCode::CreateTtl,
+        ] {
+            let mut rules = vec![rule(OpKind::Create, None, 1, true)];
+            assert_eq!(
+                match_rules(&mut rules, "c", op as i32, Some("/h/lock/n-01")),
+                Some(true)
+            );
+        }
+        let mut rules = vec![rule(OpKind::Create, None, 5, true)];
+        // Not a create, not under `/h/lock/`, the directory itself, a sibling with the same prefix.
+        assert_eq!(
+            match_rules(&mut rules, "c", OpCode::Delete as i32, Some("/h/lock/x")),
+            None
+        );
+        assert_eq!(
+            match_rules(&mut rules, "c", OpCode::GetData as i32, Some("/h/lock/x")),
+            None
+        );
+        assert_eq!(
+            match_rules(&mut rules, "c", OpCode::Create2 as i32, Some("/h/lock")),
+            None
+        );
+        assert_eq!(
+            match_rules(
+                &mut rules,
+                "c",
+                OpCode::Create2 as i32,
+                Some("/h/lock.resource/m")
+            ),
+            None
+        );
+        assert_eq!(rules[0].fired, 0);
+        let mut rules = vec![rule(OpKind::Delete, None, 1, false)];
+        assert_eq!(
+            match_rules(&mut rules, "c", OpCode::Delete as i32, Some("/h/lock/x")),
+            Some(false)
+        );
+    }
+
+    #[test]
+    fn rules_respect_the_client_and_the_times_budget() {
+        let mut rules = vec![
+            rule(OpKind::Create, Some("unlucky"), 2, true),
+            rule(OpKind::Create, None, 1, false),
+        ];
+        let create2 = OpCode::Create2 as i32;
+        // Someone else: only the "anyone" rule, once.
+        assert_eq!(
+            match_rules(&mut rules, "other", create2, Some("/h/lock/a")),
+            Some(false)
+        );
+        assert_eq!(
+            match_rules(&mut rules, "other", create2, Some("/h/lock/a")),
+            None
+        );
+        // The named client: twice, then nothing left.
+        assert_eq!(
+            match_rules(&mut rules, "unlucky", create2, Some("/h/lock/a")),
+            Some(true)
+        );
+        assert_eq!(
+            match_rules(&mut rules, "unlucky", create2, Some("/h/lock/a")),
+            Some(true)
+        );
+        assert_eq!(
+            match_rules(&mut rules, "unlucky", create2, Some("/h/lock/a")),
+            None
+        );
+        assert_eq!(
+            rules.iter().map(|r| r.fired).collect::<Vec<_>>(),
+            vec![2, 1]
+        );
+        assert_eq!(rules.iter().map(|r| r.remaining).sum::<u64>(), 0);
+    }
+
+    #[test]
+    fn classify_reads_the_request_header_and_path() {
+        let p = Proxies::new("127.0.0.1:1".parse().unwrap());
+        p.request_fault(&fault("create", 1, true), Some("c"))
+            .unwrap();
+        p.request_fault(&fault("delete", 1, false), None).unwrap();
+        let mut fail = fault("setData", 1, true);
+        fail.verdict = FaultVerdict::Fail(zk_mock::proto::ErrorCode::NoNode);
+        assert!(p.request_fault(&fail, None).is_err());
+        let rules = &p.shared.rules;
+        let get = request(
+            5,
+            OpCode::GetChildren2,
+            &PathWatchRequest {
+                path: "/h/lock".into(),
+                watch: true,
+            },
+        );
+        assert_eq!(classify(rules, "c", &get), Action::Forward);
+        let c = request(7, OpCode::Create2, &create("/h/lock/_c_x-lock-"));
+        assert_eq!(classify(rules, "d", &c), Action::Forward);
+        assert_eq!(classify(rules, "c", &c), Action::LoseReply(7));
+        assert_eq!(classify(rules, "c", &c), Action::Forward);
+        let d = request(
+            9,
+            OpCode::Delete,
+            &DeleteRequest {
+                path: "/h/lock/_c_x-lock-0000000001".into(),
+                version: -1,
+            },
+        );
+        assert_eq!(classify(rules, "d", &d), Action::Drop);
+        assert_eq!(classify(rules, "d", &d), Action::Forward);
+        // Garbage and pings go through.
+        assert_eq!(classify(rules, "c", &[1, 2]), Action::Forward);
+        let ping = RequestHeader {
+            xid: -2,
+            op_type: OpCode::Ping as i32,
+        }
+        .to_bytes();
+        assert_eq!(classify(rules, "c", &ping), Action::Forward);
+        assert_eq!(p.faults_fired(), 2);
+    }
+
+    #[test]
+    fn changes_are_attributed_to_sessions_and_session_ends() {
+        let k = |kind, path: &str, zxid, session| Known {
+            kind,
+            path: path.into(),
+            zxid,
+            session,
+        };
+        let known = vec![
+            k(OpKind::Create, "/l/a", 10, 1),
+            k(OpKind::Create, "/l/b", 11, 2),
+            k(OpKind::Delete, "/l/a", 12, 1),
+            k(OpKind::Create, "/l/c", 13, 3),
+            k(OpKind::Close, "", 15, 3),
+            k(OpKind::Create, "/l/lock", 20, 1),
+            k(OpKind::Delete, "/l/lock", 21, 4),
+            k(OpKind::Create, "/l/lock", 22, 2),
+        ];
+        let seen: Vec<(ChangeKind, String)> = [
+            (ChangeKind::Created, "/l"),
+            (ChangeKind::Created, "/l/a"),
+            (ChangeKind::Created, "/l/b"),
+            (ChangeKind::Deleted, "/l/a"),
+            (ChangeKind::Created, "/l/c"),
+            (ChangeKind::Deleted, "/l/b"),
+            (ChangeKind::Deleted, "/l/c"),
+            (ChangeKind::Created, "/l/lock"),
+            (ChangeKind::DataChanged, "/l/lock"),
+            (ChangeKind::Deleted, "/l/lock"),
+            (ChangeKind::Created, "/l/lock"),
+            (ChangeKind::Deleted, "/l/lock"),
+            (ChangeKind::Deleted, "/l/unknown"),
+        ]
+        .into_iter()
+        .map(|(k, p)| (k, p.to_string()))
+        .collect();
+        let ended = |s| Who {
+            session: Some(s),
+            zxid: None,
+            by_session_end: true,
+        };
+        assert_eq!(
+            attribute(&seen, &known),
+            vec![
+                Who::default(),    // made by a session the proxies did not see
+                Who::known(1, 10), // /l/a created by 1
+                Who::known(2, 11),
+                Who::known(1, 12), // /l/a deleted by 1 itself
+                Who::known(3, 13),
+                ended(2),          // /l/b went with its session
+                Who::known(3, 15), // /l/c went with 3's own closeSession
+                Who::known(1, 20),
+                Who::default(),
+                Who::known(4, 21), // 4 deleted 1's node
+                Who::known(2, 22),
+                ended(2), // the second /l/lock went with 2's session
+                Who::default(),
+            ]
+        );
+    }
+
+    #[test]
+    fn source_addresses_spread_only_on_the_loopback() {
+        let lo: SocketAddr = "127.0.0.1:2181".parse().unwrap();
+        assert_eq!(source_for(lo, 0), None);
+        assert_eq!(source_for(lo, CLIENTS_PER_SOURCE - 1), None);
+        assert_eq!(
+            source_for(lo, CLIENTS_PER_SOURCE),
+            Some("127.1.0.1".parse().unwrap())
+        );
+        assert_eq!(source_for(lo, 999), Some("127.1.0.49".parse().unwrap()));
+        assert_eq!(source_for("10.0.0.1:2181".parse().unwrap(), 999), None);
+        assert_eq!(source_for("[::1]:2181".parse().unwrap(), 999), None);
+    }
+
+    #[test]
+    fn parent_of_paths() {
+        assert_eq!(parent("/harness/x/lock"), "/harness/x");
+        assert_eq!(parent("/lock"), "/");
+        assert_eq!(parent("/"), "/");
+    }
+
+    // ---- through the proxy, against zk-mock ------------------------------
+
+    fn addr(cs: &str) -> SocketAddr {
+        cs.parse().unwrap()
+    }
+
+    async fn raw(p: &Proxies, client: &str) -> RawClient {
+        let cs = p.connect_string(client).unwrap();
+        let mut c = RawClient::connect(addr(&cs), 4000).await.unwrap();
+        c.set_read_timeout(Duration::from_secs(3));
+        c
+    }
+
+    async fn exists(zk: &zk_mock::ZkMock, path: &str) -> bool {
+        let mut c = RawClient::connect(zk.addr(), 4000).await.unwrap();
+        let r = c
+            .request(
+                OpCode::Exists,
+                &PathWatchRequest {
+                    path: path.into(),
+                    watch: false,
+                },
+            )
+            .await
+            .unwrap();
+        r.header.err == 0
+    }
+
+    async fn mkdir(c: &mut RawClient, path: &str) {
+        let r = c
+            .request(
+                OpCode::Create,
+                &CreateRequest {
+                    flags: 0,
+                    ..create(path)
+                },
+            )
+            .await
+            .unwrap();
+        assert!(r.header.err == 0 || r.header.err == -110, "{r:?}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_proxy_forwards_and_remembers_the_session() {
+        let zk = zk_mock::ZkMock::start().await;
+        let p = Proxies::new(zk.addr());
+        let cs1 = p.connect_string("a").unwrap();
+        assert_eq!(p.connect_string("a").unwrap(), cs1);
+        assert_ne!(p.connect_string("b").unwrap(), cs1);
+        let mut c = raw(&p, "a").await;
+        assert_ne!(c.session_id, 0);
+        assert_eq!(p.session("a"), Some((c.session_id, c.passwd.clone())));
+        assert_eq!(p.session("b"), None);
+        mkdir(&mut c, "/h").await;
+        mkdir(&mut c, "/h/lock").await;
+        // A large frame crosses intact in both directions.
+        let big = vec![7u8; 300_000];
+        let r = c
+            .request(
+                OpCode::Create,
+                &CreateRequest {
+                    data: Some(Bytes::from(big.clone())),
+                    flags: 0,
+                    ..create("/h/big")
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.header.err, 0);
+        let r = c
+            .request(
+                OpCode::GetData,
+                &PathWatchRequest {
+                    path: "/h/big".into(),
+                    watch: false,
+                },
+            )
+            .await
+            .unwrap();
+        let data: zk_mock::proto::GetDataResponse = r.decode().unwrap();
+        assert_eq!(data.data.as_deref(), Some(&big[..]));
+        assert!(!p.disconnect("b"));
+        assert!(p.disconnect("a"));
+        assert!(
+            c.next_reply().await.unwrap().is_none(),
+            "closed by disconnect"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn lose_reply_applies_the_request_and_drop_request_does_not() {
+        let zk = zk_mock::ZkMock::start().await;
+        let p = Proxies::new(zk.addr());
+        let mut c = raw(&p, "a").await;
+        mkdir(&mut c, "/h").await;
+        mkdir(&mut c, "/h/lock").await;
+        p.request_fault(&fault("create", 1, true), Some("a"))
+            .unwrap();
+        let req = CreateRequest {
+            flags: 0,
+            ..create("/h/lock/one")
+        };
+        let e = c.request(OpCode::Create2, &req).await.unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof, "{e}");
+        assert!(exists(&zk, "/h/lock/one").await);
+        assert_eq!(p.faults_fired(), 1);
+        // The proxy saw the reply it lost: the creation is attributed.
+        assert!(lock(&p.shared.ledger)
+            .iter()
+            .any(|k| k.kind == OpKind::Create && k.path == "/h/lock/one"));
+        // The budget is spent: the next create goes through.
+        let mut c = raw(&p, "a").await;
+        let req = CreateRequest {
+            flags: 0,
+            ..create("/h/lock/two")
+        };
+        assert_eq!(
+            c.request(OpCode::Create2, &req).await.unwrap().header.err,
+            0
+        );
+        p.request_fault(&fault("create", 1, false), None).unwrap();
+        let req = CreateRequest {
+            flags: 0,
+            ..create("/h/lock/three")
+        };
+        assert!(c.request(OpCode::Create2, &req).await.is_err());
+        assert!(!exists(&zk, "/h/lock/three").await);
+        assert_eq!(p.faults_fired(), 2);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn stall_holds_traffic_and_new_connections_until_resume() {
+        let zk = zk_mock::ZkMock::start().await;
+        let p = Proxies::new(zk.addr());
+        let mut c = raw(&p, "a").await;
+        assert!(p.stall("a"));
+        assert!(!p.stall("nobody"));
+        c.set_read_timeout(Duration::from_millis(300));
+        let get = PathWatchRequest {
+            path: "/".into(),
+            watch: false,
+        };
+        let e = c.request(OpCode::Exists, &get).await.unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+        // A new connection is held as well.
+        let cs = p.connect_string("a").unwrap();
+        let held = tokio::spawn(async move { RawClient::connect(addr(&cs), 4000).await });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!held.is_finished());
+        assert!(p.resume("a"));
+        // The request sent during the stall is delivered now.
+        c.set_read_timeout(Duration::from_secs(3));
+        let r = c.next_reply().await.unwrap().unwrap();
+        assert_eq!((r.header.xid, r.header.err), (1, 0));
+        let c2 = held.await.unwrap().unwrap();
+        assert_ne!(c2.session_id, c.session_id);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn refusal_closes_new_connections_on_every_proxy() {
+        let zk = zk_mock::ZkMock::start().await;
+        let p = Proxies::new(zk.addr());
+        let mut before = raw(&p, "a").await;
+        p.refuse(true);
+        for client in ["a", "b"] {
+            let cs = p.connect_string(client).unwrap();
+            assert!(RawClient::connect(addr(&cs), 4000).await.is_err());
+        }
+        // An established connection is left alone.
+        let get = PathWatchRequest {
+            path: "/".into(),
+            watch: false,
+        };
+        assert_eq!(
+            before
+                .request(OpCode::Exists, &get)
+                .await
+                .unwrap()
+                .header
+                .err,
+            0
+        );
+        p.refuse(false);
+        raw(&p, "b").await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn expiry_by_session_takeover() {
+        let zk = zk_mock::ZkMock::start().await;
+        let p = Proxies::new(zk.addr());
+        let mut c = raw(&p, "a").await;
+        mkdir(&mut c, "/h").await;
+        let eph = CreateRequest {
+            flags: 1,
+            ..create("/h/eph")
+        };
+        assert_eq!(c.request(OpCode::Create, &eph).await.unwrap().header.err, 0);
+        let (session, passwd) = p.session("a").unwrap();
+        assert!(p.expire("a").await);
+        {
+            let ledger = lock(&p.shared.ledger);
+            let mine: Vec<(OpKind, &str, i64)> = ledger
+                .iter()
+                .map(|k| (k.kind, k.path.as_str(), k.session))
+                .collect();
+            assert!(
+                mine.contains(&(OpKind::Create, "/h/eph", session)),
+                "{mine:?}"
+            );
+            assert!(!mine.iter().any(|k| k.0 != OpKind::Create), "{mine:?}");
+        }
+        // The server closed the client's connection when the session was taken over.
+        assert!(c.next_reply().await.unwrap().is_none());
+        assert!(!exists(&zk, "/h/eph").await);
+        assert!(!zk.session_ids().contains(&session));
+        // Coming back through the proxy, the client learns its session expired.
+        let cs = p.connect_string("a").unwrap();
+        let req = ConnectRequest {
+            time_out: 4000,
+            session_id: session,
+            passwd: Some(passwd),
+            read_only: Some(false),
+            ..Default::default()
+        };
+        let (_, resp) = RawClient::handshake(addr(&cs), &req).await.unwrap();
+        assert_eq!(resp.map(|r| r.time_out), Some(0));
+        // Nothing left to expire.
+        assert!(!p.expire("a").await);
+        assert!(!p.expire("nobody").await);
+    }
+
+    /// The whole real-target path (proxies, takeover, observer, attribution)
+    /// with zk-mock standing in for ZooKeeper; `tests/real_target.rs` does
+    /// the same against a real server.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_scenario_through_the_real_target_path() {
+        let zk = zk_mock::ZkMock::builder()
+            .tick_time(100)
+            .min_session_timeout(200)
+            .start()
+            .await
+            .unwrap();
+        let text = "server: {session_timeout: 1s}
+lock: {recipe: predecessor}
+clients:
+  - name: holder
+    hold: 2s
+    on_expiry: stop
+  - name: waiter
+    count: 2
+    start: 100ms
+    hold: 20ms
+timeline:
+  - on: {waiting: waiter}
+    expire: holder
+invariants:
+  liveness: 5s
+";
+        let loaded =
+            crate::scenario::parse(std::path::Path::new("through-proxy.yaml"), text).unwrap();
+        let opts = crate::runner::RunOptions {
+            target: crate::target::TargetSpec::Real(zk.addr()),
+            seed: Some(1),
+            implementation: crate::implementation::Implementation::ZkLock,
+            progress: None,
+        };
+        let o = crate::runner::run(&loaded, &opts).await;
+        assert_eq!(
+            o.status,
+            crate::report::Status::Passed,
+            "{}",
+            crate::report::failure_details(&o)
+        );
+        let lost = o
+            .invariants
+            .iter()
+            .find(|i| i.name == "lost_noticed")
+            .unwrap();
+        assert!(lost.checked && lost.held, "{lost:?}");
+        assert!(
+            o.handoffs.iter().any(|h| h.by_session_end),
+            "{:#?}",
+            o.handoffs
+        );
+        assert!(o
+            .faults
+            .iter()
+            .any(|f| f.action == "expire" && f.clients == ["holder"]));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_observer_records_changes_in_order_and_cleans_up_first() {
+        let zk = zk_mock::ZkMock::start().await;
+        let mut c = RawClient::connect(zk.addr(), 4000).await.unwrap();
+        for p in [
+            "/h",
+            "/h/x",
+            "/h/x/lock",
+            "/h/x/lock/old",
+            "/h/x/lock.resource",
+        ] {
+            mkdir(&mut c, p).await;
+        }
+        let t = RealTarget::start(zk.addr(), "/h/x/lock", "/h/x/lock.resource")
+            .await
+            .unwrap();
+        assert!(!exists(&zk, "/h/x/lock").await, "left-overs removed");
+        for p in [
+            "/h/x/lock",
+            "/h/x/lock/n1",
+            "/h/x/lock.resource",
+            "/h/x/other",
+        ] {
+            mkdir(&mut c, p).await;
+        }
+        let set = zk_mock::proto::SetDataRequest {
+            path: "/h/x/lock/n1".into(),
+            data: Some(Bytes::from_static(b"v")),
+            version: -1,
+        };
+        assert_eq!(
+            c.request(OpCode::SetData, &set).await.unwrap().header.err,
+            0
+        );
+        let del = DeleteRequest {
+            path: "/h/x/lock/n1".into(),
+            version: -1,
+        };
+        assert_eq!(c.request(OpCode::Delete, &del).await.unwrap().header.err, 0);
+        let prefixes = ["/h/x/lock".to_string(), "/h/x/lock.resource".to_string()];
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        let h = loop {
+            let h = t.history(&prefixes);
+            if h.changes.len() >= 5 || tokio::time::Instant::now() > deadline {
+                break h;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        let got: Vec<(ChangeKind, &str)> = h
+            .changes
+            .iter()
+            .map(|c| (c.kind, c.path.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (ChangeKind::Created, "/h/x/lock"),
+                (ChangeKind::Created, "/h/x/lock/n1"),
+                (ChangeKind::Created, "/h/x/lock.resource"),
+                (ChangeKind::DataChanged, "/h/x/lock/n1"),
+                (ChangeKind::Deleted, "/h/x/lock/n1"),
+            ]
+        );
+        // No proxied session made these: no zxids, no sessions.
+        assert!(h.changes.windows(2).all(|w| w[0].pos <= w[1].pos));
+        assert!(h
+            .changes
+            .iter()
+            .all(|c| c.zxid.is_none() && c.session.is_none()));
+        assert!(h.notifications.is_none());
+    }
+}

@@ -1,0 +1,572 @@
+//! The per-client TCP proxies: framing, request faults, stalls, refusals.
+
+use std::collections::{BTreeMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::{Buf, Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::AbortHandle;
+use zk_mock::codec::Record;
+use zk_mock::proto::{decode_request, ConnectResponse, OpCode, ReplyHeader, RequestHeader};
+
+use super::lock;
+use super::observer::*;
+use super::takeover::*;
+use crate::fault::{FaultVerdict, RequestFault};
+use zk_mock::fault::OpFamily;
+
+/// Frames larger than this close the connection (ZooKeeper's own limit is
+/// `jute.maxbuffer`, 1 MiB by default; the proxy is more lenient).
+pub(super) const MAX_FRAME: usize = 64 << 20;
+
+/// How long an expiry by takeover may take.
+pub(super) const TAKEOVER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The writes the proxies keep in their ledger (for the history).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OpKind {
+    /// create, create2, createContainer, createTTL.
+    Create,
+    /// delete.
+    Delete,
+    /// closeSession.
+    Close,
+}
+
+impl OpKind {
+    /// The kind of a request op code, if the ledger keeps it.
+    pub(super) fn of(op: i32) -> Option<OpKind> {
+        match OpFamily::of(op)? {
+            OpFamily::Create => Some(OpKind::Create),
+            OpFamily::Delete => Some(OpKind::Delete),
+            _ => None,
+        }
+    }
+}
+
+/// A request fault on the proxies: the shared [`RequestFault`], for one
+/// client or anyone, with its counts.
+#[derive(Debug, Clone)]
+pub(crate) struct RequestRule {
+    pub(super) fault: RequestFault,
+    pub(super) client: Option<String>,
+    pub(super) remaining: u64,
+    /// Matching requests seen (for `nth`).
+    pub(super) matched: u64,
+    pub(super) fired: u64,
+}
+
+/// What to do with one client frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Action {
+    Forward,
+    /// Forward, then drop the reply with this xid and close.
+    LoseReply(i32),
+    /// Close the connection instead of forwarding.
+    Drop,
+}
+
+/// Finds the first rule with budget left that matches and fires (its n-th
+/// match, when it has `nth`), and spends one. True: apply the request and
+/// lose its reply; false: drop it.
+pub(super) fn match_rules(
+    rules: &mut [RequestRule],
+    client: &str,
+    op: i32,
+    path: Option<&str>,
+) -> Option<bool> {
+    for r in rules.iter_mut() {
+        if r.remaining == 0
+            || !r.fault.matches(op, path)
+            || r.client.as_deref().is_some_and(|c| c != client)
+        {
+            continue;
+        }
+        r.matched += 1;
+        if r.fault.nth.is_some_and(|n| n != r.matched) {
+            continue;
+        }
+        r.remaining -= 1;
+        r.fired += 1;
+        return Some(r.fault.verdict == FaultVerdict::LoseReply);
+    }
+    None
+}
+
+/// A request on its way to the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Write {
+    pub(super) xid: i32,
+    pub(super) op: i32,
+    /// Kept in the ledger when confirmed.
+    pub(super) kind: Option<OpKind>,
+    pub(super) path: Option<String>,
+}
+
+/// The request in a frame (header and body), if it is one the proxies
+/// look at: closeSession, or an op of a fault family.
+pub(super) fn inspect(frame: &[u8]) -> Option<Write> {
+    let header = RequestHeader::decode(frame).ok()?;
+    if header.op_type == OpCode::CloseSession as i32 {
+        return Some(Write {
+            xid: header.xid,
+            op: header.op_type,
+            kind: Some(OpKind::Close),
+            path: None,
+        });
+    }
+    OpFamily::of(header.op_type)?;
+    let path = decode_request(header.op_type, frame.get(8..)?)
+        .ok()
+        .and_then(|r| r.path().map(str::to_string));
+    Some(Write {
+        xid: header.xid,
+        op: header.op_type,
+        kind: OpKind::of(header.op_type),
+        path,
+    })
+}
+
+/// What the request faults make of a request from `client`.
+pub(super) fn decide(rules: &Mutex<Vec<RequestRule>>, client: &str, w: &Write) -> Action {
+    let mut rules = lock(rules);
+    match match_rules(&mut rules, client, w.op, w.path.as_deref()) {
+        Some(true) => Action::LoseReply(w.xid),
+        Some(false) => Action::Drop,
+        None => Action::Forward,
+    }
+}
+
+/// Classifies a request frame (header and body) for `client`.
+#[cfg(test)]
+pub(super) fn classify(rules: &Mutex<Vec<RequestRule>>, client: &str, frame: &[u8]) -> Action {
+    inspect(frame).map_or(Action::Forward, |w| decide(rules, client, &w))
+}
+
+/// State shared by every proxy of one target.
+#[derive(Debug)]
+pub(super) struct Shared {
+    pub(super) server: SocketAddr,
+    pub(super) refusing: AtomicBool,
+    pub(super) rules: Mutex<Vec<RequestRule>>,
+    pub(super) next_conn: AtomicU64,
+    /// Creates and deletes confirmed to the clients.
+    pub(super) ledger: Mutex<Vec<Known>>,
+}
+
+/// Whether a client's traffic may flow.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Gate {
+    /// Nothing is forwarded, no new connection goes through.
+    pub(super) stalled: bool,
+    /// New connections wait (a takeover is under way).
+    pub(super) holds: u32,
+}
+
+/// One client's proxy.
+#[derive(Debug)]
+pub(super) struct ClientProxy {
+    pub(super) name: String,
+    pub(super) addr: SocketAddr,
+    /// The local address its connections to the server come from.
+    pub(super) source: Option<std::net::IpAddr>,
+    /// The session and password of the last accepted ConnectResponse.
+    pub(super) session: Mutex<Option<(i64, Bytes)>>,
+    pub(super) gate: watch::Sender<Gate>,
+    pub(super) conns: Mutex<BTreeMap<u64, AbortHandle>>,
+    pub(super) accept: Mutex<Option<AbortHandle>>,
+}
+
+impl ClientProxy {
+    pub(super) fn close_all(&self) -> usize {
+        let conns = std::mem::take(&mut *lock(&self.conns));
+        conns
+            .into_values()
+            .filter(|h| !h.is_finished())
+            .map(|h| h.abort())
+            .count()
+    }
+}
+
+/// The proxies of one target, by client name.
+#[derive(Debug)]
+pub(crate) struct Proxies {
+    pub(super) shared: Arc<Shared>,
+    pub(super) clients: Mutex<BTreeMap<String, Arc<ClientProxy>>>,
+}
+
+impl Proxies {
+    pub(crate) fn new(server: SocketAddr) -> Proxies {
+        Proxies {
+            shared: Arc::new(Shared {
+                server,
+                refusing: AtomicBool::new(false),
+                rules: Mutex::default(),
+                next_conn: AtomicU64::new(0),
+                ledger: Mutex::default(),
+            }),
+            clients: Mutex::default(),
+        }
+    }
+
+    pub(super) fn get(&self, client: &str) -> Option<Arc<ClientProxy>> {
+        lock(&self.clients).get(client).cloned()
+    }
+
+    /// The client's proxy, started on first use.
+    pub(super) fn proxy(&self, client: &str) -> Result<Arc<ClientProxy>, String> {
+        let mut clients = lock(&self.clients);
+        if let Some(p) = clients.get(client) {
+            return Ok(p.clone());
+        }
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.set_nonblocking(true).map(|()| l))
+            .map_err(|e| format!("proxy for {client}: binding 127.0.0.1:0: {e}"))?;
+        let addr = std_listener
+            .local_addr()
+            .map_err(|e| format!("proxy for {client}: {e}"))?;
+        let listener =
+            TcpListener::from_std(std_listener).map_err(|e| format!("proxy for {client}: {e}"))?;
+        let proxy = Arc::new(ClientProxy {
+            name: client.to_string(),
+            addr,
+            source: source_for(self.shared.server, clients.len()),
+            session: Mutex::default(),
+            gate: watch::Sender::new(Gate::default()),
+            conns: Mutex::default(),
+            accept: Mutex::default(),
+        });
+        let task = tokio::spawn(accept_loop(listener, proxy.clone(), self.shared.clone()));
+        *lock(&proxy.accept) = Some(task.abort_handle());
+        clients.insert(client.to_string(), proxy.clone());
+        Ok(proxy)
+    }
+
+    pub(crate) fn connect_string(&self, client: &str) -> Result<String, String> {
+        Ok(self.proxy(client)?.addr.to_string())
+    }
+
+    /// The session the client's last connection was given.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn session(&self, client: &str) -> Option<(i64, Bytes)> {
+        self.get(client).and_then(|p| lock(&p.session).clone())
+    }
+
+    pub(crate) fn disconnect(&self, client: &str) -> bool {
+        self.get(client).is_some_and(|p| p.close_all() > 0)
+    }
+
+    pub(crate) fn stall(&self, client: &str) -> bool {
+        self.get(client)
+            .map(|p| p.gate.send_modify(|g| g.stalled = true))
+            .is_some()
+    }
+
+    pub(crate) fn resume(&self, client: &str) -> bool {
+        self.get(client)
+            .map(|p| p.gate.send_modify(|g| g.stalled = false))
+            .is_some()
+    }
+
+    pub(crate) fn refuse(&self, on: bool) {
+        self.shared.refusing.store(on, Ordering::SeqCst);
+    }
+
+    pub(crate) fn request_fault(
+        &self,
+        fault: &RequestFault,
+        client: Option<&str>,
+    ) -> Result<(), String> {
+        if !matches!(
+            fault.verdict,
+            FaultVerdict::LoseReply | FaultVerdict::DropRequest
+        ) {
+            return Err(format!(
+                "the real-ZooKeeper proxy cannot inject `{}` (only lose_reply and drop_request)",
+                fault.verdict.name()
+            ));
+        }
+        lock(&self.shared.rules).push(RequestRule {
+            fault: fault.clone(),
+            client: client.map(str::to_string),
+            remaining: fault.times,
+            matched: 0,
+            fired: 0,
+        });
+        Ok(())
+    }
+
+    pub(crate) fn faults_fired(&self) -> u64 {
+        lock(&self.shared.rules).iter().map(|r| r.fired).sum()
+    }
+
+    /// Ends the client's session by takeover; true once the server
+    /// acknowledged the closeSession.
+    pub(crate) async fn expire(&self, client: &str) -> bool {
+        let Some(proxy) = self.get(client) else {
+            return false;
+        };
+        let Some((session, passwd)) = lock(&proxy.session).clone() else {
+            return false;
+        };
+        proxy.gate.send_modify(|g| g.holds += 1);
+        let r = tokio::time::timeout(
+            TAKEOVER_TIMEOUT,
+            takeover(self.shared.server, session, passwd),
+        )
+        .await;
+        proxy.gate.send_modify(|g| g.holds -= 1);
+        match r {
+            Ok(Ok(done)) => done,
+            Ok(Err(e)) => {
+                tracing::warn!("expiring {client}'s session {session:#x} by takeover: {e}");
+                false
+            }
+            Err(_) => {
+                tracing::warn!("expiring {client}'s session {session:#x} by takeover timed out");
+                false
+            }
+        }
+    }
+
+    pub(super) fn shutdown(&self) {
+        for p in std::mem::take(&mut *lock(&self.clients)).into_values() {
+            if let Some(a) = lock(&p.accept).take() {
+                a.abort();
+            }
+            p.close_all();
+        }
+    }
+}
+
+impl Drop for Proxies {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// How many clients' connections share one source address: ZooKeeper
+/// refuses more than `maxClientCnxns` (60 by default) connections from one
+/// address, and a client may briefly have two (the old one closing).
+pub(super) const CLIENTS_PER_SOURCE: usize = 20;
+
+pub(super) async fn accept_loop(
+    listener: TcpListener,
+    proxy: Arc<ClientProxy>,
+    shared: Arc<Shared>,
+) {
+    loop {
+        let Ok((sock, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        if shared.refusing.load(Ordering::SeqCst) {
+            drop(sock);
+            continue;
+        }
+        let id = shared.next_conn.fetch_add(1, Ordering::SeqCst);
+        let task = tokio::spawn(serve(sock, proxy.clone(), shared.clone(), id));
+        let mut conns = lock(&proxy.conns);
+        conns.retain(|_, h| !h.is_finished());
+        conns.insert(id, task.abort_handle());
+    }
+}
+
+/// One proxied connection, until either side closes or a fault ends it.
+pub(super) async fn serve(
+    client: TcpStream,
+    proxy: Arc<ClientProxy>,
+    shared: Arc<Shared>,
+    id: u64,
+) {
+    let mut gate = proxy.gate.subscribe();
+    if gate.wait_for(|g| !g.stalled && g.holds == 0).await.is_err() {
+        return;
+    }
+    let Ok(server) = connect_from(proxy.source, shared.server).await else {
+        return;
+    };
+    let _ = client.set_nodelay(true);
+    let _ = server.set_nodelay(true);
+    let (cr, cw) = client.into_split();
+    let (sr, sw) = server.into_split();
+    let lost: Mutex<HashSet<i32>> = Mutex::default();
+    let pending: Mutex<BTreeMap<i32, Write>> = Mutex::default();
+    let conn = Conn {
+        proxy: &proxy,
+        shared: &shared,
+        lost: &lost,
+        pending: &pending,
+    };
+    tokio::select! {
+        _ = client_to_server(cr, sw, &conn) => {}
+        _ = server_to_client(sr, cw, &conn) => {}
+    }
+    lock(&proxy.conns).remove(&id);
+}
+
+pub(super) async fn open(gate: &mut watch::Receiver<Gate>) -> bool {
+    gate.wait_for(|g| !g.stalled).await.is_ok()
+}
+
+/// What to do with a frame in transit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Verdict {
+    Forward,
+    /// Forward what came before it, not this frame, and close the connection.
+    Cut,
+}
+
+/// Scans the whole frames at the front of `buf` (length prefix included),
+/// asking `on_frame` about each body. Returns how many bytes may go on and
+/// whether the connection must close after them; a length outside
+/// `0..=MAX_FRAME` closes it too. The bytes of a partial frame stay.
+pub(super) fn scan(buf: &[u8], on_frame: &mut impl FnMut(&[u8]) -> Verdict) -> (usize, bool) {
+    let mut end = 0;
+    while buf.len() - end >= 4 {
+        let len = i32::from_be_bytes([buf[end], buf[end + 1], buf[end + 2], buf[end + 3]]);
+        let Ok(len) = usize::try_from(len) else {
+            return (end, true);
+        };
+        if len > MAX_FRAME {
+            return (end, true);
+        }
+        if buf.len() - end - 4 < len {
+            break;
+        }
+        if on_frame(&buf[end + 4..end + 4 + len]) == Verdict::Cut {
+            return (end, true);
+        }
+        end += 4 + len;
+    }
+    (end, false)
+}
+
+/// Moves frames from `rd` to `wr`, unchanged and whole, while the client's
+/// gate is open, until either side closes or `on_frame` cuts.
+pub(super) async fn pump(
+    mut rd: OwnedReadHalf,
+    mut wr: OwnedWriteHalf,
+    mut gate: watch::Receiver<Gate>,
+    mut on_frame: impl FnMut(&[u8]) -> Verdict,
+) {
+    let mut buf = BytesMut::with_capacity(16 * 1024);
+    loop {
+        if !open(&mut gate).await {
+            return;
+        }
+        match rd.read_buf(&mut buf).await {
+            Ok(n) if n > 0 => {}
+            _ => return,
+        }
+        let (end, cut) = scan(&buf, &mut on_frame);
+        if end > 0 {
+            if !open(&mut gate).await || wr.write_all(&buf[..end]).await.is_err() {
+                return;
+            }
+            buf.advance(end);
+        }
+        if cut {
+            return;
+        }
+        // Room for the rest of a large partial frame.
+        if buf.len() >= 4 {
+            let len = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
+            if let Ok(len) = usize::try_from(len) {
+                buf.reserve((4 + len.min(MAX_FRAME)).saturating_sub(buf.len()));
+            }
+        }
+    }
+}
+
+/// What both directions of one connection share.
+pub(super) struct Conn<'a> {
+    pub(super) proxy: &'a ClientProxy,
+    pub(super) shared: &'a Shared,
+    /// Requests whose reply is to be lost.
+    pub(super) lost: &'a Mutex<HashSet<i32>>,
+    /// Creates and deletes awaiting their reply, by xid.
+    pub(super) pending: &'a Mutex<BTreeMap<i32, Write>>,
+}
+
+pub(super) async fn client_to_server(rd: OwnedReadHalf, wr: OwnedWriteHalf, c: &Conn<'_>) {
+    let mut first = true;
+    pump(rd, wr, c.proxy.gate.subscribe(), |frame| {
+        if std::mem::take(&mut first) {
+            // The ConnectRequest.
+            return Verdict::Forward;
+        }
+        let Some(w) = inspect(frame) else {
+            return Verdict::Forward;
+        };
+        let action = decide(&c.shared.rules, &c.proxy.name, &w);
+        if action == Action::Drop {
+            tracing::debug!(
+                "proxy {}: dropping a request and the connection",
+                c.proxy.name
+            );
+            return Verdict::Cut;
+        }
+        if let Action::LoseReply(xid) = action {
+            lock(c.lost).insert(xid);
+        }
+        if w.kind.is_some() {
+            lock(c.pending).insert(w.xid, w);
+        }
+        Verdict::Forward
+    })
+    .await
+}
+
+pub(super) async fn server_to_client(rd: OwnedReadHalf, wr: OwnedWriteHalf, c: &Conn<'_>) {
+    let mut first = true;
+    let mut session = None;
+    pump(rd, wr, c.proxy.gate.subscribe(), |frame| {
+        if std::mem::take(&mut first) {
+            if let Ok(resp) = ConnectResponse::decode(frame) {
+                if resp.session_id != 0 && resp.time_out > 0 {
+                    session = Some(resp.session_id);
+                    *lock(&c.proxy.session) =
+                        Some((resp.session_id, resp.passwd.clone().unwrap_or_default()));
+                }
+            }
+            return Verdict::Forward;
+        }
+        let Ok((body, h)) = ReplyHeader::parse(frame) else {
+            return Verdict::Forward;
+        };
+        if h.xid < 0 {
+            return Verdict::Forward;
+        }
+        let write = lock(c.pending).remove(&h.xid);
+        if let (Some(w), Some(session), 0) = (write, session, h.err) {
+            // A create's reply starts with the path it created.
+            let path = match w.kind {
+                Some(OpKind::Create) => zk_mock::codec::jute::ustring(body).ok().map(|(_, p)| p),
+                Some(OpKind::Delete) => w.path,
+                Some(OpKind::Close) => Some(String::new()),
+                None => None,
+            };
+            if let (Some(path), Some(kind)) = (path, w.kind) {
+                lock(&c.shared.ledger).push(Known {
+                    kind,
+                    path,
+                    zxid: h.zxid,
+                    session,
+                });
+            }
+        }
+        if lock(c.lost).remove(&h.xid) {
+            tracing::debug!("proxy {}: losing the reply to xid {}", c.proxy.name, h.xid);
+            return Verdict::Cut;
+        }
+        Verdict::Forward
+    })
+    .await
+}
