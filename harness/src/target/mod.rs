@@ -1,16 +1,19 @@
-//! Where a scenario runs: the embedded zk-mock, or a real ZooKeeper behind
-//! the harness's own fault proxy.
+//! Where a scenario runs: the embedded zk-mock ([`mock`]), or a real
+//! ZooKeeper behind the harness's own fault proxies (`real`: `proxy`,
+//! `observer`, `takeover`).
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use zk_mock::record::{ChangeKind, SessionEvent};
-use zk_mock::{RuleGuard, ZkMock};
+use zk_mock::record::ChangeKind;
 
 use crate::scenario::Loaded;
 
+mod mock;
 mod real;
+
+use mock::MockTarget;
+use real::RealTarget;
 
 /// The ephemeral nodes under `dir` (three levels deep: a semaphore keeps its
 /// leases in a subdirectory), with their Stat, by absolute path, sorted.
@@ -107,12 +110,8 @@ pub struct History {
 /// A running target.
 #[derive(Debug)]
 pub(crate) enum Target {
-    Mock {
-        zk: ZkMock,
-        rules: std::sync::Mutex<Vec<RuleGuard>>,
-        refusal: std::sync::Mutex<Option<zk_mock::Refusal>>,
-    },
-    Real(real::RealTarget),
+    Mock(MockTarget),
+    Real(RealTarget),
 }
 
 impl Target {
@@ -122,38 +121,9 @@ impl Target {
         seed: u64,
     ) -> Result<Target, String> {
         match spec {
-            TargetSpec::Mock => {
-                let server = &scenario.scenario.server;
-                let compat: zk_mock::Compat = server
-                    .compat
-                    .parse()
-                    .map_err(|e| format!("server.compat: {e}"))?;
-                let tick = server.tick_time.0.as_millis().max(1) as u64;
-                let timeout = server.session_timeout.0.as_millis() as i32;
-                let zk = ZkMock::builder()
-                    .compat(compat)
-                    .tick_time(tick)
-                    .min_session_timeout((2 * tick as i32).min(timeout))
-                    // Clients ask for exactly the scenario's timeout; the
-                    // harness's own session asks for more, so that a loaded
-                    // run (a 1000-client stampede) cannot expire it.
-                    .max_session_timeout((20 * tick as i32).max(timeout).max(ADMIN_TIMEOUT_MS))
-                    .seed(seed)
-                    .expiry_cleanup_delay(
-                        server.expiry_cleanup_delay.map(|d| d.0).unwrap_or_default(),
-                    )
-                    .recorder_capacity(2_000_000)
-                    .start()
-                    .await
-                    .map_err(|e| format!("starting zk-mock: {e}"))?;
-                Ok(Target::Mock {
-                    zk,
-                    rules: Default::default(),
-                    refusal: Default::default(),
-                })
-            }
+            TargetSpec::Mock => MockTarget::start(scenario, seed).await.map(Target::Mock),
             TargetSpec::Real(addr) => {
-                real::RealTarget::start(*addr, &scenario.lock_dir(), &scenario.resource_dir())
+                RealTarget::start(*addr, &scenario.lock_dir(), &scenario.resource_dir())
                     .await
                     .map(Target::Real)
             }
@@ -163,7 +133,7 @@ impl Target {
     /// The connect string for one client (real targets: its own proxy).
     pub(crate) async fn connect_string(&self, client: &str) -> Result<String, String> {
         match self {
-            Target::Mock { zk, .. } => Ok(zk.connect_string()),
+            Target::Mock(m) => Ok(m.zk.connect_string()),
             Target::Real(r) => r.connect_string(client).await,
         }
     }
@@ -171,35 +141,35 @@ impl Target {
     /// The connect string for the harness's own session (no faults).
     pub(crate) fn admin_connect_string(&self) -> String {
         match self {
-            Target::Mock { zk, .. } => zk.connect_string(),
+            Target::Mock(m) => m.zk.connect_string(),
             Target::Real(r) => r.server_connect_string(),
         }
     }
 
     pub(crate) async fn expire(&self, client: &str, session: i64) -> bool {
         match self {
-            Target::Mock { zk, .. } => zk.expire_session(session),
+            Target::Mock(m) => m.zk.expire_session(session),
             Target::Real(r) => r.expire(client).await,
         }
     }
 
     pub(crate) fn disconnect(&self, client: &str, session: i64) -> bool {
         match self {
-            Target::Mock { zk, .. } => zk.disconnect(session),
+            Target::Mock(m) => m.zk.disconnect(session),
             Target::Real(r) => r.disconnect(client),
         }
     }
 
     pub(crate) fn stall(&self, client: &str, session: i64) -> bool {
         match self {
-            Target::Mock { zk, .. } => zk.stall(session),
+            Target::Mock(m) => m.zk.stall(session),
             Target::Real(r) => r.stall(client),
         }
     }
 
     pub(crate) fn resume(&self, client: &str, session: i64) -> bool {
         match self {
-            Target::Mock { zk, .. } => zk.resume(session),
+            Target::Mock(m) => m.zk.resume(session),
             Target::Real(r) => r.resume(client),
         }
     }
@@ -213,11 +183,7 @@ impl Target {
         session: Option<i64>,
     ) -> Result<(), String> {
         match self {
-            Target::Mock { zk, rules, .. } => {
-                let guard = zk.try_rule(fault.to_rule(session))?;
-                rules.lock().unwrap_or_else(|e| e.into_inner()).push(guard);
-                Ok(())
-            }
+            Target::Mock(m) => m.request_fault(fault, session),
             Target::Real(r) => r.request_fault(fault, client),
         }
     }
@@ -231,42 +197,23 @@ impl Target {
         dir: &str,
         hint: Option<&str>,
     ) -> Option<(String, i64)> {
-        let prefix = format!("{dir}/");
         match self {
-            Target::Mock { zk, .. } => zk
-                .ephemerals(session)
-                .into_iter()
-                .filter(|(p, _)| p.starts_with(&prefix))
-                .max_by_key(|(_, z)| *z),
+            Target::Mock(m) => m.lock_node(session, dir),
             Target::Real(r) => r.lock_node(session, dir, hint).await,
         }
     }
 
-    /// How many times the request faults fired (mock), for "the fault never fired" checks.
+    /// How many times the request faults fired, for "the fault never fired" checks.
     pub(crate) fn faults_fired(&self) -> Option<u64> {
         match self {
-            Target::Mock { rules, .. } => Some(
-                rules
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .iter()
-                    .map(RuleGuard::fired)
-                    .sum(),
-            ),
+            Target::Mock(m) => Some(m.faults_fired()),
             Target::Real(r) => Some(r.faults_fired()),
         }
     }
 
     pub(crate) fn refuse(&self, on: bool) {
         match self {
-            Target::Mock { zk, refusal, .. } => {
-                let mut r = refusal.lock().unwrap_or_else(|e| e.into_inner());
-                *r = if on {
-                    Some(zk.refuse_connections())
-                } else {
-                    None
-                };
-            }
+            Target::Mock(m) => m.refuse(on),
             Target::Real(r) => r.refuse(on),
         }
     }
@@ -275,19 +222,7 @@ impl Target {
     /// if the target cannot tell.
     pub(crate) fn watching(&self, dir: &str, sessions: &[i64]) -> Option<usize> {
         match self {
-            Target::Mock { zk, .. } => {
-                let snap = zk.snapshot();
-                Some(
-                    sessions
-                        .iter()
-                        .filter(|s| {
-                            snap.sessions.get(s).is_some_and(|ss| {
-                                ss.watches.iter().any(|w| w.path.starts_with(dir))
-                            })
-                        })
-                        .count(),
-                )
-            }
+            Target::Mock(m) => Some(m.watching(dir, sessions)),
             Target::Real(_) => None,
         }
     }
@@ -300,44 +235,7 @@ impl Target {
                 .any(|x| p == x || p.starts_with(&format!("{x}/")))
         };
         match self {
-            Target::Mock { zk, .. } => {
-                let rec = zk.recorded();
-                let ends: BTreeMap<i64, SessionEvent> = rec
-                    .sessions
-                    .iter()
-                    .filter(|s| s.event == SessionEvent::Expired)
-                    .map(|s| (s.zxid, s.event))
-                    .collect();
-                let changes = rec
-                    .changes
-                    .iter()
-                    .filter(|c| under(&c.path))
-                    .map(|c| Change {
-                        pos: c.zxid,
-                        zxid: Some(c.zxid),
-                        session: Some(c.session),
-                        path: c.path.clone(),
-                        kind: c.kind,
-                        by_session_end: ends.contains_key(&c.zxid),
-                    })
-                    .collect();
-                let notifications = rec
-                    .notifications
-                    .iter()
-                    .filter(|n| under(&n.path))
-                    .map(|n| Notified {
-                        zxid: n.zxid,
-                        session: n.session,
-                        path: n.path.clone(),
-                    })
-                    .collect();
-                let text = rec.to_string().lines().map(str::to_string).collect();
-                History {
-                    changes,
-                    notifications: Some(notifications),
-                    text,
-                }
-            }
+            Target::Mock(m) => m.history(under),
             Target::Real(r) => r.history(prefixes),
         }
     }
@@ -345,14 +243,14 @@ impl Target {
     /// Whether request faults aimed at a client need its session (the mock
     /// tells clients apart by session; the real target by their own proxies).
     pub(crate) fn binds_by_session(&self) -> bool {
-        matches!(self, Target::Mock { .. })
+        matches!(self, Target::Mock(_))
     }
 
     /// Extra settle time before a trigger counts waiters as watching, on
     /// targets that cannot report watches.
     pub(crate) fn settle(&self) -> Duration {
         match self {
-            Target::Mock { .. } => Duration::ZERO,
+            Target::Mock(_) => Duration::ZERO,
             Target::Real(_) => Duration::from_millis(200),
         }
     }

@@ -1,0 +1,143 @@
+//! The embedded zk-mock as a target: one fresh server per scenario, faults
+//! through its own controls, history from its recorder.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use zk_mock::record::SessionEvent;
+use zk_mock::{RuleGuard, ZkMock};
+
+use super::{Change, History, Notified, ADMIN_TIMEOUT_MS};
+use crate::scenario::Loaded;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A running zk-mock and the faults installed on it.
+#[derive(Debug)]
+pub(crate) struct MockTarget {
+    pub(super) zk: ZkMock,
+    rules: Mutex<Vec<RuleGuard>>,
+    refusal: Mutex<Option<zk_mock::Refusal>>,
+}
+
+impl MockTarget {
+    /// Starts a server with the scenario's settings.
+    pub(super) async fn start(scenario: &Loaded, seed: u64) -> Result<MockTarget, String> {
+        let server = &scenario.scenario.server;
+        let compat: zk_mock::Compat = server
+            .compat
+            .parse()
+            .map_err(|e| format!("server.compat: {e}"))?;
+        let tick = server.tick_time.0.as_millis().max(1) as u64;
+        let timeout = server.session_timeout.0.as_millis() as i32;
+        let zk = ZkMock::builder()
+            .compat(compat)
+            .tick_time(tick)
+            .min_session_timeout((2 * tick as i32).min(timeout))
+            // Clients ask for exactly the scenario's timeout; the harness's
+            // own session asks for more, so that a loaded run (a 1000-client
+            // stampede) cannot expire it.
+            .max_session_timeout((20 * tick as i32).max(timeout).max(ADMIN_TIMEOUT_MS))
+            .seed(seed)
+            .expiry_cleanup_delay(server.expiry_cleanup_delay.map(|d| d.0).unwrap_or_default())
+            .recorder_capacity(2_000_000)
+            .start()
+            .await
+            .map_err(|e| format!("starting zk-mock: {e}"))?;
+        Ok(MockTarget {
+            zk,
+            rules: Mutex::default(),
+            refusal: Mutex::default(),
+        })
+    }
+
+    /// Installs a request fault (for `session`'s requests, or anyone's).
+    pub(super) fn request_fault(
+        &self,
+        fault: &crate::fault::RequestFault,
+        session: Option<i64>,
+    ) -> Result<(), String> {
+        let guard = self.zk.try_rule(fault.to_rule(session))?;
+        lock(&self.rules).push(guard);
+        Ok(())
+    }
+
+    /// The lock node `session` owns under `dir`: its ephemeral with the largest czxid.
+    pub(super) fn lock_node(&self, session: i64, dir: &str) -> Option<(String, i64)> {
+        let prefix = format!("{dir}/");
+        self.zk
+            .ephemerals(session)
+            .into_iter()
+            .filter(|(p, _)| p.starts_with(&prefix))
+            .max_by_key(|(_, z)| *z)
+    }
+
+    /// How many times the request faults fired.
+    pub(super) fn faults_fired(&self) -> u64 {
+        lock(&self.rules).iter().map(RuleGuard::fired).sum()
+    }
+
+    /// Refuses new connections while `on`.
+    pub(super) fn refuse(&self, on: bool) {
+        *lock(&self.refusal) = if on {
+            Some(self.zk.refuse_connections())
+        } else {
+            None
+        };
+    }
+
+    /// How many of `sessions` have a watch set under `dir`.
+    pub(super) fn watching(&self, dir: &str, sessions: &[i64]) -> usize {
+        let snap = self.zk.snapshot();
+        sessions
+            .iter()
+            .filter(|s| {
+                snap.sessions
+                    .get(s)
+                    .is_some_and(|ss| ss.watches.iter().any(|w| w.path.starts_with(dir)))
+            })
+            .count()
+    }
+
+    /// The recorder's history of changes and notifications under `under`.
+    pub(super) fn history(&self, under: impl Fn(&str) -> bool) -> History {
+        let rec = self.zk.recorded();
+        let ends: BTreeMap<i64, SessionEvent> = rec
+            .sessions
+            .iter()
+            .filter(|s| s.event == SessionEvent::Expired)
+            .map(|s| (s.zxid, s.event))
+            .collect();
+        let changes = rec
+            .changes
+            .iter()
+            .filter(|c| under(&c.path))
+            .map(|c| Change {
+                pos: c.zxid,
+                zxid: Some(c.zxid),
+                session: Some(c.session),
+                path: c.path.clone(),
+                kind: c.kind,
+                by_session_end: ends.contains_key(&c.zxid),
+            })
+            .collect();
+        let notifications = rec
+            .notifications
+            .iter()
+            .filter(|n| under(&n.path))
+            .map(|n| Notified {
+                zxid: n.zxid,
+                session: n.session,
+                path: n.path.clone(),
+            })
+            .collect();
+        let text = rec.to_string().lines().map(str::to_string).collect();
+        History {
+            changes,
+            notifications: Some(notifications),
+            text,
+        }
+    }
+}
