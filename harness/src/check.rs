@@ -704,3 +704,33 @@ impl Judgement {
         o.faults = r.faults.clone();
     }
 }
+
+/// The outcome of a recorded run, judged again.
+pub fn outcome(r: &RunRecord) -> Outcome {
+    let mut o = Outcome {
+        name: r.scenario.clone(),
+        file: r.file.clone(),
+        description: String::new(),
+        recipe: r.recipe.clone(),
+        implementation: r.implementation.clone(),
+        implementation_version: r.implementation.clone(),
+        target: if r.target == "mock" { "mock" } else { "real" },
+        seed: r.seed,
+        status: Status::Passed,
+        duration_ms: 0.0,
+        invariants: Vec::new(),
+        errors: Vec::new(),
+        clients: r.clients.iter().map(|c| c.name.clone()).collect(),
+        journal: Vec::new(),
+        resource_violations: Vec::new(),
+        faults: Vec::new(),
+        handoffs: Vec::new(),
+        stats: Stats::default(),
+        history_tail: Vec::new(),
+        history: Vec::new(),
+        record: None,
+        replay: r.replay.clone(),
+    };
+    judge(r).apply(r, &mut o);
+    o
+}

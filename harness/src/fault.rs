@@ -4,6 +4,7 @@
 //! real-ZooKeeper proxy matches with the same `OpFamily` and `PathMatch`,
 //! so "create" means every create op code on both.
 
+use crate::error::UnknownErrorCode;
 use std::time::Duration;
 
 use zk_mock::fault::{OpFamily, PathMatch, Rule};
@@ -78,22 +79,18 @@ impl RequestFault {
 }
 
 /// A ZooKeeper error code by its name (`ConnectionLoss`, `NoNode`, …) or number.
-pub fn error_code(name: &str) -> Result<ErrorCode, String> {
+pub fn error_code(name: &str) -> Result<ErrorCode, UnknownErrorCode> {
     if let Ok(n) = name.trim().parse::<i32>() {
         return ErrorCode::from_i32(n)
             .filter(|c| *c != ErrorCode::Ok)
-            .ok_or_else(|| format!("{n} is not a ZooKeeper error code"));
+            .ok_or_else(|| UnknownErrorCode(name.trim().to_string()));
     }
     let want = name.trim().replace(['_', '-'], "").to_ascii_lowercase();
     ErrorCode::ALL
         .into_iter()
         .filter(|c| *c != ErrorCode::Ok)
         .find(|c| format!("{c:?}").to_ascii_lowercase() == want)
-        .ok_or_else(|| {
-            format!(
-                "unknown error code {name:?}: expected a name such as ConnectionLoss, NoNode, NodeExists, SessionExpired, OperationTimeout, or a number"
-            )
-        })
+        .ok_or_else(|| UnknownErrorCode(name.to_string()))
 }
 
 #[cfg(test)]
@@ -107,7 +104,10 @@ mod tests {
         assert_eq!(error_code("no_node"), Ok(ErrorCode::NoNode));
         assert_eq!(error_code("-110"), Ok(ErrorCode::NodeExists));
         assert!(error_code("Ok").is_err());
-        assert!(error_code("Oops").unwrap_err().contains("ConnectionLoss"));
+        assert!(error_code("Oops")
+            .unwrap_err()
+            .to_string()
+            .contains("ConnectionLoss"));
     }
 
     #[test]

@@ -190,7 +190,7 @@ impl Journal {
     }
 
     /// A client enters the critical section (its entry marker is on its
-    /// way); [`crate::resource::judge`] judges it after the run.
+    /// way); the resource judges it after the run (module `resource`).
     pub(crate) fn enter(&self, client: &str, token: i64) {
         self.log(client, Event::Enter { token });
     }

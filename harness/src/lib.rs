@@ -19,14 +19,13 @@
 //! # Ok(()) }
 //! ```
 
-mod broken;
 pub mod check;
+pub mod error;
 pub mod fault;
 pub mod history;
 pub mod implementation;
 pub mod journal;
 pub mod matrix;
-mod recipe;
 pub mod record;
 pub mod report;
 pub mod resource;
@@ -34,7 +33,7 @@ pub mod runner;
 pub mod scenario;
 pub mod target;
 
-pub use recipe::HoldState;
+pub use runner::HoldState;
 
 /// Finds the scenario files under `paths` (files as given; folders: every
 /// `*.yaml`/`*.yml` below them, sorted).

@@ -221,7 +221,7 @@ fn judge(files: &[PathBuf], json: Option<&std::path::Path>) -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        outcomes.extend(records.iter().map(Outcome::judged));
+        outcomes.extend(records.iter().map(harness::check::outcome));
     }
     print!("{}", report::terminal(&outcomes));
     if let Some(p) = json {

@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::ExpectationsError;
 use crate::report::{Outcome, Status};
 use crate::scenario::Loaded;
 
@@ -85,19 +86,23 @@ pub struct Expected {
 pub type Expectations = BTreeMap<String, BTreeMap<String, Expected>>;
 
 /// Reads an expectations file (errors name the file, line and column).
-pub fn load_expectations(path: &Path) -> Result<Expectations, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+pub fn load_expectations(path: &Path) -> Result<Expectations, ExpectationsError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ExpectationsError::Io {
+        file: path.to_path_buf(),
+        source,
+    })?;
     serde_saphyr::from_str(&text).map_err(|e| {
         let (line, column) = e
             .location()
             .map(|l| (l.line(), l.column()))
             .unwrap_or((0, 0));
         let msg = e.to_string();
-        format!(
-            "{}:{line}:{column}: {}",
-            path.display(),
-            msg.lines().next().unwrap_or("invalid YAML")
-        )
+        ExpectationsError::Invalid {
+            file: path.to_path_buf(),
+            line: line as u64,
+            column: column as u64,
+            message: msg.lines().next().unwrap_or("invalid YAML").to_string(),
+        }
     })
 }
 

@@ -1,6 +1,6 @@
 //! [`RunRecord`]: everything a scenario run produced, as plain data — the
 //! clients' journal, the server's history, the faults applied, the markers
-//! and the crashes. The invariants ([`crate::check`]) are pure functions of
+//! and the crashes. The invariants (module `check`) are pure functions of
 //! it, so a run can be written down (`harness run --record FILE`), read back
 //! and judged again (`harness check FILE`), and the checks are tested on
 //! recorded runs (`harness/tests/records/`).
@@ -12,12 +12,28 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::journal::Entry;
-use crate::report::FaultRecord;
 use crate::scenario::{Invariants, Role};
 use crate::target::History;
 
 /// The record format's version; a reader refuses others.
 pub const FORMAT: u32 = 1;
+
+/// A fault the timeline applied.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FaultRecord {
+    /// The step's number in the file (1-based).
+    pub step: usize,
+    /// When it was applied.
+    pub t_ms: f64,
+    /// When its effect ends (stalls, refusals; expiry of crashed sessions).
+    pub until_ms: f64,
+    /// The action.
+    pub action: String,
+    /// Its argument as written.
+    pub argument: String,
+    /// The clients it hit.
+    pub clients: Vec<String>,
+}
 
 /// A marker node a client created (or tried to) in the resource directory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

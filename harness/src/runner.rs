@@ -9,10 +9,10 @@ use tokio::task::JoinHandle;
 use zookeeper_client as zk;
 
 use crate::check;
+use crate::error::RunError;
 use crate::implementation::protocol::{ConnState, ErrorClass, Event as LibEvent, LockSpec};
 use crate::implementation::{self, Acquired, Host, Implementation, Mode, View, Views};
 use crate::journal::{Event, Journal};
-use crate::recipe::HoldState;
 use crate::record::{ClientCounters, ClientInfo, End, Marker, RunRecord};
 use crate::report::{FaultRecord, Outcome, Status};
 use crate::scenario::{Group, Loaded, OnExpiry, Step};
@@ -138,7 +138,7 @@ pub async fn run(loaded: &Loaded, opts: &RunOptions) -> Outcome {
         Ok(t) => t,
         Err(e) => {
             outcome.status = Status::Error;
-            outcome.errors.push(e);
+            outcome.errors.push(e.to_string());
             return outcome;
         }
     };
@@ -157,7 +157,7 @@ pub async fn run(loaded: &Loaded, opts: &RunOptions) -> Outcome {
             Ok(h) => h,
             Err(e) => {
                 outcome.status = Status::Error;
-                outcome.errors.push(e);
+                outcome.errors.push(e.to_string());
                 return outcome;
             }
         }
@@ -203,7 +203,7 @@ pub async fn run(loaded: &Loaded, opts: &RunOptions) -> Outcome {
     ctx.host.shutdown().await;
     outcome.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
     let result = match (result, ctx.host.fatal()) {
-        (_, Some(fatal)) => Err(fatal),
+        (_, Some(fatal)) => Err(RunError::Driver(fatal)),
         (r, None) => r,
     };
     match result {
@@ -214,7 +214,7 @@ pub async fn run(loaded: &Loaded, opts: &RunOptions) -> Outcome {
         }
         Err(e) => {
             outcome.status = Status::Error;
-            outcome.errors.push(e);
+            outcome.errors.push(e.to_string());
         }
     }
     outcome
@@ -290,17 +290,17 @@ async fn connect(cs: &str, timeout: Duration) -> Result<zk::Client, zk::Error> {
         .await
 }
 
-async fn play(ctx: &Arc<Ctx>) -> Result<End, String> {
+async fn play(ctx: &Arc<Ctx>) -> Result<End, RunError> {
     let admin_cs = ctx.target.admin_connect_string();
     let admin_timeout = Duration::from_millis(crate::target::ADMIN_TIMEOUT_MS as u64);
     let mut admin = connect(&admin_cs, admin_timeout)
         .await
-        .map_err(|e| format!("harness session to {admin_cs}: {e}"))?;
+        .map_err(|e| RunError::zk(format!("harness session to {admin_cs}"), e))?;
     let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
     for dir in [&ctx.dir, &ctx.res_dir] {
         match admin.mkdir(dir, &opts).await {
             Ok(()) | Err(zk::Error::NodeExists) => {}
-            Err(e) => return Err(format!("creating {dir}: {e}")),
+            Err(e) => return Err(RunError::zk(format!("creating {dir}"), e)),
         }
     }
     // The connect phase: every client that starts on its own connects its
@@ -404,10 +404,10 @@ async fn play(ctx: &Arc<Ctx>) -> Result<End, String> {
                 tracing::warn!("the harness's own session expired; connecting again");
                 admin = connect(&admin_cs, admin_timeout)
                     .await
-                    .map_err(|e| format!("harness session to {admin_cs}: {e}"))?;
+                    .map_err(|e| RunError::zk(format!("harness session to {admin_cs}"), e))?;
                 continue;
             }
-            Err(e) => return Err(format!("listing {} at the end: {e}", ctx.dir)),
+            Err(e) => return Err(RunError::zk(format!("listing {} at the end", ctx.dir), e)),
         };
         match settle_until {
             Some(until) if !children.is_empty() && Instant::now() < until => {
@@ -555,7 +555,7 @@ async fn wait_trigger(ctx: &Ctx, step: &Step) {
     }
 }
 
-async fn run_step(ctx: Arc<Ctx>, i: usize, step: Step) -> Result<(), String> {
+async fn run_step(ctx: Arc<Ctx>, i: usize, step: Step) -> Result<(), RunError> {
     wait_trigger(&ctx, &step).await;
     ctx.acting.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let r = act(&ctx, i, step).await;
@@ -563,7 +563,7 @@ async fn run_step(ctx: Arc<Ctx>, i: usize, step: Step) -> Result<(), String> {
     r
 }
 
-async fn act(ctx: &Arc<Ctx>, i: usize, step: Step) -> Result<(), String> {
+async fn act(ctx: &Arc<Ctx>, i: usize, step: Step) -> Result<(), RunError> {
     let t = ctx.journal.now();
     let (action, arg) = step
         .action()
@@ -611,7 +611,9 @@ async fn act(ctx: &Arc<Ctx>, i: usize, step: Step) -> Result<(), String> {
             }
         });
     } else if let Some((verdict, spec)) = step.request_faults().into_iter().next() {
-        let fault = spec.resolve(verdict, &ctx.dir)?;
+        let fault = spec
+            .resolve(verdict, &ctx.dir)
+            .map_err(|e| RunError::Rule(e.to_string()))?;
         let clients: Vec<Option<String>> = match &spec.client {
             Some(sel) => resolve(ctx, sel).into_iter().map(Some).collect(),
             None => vec![None],
@@ -805,7 +807,7 @@ async fn open_session(ctx: &Arc<Ctx>, name: &str) -> Option<i64> {
             j.log(
                 name,
                 Event::Error {
-                    message: e,
+                    message: e.to_string(),
                     indefinite: false,
                     resolved: None,
                 },
@@ -879,7 +881,7 @@ async fn client_task(ctx: Arc<Ctx>, name: String, g: Group) {
                 j.log(
                     &name,
                     Event::Error {
-                        message: e,
+                        message: e.to_string(),
                         indefinite: false,
                         resolved: None,
                     },
@@ -1062,6 +1064,18 @@ async fn rounds(
         }
     }
     false
+}
+
+/// What a holder knows about its lock right now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HoldState {
+    /// Held, connected.
+    Held,
+    /// Disconnected: the lock may or may not still be held (Curator's SUSPENDED).
+    Suspended,
+    /// Lost: the session expired or the node was deleted.
+    Lost,
 }
 
 /// The holder's view from what its library reported since it acquired. A

@@ -439,13 +439,36 @@ pub struct RequestFaultSpec {
     pub duration: Option<Dur>,
 }
 
+/// A field of a scenario that cannot be used, named by its path in the file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct FieldError {
+    /// The field (`timeline.fail.code`).
+    pub field: String,
+    /// What is wrong, and what was expected.
+    pub message: String,
+}
+
+impl FieldError {
+    fn new(field: impl Into<String>, message: impl std::fmt::Display) -> FieldError {
+        FieldError {
+            field: field.into(),
+            message: message.to_string(),
+        }
+    }
+}
+
 impl RequestFaultSpec {
     /// The fault, with `verdict`, for a scenario whose lock directory is `dir`.
-    pub fn resolve(&self, verdict: &str, dir: &str) -> Result<crate::fault::RequestFault, String> {
+    pub fn resolve(
+        &self,
+        verdict: &str,
+        dir: &str,
+    ) -> Result<crate::fault::RequestFault, FieldError> {
         use crate::fault::{error_code, FaultVerdict, RequestFault};
         use zk_mock::fault::{OpFamily, PathMatch};
-        let family =
-            OpFamily::parse(&self.op).map_err(|e| format!("timeline.{verdict}.op: {e}"))?;
+        let family = OpFamily::parse(&self.op)
+            .map_err(|e| FieldError::new(format!("timeline.{verdict}.op"), e))?;
         // By default the lock's nodes: the directory's descendants; for
         // getChildren and sync, which name the directory, the directory too.
         let below = |d: &str| match family {
@@ -457,36 +480,52 @@ impl RequestFaultSpec {
             Some("resource") => below(&format!("{dir}.resource")),
             Some(p) if p.starts_with('/') => PathMatch::Glob(p.to_string()),
             Some(p) => {
-                return Err(format!(
-                    "timeline.{verdict}.path: {p:?}: expected lock, resource or an absolute glob like /locks/**"
+                return Err(FieldError::new(
+                    format!("timeline.{verdict}.path"),
+                    format!("{p:?}: expected lock, resource or an absolute glob like /locks/**"),
                 ))
             }
         };
         if self.nth == Some(0) {
-            return Err(format!("timeline.{verdict}.nth: counts from 1"));
+            return Err(FieldError::new(
+                format!("timeline.{verdict}.nth"),
+                "counts from 1",
+            ));
         }
         let v = match verdict {
             "lose_reply" => FaultVerdict::LoseReply,
             "drop_request" => FaultVerdict::DropRequest,
             "fail" => FaultVerdict::Fail(
                 error_code(self.code.as_deref().ok_or_else(|| {
-                    "timeline.fail.code: needed (ConnectionLoss, NoNode, … or a number)".to_string()
+                    FieldError::new(
+                        "timeline.fail.code",
+                        "needed (ConnectionLoss, NoNode, … or a number)",
+                    )
                 })?)
-                .map_err(|e| format!("timeline.fail.code: {e}"))?,
+                .map_err(|e| FieldError::new("timeline.fail.code", e))?,
             ),
             "delay" => FaultVerdict::Delay(
                 self.duration
-                    .ok_or_else(|| "timeline.delay.for: needed (e.g. 500ms)".to_string())?
+                    .ok_or_else(|| FieldError::new("timeline.delay.for", "needed (e.g. 500ms)"))?
                     .0,
             ),
-            other => return Err(format!("unknown request fault {other}")),
+            other => {
+                return Err(FieldError::new(
+                    "timeline",
+                    format!("unknown request fault {other}"),
+                ))
+            }
         };
         if verdict != "fail" && self.code.is_some() {
-            return Err(format!("timeline.{verdict}.code: only `fail` takes a code"));
+            return Err(FieldError::new(
+                format!("timeline.{verdict}.code"),
+                "only `fail` takes a code",
+            ));
         }
         if verdict != "delay" && self.duration.is_some() {
-            return Err(format!(
-                "timeline.{verdict}.for: only `delay` takes a duration"
+            return Err(FieldError::new(
+                format!("timeline.{verdict}.for"),
+                "only `delay` takes a duration",
             ));
         }
         Ok(RequestFault {
@@ -1080,7 +1119,7 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
         }
         for (what, spec) in v.request_faults() {
             if let Err(e) = spec.resolve(what, &l.lock_dir()) {
-                return Err(err_at(file, step, e));
+                return Err(err_at(file, step, e.to_string()));
             }
         }
         if let Some(c) = &v.chaos {

@@ -21,6 +21,7 @@ use tokio::sync::oneshot;
 use super::inprocess::EventSink;
 use super::protocol::{Event, Line, LockSpec, Op, OpError, Reply, Request, PROTOCOL};
 use super::{Acquired, Mode};
+use crate::error::RunError;
 use crate::scenario::Role;
 
 /// How long a driver may take to start and answer `init` (a JVM compiling its
@@ -98,10 +99,10 @@ impl std::fmt::Debug for Host {
 
 impl Host {
     /// Starts `command` (program and arguments) and says `init`.
-    pub async fn start(name: &str, command: &[String], sink: EventSink) -> Result<Host, String> {
+    pub async fn start(name: &str, command: &[String], sink: EventSink) -> Result<Host, RunError> {
         let (program, args) = command
             .split_first()
-            .ok_or_else(|| format!("driver {name}: empty command"))?;
+            .ok_or_else(|| RunError::Driver(format!("driver {name}: empty command")))?;
         let mut child = Command::new(program)
             .args(args)
             .stdin(Stdio::piped())
@@ -109,7 +110,12 @@ impl Host {
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
-            .map_err(|e| format!("driver {name}: cannot start {}: {e}", command.join(" ")))?;
+            .map_err(|e| {
+                RunError::Driver(format!(
+                    "driver {name}: cannot start {}: {e}",
+                    command.join(" ")
+                ))
+            })?;
         let shared = Arc::new(Shared {
             name: name.to_string(),
             state: Mutex::default(),
@@ -135,14 +141,15 @@ impl Host {
             .map_err(|_| {
                 host.shared
                     .fail(format!("no answer to init in {}s", INIT_TIMEOUT.as_secs()));
-                host.fatal().unwrap_or_default()
+                RunError::Driver(host.fatal().unwrap_or_default())
             })?;
         let reply = match init {
             Ok(r) => r,
             Err(e) => {
-                return Err(host
-                    .fatal()
-                    .unwrap_or_else(|| format!("driver {name}: init: {e}")))
+                return Err(RunError::Driver(
+                    host.fatal()
+                        .unwrap_or_else(|| format!("driver {name}: init: {e}")),
+                ))
             }
         };
         match (reply.implementation, reply.kinds) {
@@ -152,9 +159,9 @@ impl Host {
                 host.recipes = reply.recipes.unwrap_or_default();
                 Ok(host)
             }
-            _ => Err(format!(
+            _ => Err(RunError::Driver(format!(
                 "driver {name}: the init reply needs `implementation` and `kinds`"
-            )),
+            ))),
         }
     }
 
@@ -328,18 +335,27 @@ impl Host {
     }
 }
 
-fn check_reply(st: &State, r: &Reply, op: &Op) -> Result<(), String> {
+/// A reply that breaks the protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum ReplyDefect {
+    #[error("an error reply (`ok: false`) without `error`")]
+    ErrorWithoutError,
+    #[error("the open reply has no `session`")]
+    OpenWithoutSession,
+    #[error("the acquire reply has no `acquired`")]
+    AcquireWithoutAcquired,
+}
+
+fn check_reply(st: &State, r: &Reply, op: &Op) -> Result<(), ReplyDefect> {
     if !r.ok {
         return match &r.error {
             Some(_) => Ok(()),
-            None => Err("an error reply (`ok: false`) without `error`".into()),
+            None => Err(ReplyDefect::ErrorWithoutError),
         };
     }
     match op {
-        Op::Open { .. } if r.session.is_none() => Err("the open reply has no `session`".into()),
-        Op::Acquire { .. } if r.acquired.is_none() => {
-            Err("the acquire reply has no `acquired`".into())
-        }
+        Op::Open { .. } if r.session.is_none() => Err(ReplyDefect::OpenWithoutSession),
+        Op::Acquire { .. } if r.acquired.is_none() => Err(ReplyDefect::AcquireWithoutAcquired),
         _ => {
             let _ = st;
             Ok(())

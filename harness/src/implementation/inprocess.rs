@@ -14,7 +14,7 @@ use zookeeper_client as zk;
 
 use super::protocol::{ConnState, Event, LockSpec, OpError};
 use super::{Acquired, Mode};
-use crate::recipe::{Held, Lock};
+use crate::implementation::recipe::{Held, Lock};
 use crate::scenario::{Kind, LayoutName, Recipe, Role};
 
 /// Where a host's events go.

@@ -6,9 +6,11 @@
 //! [`View`] per client of what its library reports (session, suspended,
 //! reconnected, lost).
 
+mod broken;
 pub mod driver;
 pub mod inprocess;
 pub mod protocol;
+mod recipe;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -17,6 +19,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use crate::error::{ImplementationError, RunError};
 use crate::scenario::{Kind, Loaded, Role};
 use protocol::{ConnState, Event, LockSpec, OpError};
 
@@ -84,7 +87,7 @@ fn zk_lock_driver() -> PathBuf {
 impl Implementation {
     /// `zk-lock`, `kazoo`, `curator`, `zk-lock-driver`, a path to a driver
     /// executable, or a command line (split at spaces).
-    pub fn parse(s: &str) -> Result<Implementation, String> {
+    pub fn parse(s: &str) -> Result<Implementation, ImplementationError> {
         let s = s.trim();
         let driver = |name: &str, command: Vec<String>| Implementation::Driver {
             name: name.to_string(),
@@ -92,7 +95,10 @@ impl Implementation {
         };
         let d = drivers_dir();
         match s {
-            "" => Err("--implementation: empty".into()),
+            "" => Err(ImplementationError {
+                given: String::new(),
+                why: "empty",
+            }),
             "zk-lock" => Ok(Implementation::ZkLock),
             "kazoo" => Ok(driver(
                 "kazoo",
@@ -113,9 +119,10 @@ impl Implementation {
                 let parts: Vec<String> = cmd.split_whitespace().map(String::from).collect();
                 let program = Path::new(&parts[0]);
                 if parts.len() == 1 && !program.exists() {
-                    return Err(format!(
-                        "--implementation {cmd}: not zk-lock, kazoo, curator or zk-lock-driver, and no such file"
-                    ));
+                    return Err(ImplementationError {
+                        given: cmd.to_string(),
+                        why: "not zk-lock, kazoo, curator or zk-lock-driver, and no such file",
+                    });
                 }
                 Ok(driver(cmd, parts))
             }
@@ -292,7 +299,7 @@ impl Host {
         imp: &Implementation,
         views: Arc<Views>,
         first: Arc<dyn Fn(&Event) + Send + Sync>,
-    ) -> Result<Host, String> {
+    ) -> Result<Host, RunError> {
         let sink: inprocess::EventSink = Arc::new(move |e: Event| {
             first(&e);
             views.apply(&e)

@@ -5,6 +5,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::journal::Entry;
+pub use crate::record::FaultRecord;
 use crate::resource::ResourceViolation;
 use crate::scenario::Loaded;
 use crate::target::TargetSpec;
@@ -46,23 +47,6 @@ pub struct InvariantResult {
     pub expected_violation: bool,
     /// The evidence: one line per violation, or what was checked.
     pub details: Vec<String>,
-}
-
-/// A fault the timeline applied.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
-pub struct FaultRecord {
-    /// The step's number in the file (1-based).
-    pub step: usize,
-    /// When it was applied.
-    pub t_ms: f64,
-    /// When its effect ends (stalls, refusals; expiry of crashed sessions).
-    pub until_ms: f64,
-    /// The action.
-    pub action: String,
-    /// Its argument as written.
-    pub argument: String,
-    /// The clients it hit.
-    pub clients: Vec<String>,
 }
 
 /// One hand-off: a lock node deleted, and who was told.
@@ -196,36 +180,6 @@ impl Outcome {
                 l.file.display()
             ),
         }
-    }
-
-    /// The outcome of a recorded run, judged again.
-    pub fn judged(r: &crate::record::RunRecord) -> Outcome {
-        let mut o = Outcome {
-            name: r.scenario.clone(),
-            file: r.file.clone(),
-            description: String::new(),
-            recipe: r.recipe.clone(),
-            implementation: r.implementation.clone(),
-            implementation_version: r.implementation.clone(),
-            target: if r.target == "mock" { "mock" } else { "real" },
-            seed: r.seed,
-            status: Status::Passed,
-            duration_ms: 0.0,
-            invariants: Vec::new(),
-            errors: Vec::new(),
-            clients: r.clients.iter().map(|c| c.name.clone()).collect(),
-            journal: Vec::new(),
-            resource_violations: Vec::new(),
-            faults: Vec::new(),
-            handoffs: Vec::new(),
-            stats: Stats::default(),
-            history_tail: Vec::new(),
-            history: Vec::new(),
-            record: None,
-            replay: r.replay.clone(),
-        };
-        crate::check::judge(r).apply(r, &mut o);
-        o
     }
 
     /// The violated invariants' names.

@@ -8,6 +8,7 @@ use zk_mock::record::SessionEvent;
 use zk_mock::{RuleGuard, ZkMock};
 
 use super::{Change, History, Notified, ADMIN_TIMEOUT_MS};
+use crate::error::RunError;
 use crate::scenario::Loaded;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -24,12 +25,16 @@ pub(crate) struct MockTarget {
 
 impl MockTarget {
     /// Starts a server with the scenario's settings.
-    pub(super) async fn start(scenario: &Loaded, seed: u64) -> Result<MockTarget, String> {
+    pub(super) async fn start(scenario: &Loaded, seed: u64) -> Result<MockTarget, RunError> {
         let server = &scenario.scenario.server;
-        let compat: zk_mock::Compat = server
-            .compat
-            .parse()
-            .map_err(|e| format!("server.compat: {e}"))?;
+        let compat: zk_mock::Compat =
+            server
+                .compat
+                .parse()
+                .map_err(|e: zk_mock::UnknownCompat| RunError::Setting {
+                    field: "server.compat",
+                    message: e.to_string(),
+                })?;
         let tick = server.tick_time.0.as_millis().max(1) as u64;
         let timeout = server.session_timeout.0.as_millis() as i32;
         let zk = ZkMock::builder()
@@ -44,8 +49,7 @@ impl MockTarget {
             .expiry_cleanup_delay(server.expiry_cleanup_delay.map(|d| d.0).unwrap_or_default())
             .recorder_capacity(2_000_000)
             .start()
-            .await
-            .map_err(|e| format!("starting zk-mock: {e}"))?;
+            .await?;
         Ok(MockTarget {
             zk,
             rules: Mutex::default(),
@@ -58,8 +62,11 @@ impl MockTarget {
         &self,
         fault: &crate::fault::RequestFault,
         session: Option<i64>,
-    ) -> Result<(), String> {
-        let guard = self.zk.try_rule(fault.to_rule(session))?;
+    ) -> Result<(), RunError> {
+        let guard = self
+            .zk
+            .try_rule(fault.to_rule(session))
+            .map_err(RunError::Rule)?;
         lock(&self.rules).push(guard);
         Ok(())
     }

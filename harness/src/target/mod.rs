@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use zk_mock::record::ChangeKind;
 
+use crate::error::RunError;
 use crate::scenario::Loaded;
 
 mod mock;
@@ -119,7 +120,7 @@ impl Target {
         spec: &TargetSpec,
         scenario: &Loaded,
         seed: u64,
-    ) -> Result<Target, String> {
+    ) -> Result<Target, RunError> {
         match spec {
             TargetSpec::Mock => MockTarget::start(scenario, seed).await.map(Target::Mock),
             TargetSpec::Real(addr) => {
@@ -131,7 +132,7 @@ impl Target {
     }
 
     /// The connect string for one client (real targets: its own proxy).
-    pub(crate) async fn connect_string(&self, client: &str) -> Result<String, String> {
+    pub(crate) async fn connect_string(&self, client: &str) -> Result<String, RunError> {
         match self {
             Target::Mock(m) => Ok(m.zk.connect_string()),
             Target::Real(r) => r.connect_string(client).await,
@@ -181,7 +182,7 @@ impl Target {
         fault: &crate::fault::RequestFault,
         client: Option<&str>,
         session: Option<i64>,
-    ) -> Result<(), String> {
+    ) -> Result<(), RunError> {
         match self {
             Target::Mock(m) => m.request_fault(fault, session),
             Target::Real(r) => r.request_fault(fault, client),

@@ -42,6 +42,7 @@ use std::sync::Mutex;
 
 use zookeeper_client as zk;
 
+use crate::error::RunError;
 use crate::fault::RequestFault;
 use crate::target::History;
 use observer::*;
@@ -66,7 +67,7 @@ impl RealTarget {
         server: SocketAddr,
         lock_dir: &str,
         res_dir: &str,
-    ) -> Result<RealTarget, String> {
+    ) -> Result<RealTarget, RunError> {
         let observer = Observer::start(server, lock_dir, res_dir).await?;
         Ok(RealTarget {
             server,
@@ -77,7 +78,7 @@ impl RealTarget {
     pub(crate) fn server_connect_string(&self) -> String {
         self.server.to_string()
     }
-    pub(crate) async fn connect_string(&self, client: &str) -> Result<String, String> {
+    pub(crate) async fn connect_string(&self, client: &str) -> Result<String, RunError> {
         self.proxies.connect_string(client)
     }
     pub(crate) async fn expire(&self, client: &str) -> bool {
@@ -96,7 +97,7 @@ impl RealTarget {
         &self,
         fault: &RequestFault,
         client: Option<&str>,
-    ) -> Result<(), String> {
+    ) -> Result<(), RunError> {
         self.proxies.request_fault(fault, client)
     }
     pub(crate) fn faults_fired(&self) -> u64 {

@@ -1,6 +1,7 @@
 //! The observer session: the history of the scenario's nodes on a real
 //! server, attributed to sessions from the proxies' ledger.
 
+use crate::error::RunError;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -166,30 +167,30 @@ impl Observer {
         server: SocketAddr,
         lock_dir: &str,
         res_dir: &str,
-    ) -> Result<Observer, String> {
+    ) -> Result<Observer, RunError> {
         let cs = server.to_string();
         let client = zk::Client::connector()
             .with_session_timeout(Duration::from_secs(10))
             .connect(&cs)
             .await
-            .map_err(|e| format!("observer session to {cs}: {e}"))?;
+            .map_err(|e| RunError::zk(format!("observer session to {cs}"), e))?;
         for dir in [lock_dir, res_dir] {
             delete_tree(&client, dir)
                 .await
-                .map_err(|e| format!("removing {dir} left by an earlier run: {e}"))?;
+                .map_err(|e| RunError::zk(format!("removing {dir} left by an earlier run"), e))?;
         }
         let root = parent(lock_dir).to_string();
         if root != "/" {
             let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
             match client.mkdir(&root, &opts).await {
                 Ok(()) | Err(zk::Error::NodeExists) => {}
-                Err(e) => return Err(format!("creating {root}: {e}")),
+                Err(e) => return Err(RunError::zk(format!("creating {root}"), e)),
             }
         }
         let mut watcher = client
             .watch(&root, zk::AddWatchMode::PersistentRecursive)
             .await
-            .map_err(|e| format!("watching {root} (persistent, recursive): {e}"))?;
+            .map_err(|e| RunError::zk(format!("watching {root} (persistent, recursive)"), e))?;
         let seen: Arc<Mutex<Vec<(ChangeKind, String)>>> = Arc::default();
         let notes: Arc<Mutex<Vec<String>>> = Arc::default();
         let (seen2, notes2) = (seen.clone(), notes.clone());

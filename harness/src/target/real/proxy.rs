@@ -18,6 +18,7 @@ use zk_mock::proto::{decode_request, ConnectResponse, OpCode, ReplyHeader, Reque
 use super::lock;
 use super::observer::*;
 use super::takeover::*;
+use crate::error::RunError;
 use crate::fault::{FaultVerdict, RequestFault};
 use zk_mock::fault::OpFamily;
 
@@ -220,19 +221,19 @@ impl Proxies {
     }
 
     /// The client's proxy, started on first use.
-    pub(super) fn proxy(&self, client: &str) -> Result<Arc<ClientProxy>, String> {
+    pub(super) fn proxy(&self, client: &str) -> Result<Arc<ClientProxy>, RunError> {
         let mut clients = lock(&self.clients);
         if let Some(p) = clients.get(client) {
             return Ok(p.clone());
         }
         let std_listener = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.set_nonblocking(true).map(|()| l))
-            .map_err(|e| format!("proxy for {client}: binding 127.0.0.1:0: {e}"))?;
+            .map_err(|e| RunError::io(format!("proxy for {client}: binding 127.0.0.1:0"), e))?;
         let addr = std_listener
             .local_addr()
-            .map_err(|e| format!("proxy for {client}: {e}"))?;
-        let listener =
-            TcpListener::from_std(std_listener).map_err(|e| format!("proxy for {client}: {e}"))?;
+            .map_err(|e| RunError::io(format!("proxy for {client}"), e))?;
+        let listener = TcpListener::from_std(std_listener)
+            .map_err(|e| RunError::io(format!("proxy for {client}"), e))?;
         let proxy = Arc::new(ClientProxy {
             name: client.to_string(),
             addr,
@@ -248,7 +249,7 @@ impl Proxies {
         Ok(proxy)
     }
 
-    pub(crate) fn connect_string(&self, client: &str) -> Result<String, String> {
+    pub(crate) fn connect_string(&self, client: &str) -> Result<String, RunError> {
         Ok(self.proxy(client)?.addr.to_string())
     }
 
@@ -282,15 +283,15 @@ impl Proxies {
         &self,
         fault: &RequestFault,
         client: Option<&str>,
-    ) -> Result<(), String> {
+    ) -> Result<(), RunError> {
         if !matches!(
             fault.verdict,
             FaultVerdict::LoseReply | FaultVerdict::DropRequest
         ) {
-            return Err(format!(
+            return Err(RunError::Rule(format!(
                 "the real-ZooKeeper proxy cannot inject `{}` (only lose_reply and drop_request)",
                 fault.verdict.name()
-            ));
+            )));
         }
         lock(&self.shared.rules).push(RequestRule {
             fault: fault.clone(),

@@ -11,7 +11,7 @@ use zookeeper_client as zk;
 
 use crate::scenario::{LayoutName, Recipe, Role};
 
-pub(crate) use crate::implementation::Mode;
+use crate::implementation::Mode;
 
 /// A lock instance on one client (one per session: not worth boxing).
 #[derive(Debug)]
@@ -22,7 +22,7 @@ pub(crate) enum Lock {
     Predecessor(PredecessorLock),
     Reentrant(ReentrantLock),
     ReadWrite(ReadWriteLock),
-    Broken(crate::broken::BrokenLock),
+    Broken(crate::implementation::broken::BrokenLock),
 }
 
 /// A held lock.
@@ -33,7 +33,7 @@ pub(crate) enum Held {
     Reentrant {
         state: Option<watch::Receiver<GuardState>>,
     },
-    Broken(crate::broken::BrokenGuard),
+    Broken(crate::implementation::broken::BrokenGuard),
 }
 
 impl Lock {
@@ -47,7 +47,7 @@ impl Lock {
             LayoutName::Curator => Layout::Curator,
             LayoutName::Kazoo => Layout::Kazoo,
         };
-        use crate::broken::{BrokenLock, Flaw};
+        use crate::implementation::broken::{BrokenLock, Flaw};
         Ok(match recipe {
             Recipe::Naive => Lock::Naive(NaiveLock::new(client, dir)?),
             Recipe::Herd => Lock::Herd(HerdLock::with_layout(client, dir, layout)?),
@@ -138,18 +138,6 @@ impl Lock {
         };
         (m.notifications, m.children_reads)
     }
-}
-
-/// What a holder knows about its lock right now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HoldState {
-    /// Held, connected.
-    Held,
-    /// Disconnected: the lock may or may not still be held (Curator's SUSPENDED).
-    Suspended,
-    /// Lost: the session expired or the node was deleted.
-    Lost,
 }
 
 impl Held {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use zk_lock::LockError;
 use zookeeper_client as zk;
 
-use crate::recipe::Mode;
+use crate::implementation::Mode;
 
 /// The one mistake a [`BrokenLock`] makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
