@@ -10,6 +10,13 @@
 //! the library on several ([`matrix`]). `scenarios/README.md` documents the
 //! file format by example.
 //!
+//! A run is played by [`runner`] on a [`target`] (`mock`, or `real` with its
+//! `proxy`, `observer` and `takeover`) and produces a plain
+//! [`record::RunRecord`]; [`check`] judges it, each invariant a pure
+//! function of the record (the guarded resource's own judgement in
+//! [`resource`]); [`report`] writes the outcomes (`terminal`, `json`,
+//! `junit`, `html`). Errors are typed ([`error`]).
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let scenario = harness::scenario::load(std::path::Path::new("scenarios/holder-expires.yaml"))?;

@@ -929,9 +929,22 @@ async fn rounds(
     while *round < g.rounds {
         j.log(name, Event::Waiting { round: *round });
         match ctx.host.acquire(name, g.role, mode).await {
-            Ok(Acquired::Held { node }) => {
+            Ok(Acquired::Held { node, session }) => {
                 // What the client holds comes from the server: the lock node
-                // its session owns, whose czxid is its fencing token.
+                // its session owns, whose czxid is its fencing token. The
+                // session is the one the library acquired with, when it says
+                // (its event for a new session may come after its reply).
+                if let Some(s) = session.filter(|s| *s != 0) {
+                    if ctx.views.get(name).session != s {
+                        let e = LibEvent::State {
+                            client: name.to_string(),
+                            state: ConnState::Connected,
+                            session: Some(s),
+                        };
+                        note_session(&ctx.views, j, &e);
+                        ctx.views.apply(&e);
+                    }
+                }
                 ctx.views.held(name);
                 let base = ctx.views.get(name);
                 let (path, token) = match ctx

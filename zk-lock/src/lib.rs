@@ -88,6 +88,15 @@
 //! * **Session expiry**: the guard's lost signal fires (the getData watch
 //!   on its own node reports NodeDeleted or the Expired session state);
 //!   waiters behind it are woken by the deletion of its ephemeral node.
+//!   A session can expire on the server an instant before the holder's last
+//!   act, too late for the signal: `release` then returns
+//!   [`LockError::Lost`] (the node is gone all the same), so the holder
+//!   hears of the loss on every path. `zookeeper-client`'s `Client::lock`
+//!   releases on drop, in the background, and reports nothing (its guarded
+//!   writes carry a check of the lock node instead, so a write after the
+//!   loss fails); Curator and kazoo raise their session-expired errors from
+//!   `release` in the same case. Found by the harness's chaos scenarios
+//!   (`harness/chaos/`).
 //! * **Timeout and cancellation**: `acquire_timeout` deletes its node
 //!   before returning [`LockError::Timeout`]; a dropped `acquire` future
 //!   deletes it from a spawned task.

@@ -385,6 +385,7 @@ public final class ZkLockDriver {
             Map<String, Object> r = obj("acquired", acquired);
             if (acquired) {
                 held.push(lock);
+                r.put("session", sessionOf(framework));
                 String node = lockNode(lock);
                 if (node != null) {
                     r.put("node", node);

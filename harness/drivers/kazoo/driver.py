@@ -286,6 +286,8 @@ class Driver:
         reply: dict[str, Any] = {"acquired": acquired}
         if acquired and (node := node_of(lock)):
             reply["node"] = node
+        if acquired and c.zk.client_id:
+            reply["session"] = c.zk.client_id[0]
         return reply
 
     def op_release(self, req: Request) -> None:

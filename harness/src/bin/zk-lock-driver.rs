@@ -80,9 +80,10 @@ async fn serve(host: &Host, op: Op) -> Result<Reply, OpError> {
             };
             let a = host.acquire(&client, role, mode).await?;
             ok(Reply::ok(0), &|r| match &a {
-                Acquired::Held { node } => {
+                Acquired::Held { node, session } => {
                     r.acquired = Some(true);
                     r.node = node.clone();
+                    r.session = *session;
                 }
                 Acquired::NotAcquired => r.acquired = Some(false),
             })

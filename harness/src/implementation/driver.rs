@@ -249,7 +249,10 @@ impl Host {
             })
             .await?;
         Ok(if r.acquired == Some(true) {
-            Acquired::Held { node: r.node }
+            Acquired::Held {
+                node: r.node,
+                session: r.session,
+            }
         } else {
             Acquired::NotAcquired
         })

@@ -213,7 +213,10 @@ impl Host {
                 let node = held.path();
                 c.guard.send_replace(held.state());
                 c.held.lock().await.push(held);
-                Ok(Acquired::Held { node })
+                Ok(Acquired::Held {
+                    node,
+                    session: Some(c.zk.session_id().0),
+                })
             }
             Ok(None) | Err(LockError::Timeout) => Ok(Acquired::NotAcquired),
             Err(e) => Err(lock_error(&e)),

@@ -41,6 +41,8 @@ pub enum Acquired {
     Held {
         /// The lock node, if the library tells it (a hint: the harness asks the server).
         node: Option<String>,
+        /// The library's session when it acquired, if it tells it.
+        session: Option<i64>,
     },
     /// Busy (`try`) or timed out.
     NotAcquired,
