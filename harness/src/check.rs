@@ -394,7 +394,7 @@ fn lost_noticed_of(f: &Facts<'_>) -> Verdict {
         };
         checked = true;
         let own = f.session_client.get(&del_session) == Some(&a.client);
-        if !(d.by_session_end || !own) {
+        if !d.by_session_end && own {
             continue;
         }
         // A holder that left its critical section normally (its exit marker

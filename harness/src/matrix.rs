@@ -103,8 +103,8 @@ pub fn load_expectations(path: &Path) -> Result<Expectations, ExpectationsError>
         let msg = e.to_string();
         ExpectationsError::Invalid {
             file: path.to_path_buf(),
-            line: line as u64,
-            column: column as u64,
+            line,
+            column,
             message: msg.lines().next().unwrap_or("invalid YAML").to_string(),
         }
     })
