@@ -333,9 +333,14 @@ async fn play(ctx: &Arc<Ctx>) -> Result<End, RunError> {
         let ctx2 = ctx.clone();
         let step = step.value.clone();
         let label = describe_step(i, &step);
+        // Set once the step's action is done: its task is then finishing,
+        // and is waited for rather than counted as never run.
+        let acted = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let acted2 = acted.clone();
         steps.push((
             label,
-            tokio::spawn(async move { run_step(ctx2, i, step).await }),
+            acted,
+            tokio::spawn(async move { run_step(ctx2, i, step, &acted2).await }),
         ));
     }
     // The clients that start on their own.
@@ -354,7 +359,7 @@ async fn play(ctx: &Arc<Ctx>) -> Result<End, RunError> {
             let tasks = lock(&ctx.tasks);
             let stampedes_pending = steps
                 .iter()
-                .any(|(label, h)| label.contains("stampede") && !h.is_finished());
+                .any(|(label, _, h)| label.contains("stampede") && !h.is_finished());
             let acting = ctx.acting.load(std::sync::atomic::Ordering::SeqCst) > 0;
             !stampedes_pending && !acting && tasks.values().all(JoinHandle::is_finished)
         };
@@ -375,8 +380,8 @@ async fn play(ctx: &Arc<Ctx>) -> Result<End, RunError> {
         }
     }
     let mut steps_not_run = Vec::new();
-    for (label, h) in steps {
-        if !h.is_finished() {
+    for (label, acted, h) in steps {
+        if !h.is_finished() && !acted.load(std::sync::atomic::Ordering::SeqCst) {
             h.abort();
             steps_not_run.push(label);
         } else if let Ok(Err(e)) = h.await {
@@ -555,10 +560,19 @@ async fn wait_trigger(ctx: &Ctx, step: &Step) {
     }
 }
 
-async fn run_step(ctx: Arc<Ctx>, i: usize, step: Step) -> Result<(), RunError> {
+async fn run_step(
+    ctx: Arc<Ctx>,
+    i: usize,
+    step: Step,
+    acted: &std::sync::atomic::AtomicBool,
+) -> Result<(), RunError> {
     wait_trigger(&ctx, &step).await;
     ctx.acting.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let r = act(&ctx, i, step).await;
+    // Before `acting` drops: the end of the run must not see the action
+    // over and the step unfinished (CI, 2026-11-24: "crash ALL never ran"
+    // for a crash that had run).
+    acted.store(true, std::sync::atomic::Ordering::SeqCst);
     ctx.acting.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     r
 }
