@@ -154,30 +154,30 @@ impl<'a> Facts<'a> {
             .find(|d| a.token == 0 || d.pos > a.token || d.zxid.is_none())
     }
 
-    /// Markers the server applied.
-    fn applied_markers(&self) -> BTreeSet<&'a str> {
-        self.r
+    /// The resource's own judgement, given the markers the server applied.
+    fn resource_violations(&self) -> Vec<ResourceViolation> {
+        let r = self.r;
+        let applied: BTreeSet<&str> = r
             .history
             .changes
             .iter()
-            .filter(|c| c.kind == ChangeKind::Created && self.r.markers.contains_key(&c.path))
+            .filter(|c| c.kind == ChangeKind::Created && r.markers.contains_key(&c.path))
             .map(|c| c.path.as_str())
-            .collect()
+            .collect();
+        crate::resource::judge(&r.journal, |c| r.role(c), |p| applied.contains(p))
     }
 }
 
 /// The resource's own judgement (see [`crate::resource`]).
 pub fn resource_violations(r: &RunRecord) -> Vec<ResourceViolation> {
-    let f = Facts::of(r);
-    let applied = f.applied_markers();
-    crate::resource::judge(&r.journal, |c| r.role(c), |p| applied.contains(p))
+    Facts::of(r).resource_violations()
 }
 
 /// No two incompatible holders at once: from the clients (the resource) and
 /// from the server's history of the markers.
 pub fn mutual_exclusion(r: &RunRecord) -> Verdict {
     let f = Facts::of(r);
-    mutual_exclusion_of(&f, &resource_violations(r))
+    mutual_exclusion_of(&f, &f.resource_violations())
 }
 
 fn mutual_exclusion_of(f: &Facts<'_>, violations: &[ResourceViolation]) -> Verdict {
@@ -576,10 +576,7 @@ pub struct Judgement {
 pub fn judge(r: &RunRecord) -> Judgement {
     let f = Facts::of(r);
     let inv = &r.invariants;
-    let violations = {
-        let applied = f.applied_markers();
-        crate::resource::judge(&r.journal, |c| r.role(c), |p| applied.contains(p))
-    };
+    let violations = f.resource_violations();
     let operations = operations(r);
     let handoffs = handoffs_of(&f);
     let mut verdicts = Vec::new();
@@ -716,20 +713,9 @@ pub fn outcome(r: &RunRecord) -> Outcome {
         implementation_version: r.implementation.clone(),
         target: if r.target == "mock" { "mock" } else { "real" },
         seed: r.seed,
-        status: Status::Passed,
-        duration_ms: 0.0,
-        invariants: Vec::new(),
-        errors: Vec::new(),
         clients: r.clients.iter().map(|c| c.name.clone()).collect(),
-        journal: Vec::new(),
-        resource_violations: Vec::new(),
-        faults: Vec::new(),
-        handoffs: Vec::new(),
-        stats: Stats::default(),
-        history_tail: Vec::new(),
-        history: Vec::new(),
-        record: None,
         replay: r.replay.clone(),
+        ..Outcome::default()
     };
     judge(r).apply(r, &mut o);
     o

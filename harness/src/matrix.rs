@@ -593,62 +593,25 @@ mod tests {
             1.0
         )
         .ok());
+        let ok = |target: &str, outcomes: &[Outcome], e: &Expectations| {
+            Matrix::new(&[l.clone()], imps.clone(), target, outcomes, Some(e), 1.0).ok()
+        };
         // On a real server a listed cell may be skipped (a mock-only knob); on
         // the mock it may not.
         let skipped_kazoo = vec![
             outcome(&l, "zk-lock", Status::Passed, &[]),
             outcome(&l, "kazoo", Status::Skipped, &[]),
         ];
-        assert!(Matrix::new(
-            &[l.clone()],
-            imps.clone(),
-            "real",
-            &skipped_kazoo,
-            Some(&expectations),
-            1.0
-        )
-        .ok());
-        assert!(!Matrix::new(
-            &[l.clone()],
-            imps.clone(),
-            "mock",
-            &skipped_kazoo,
-            Some(&expectations),
-            1.0
-        )
-        .ok());
+        assert!(ok("real", &skipped_kazoo, &expectations));
+        assert!(!ok("mock", &skipped_kazoo, &expectations));
         // An intermittent finding: a pass is as expected, other failures are not.
         let flaky: Expectations = serde_saphyr::from_str(
             "kazoo-732:\n  kazoo:\n    verdict: failed\n    violated: [liveness, no_orphans]\n    finding: python-zk/kazoo#732\n    intermittent: true\n",
         )
         .unwrap();
-        assert!(Matrix::new(
-            &[l.clone()],
-            imps.clone(),
-            "mock",
-            &fixed,
-            Some(&flaky),
-            1.0
-        )
-        .ok());
-        assert!(Matrix::new(
-            &[l.clone()],
-            imps.clone(),
-            "mock",
-            &outcomes,
-            Some(&flaky),
-            1.0
-        )
-        .ok());
-        assert!(!Matrix::new(
-            &[l.clone()],
-            imps.clone(),
-            "mock",
-            &other,
-            Some(&flaky),
-            1.0
-        )
-        .ok());
+        assert!(ok("mock", &fixed, &flaky));
+        assert!(ok("mock", &outcomes, &flaky));
+        assert!(!ok("mock", &other, &flaky));
         // A skipped cell is expected unless the file says otherwise; an
         // unlisted failure is not.
         let skipped = vec![

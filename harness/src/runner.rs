@@ -13,6 +13,7 @@ use crate::error::RunError;
 use crate::implementation::protocol::{ConnState, ErrorClass, Event as LibEvent, LockSpec};
 use crate::implementation::{self, Acquired, Host, Implementation, Mode, View, Views};
 use crate::journal::{Event, Journal};
+use crate::lock;
 use crate::record::{ClientCounters, ClientInfo, End, Marker, RunRecord};
 use crate::report::{FaultRecord, Outcome, Status};
 use crate::scenario::{Group, Loaded, OnExpiry, Step};
@@ -79,10 +80,6 @@ impl std::fmt::Debug for Ctx {
             .field("scenario", &self.loaded.name)
             .finish()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Ctx {

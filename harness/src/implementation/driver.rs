@@ -22,6 +22,7 @@ use super::inprocess::EventSink;
 use super::protocol::{Event, Line, LockSpec, Op, OpError, Reply, Request, PROTOCOL};
 use super::{Acquired, Mode};
 use crate::error::RunError;
+use crate::lock;
 use crate::scenario::Role;
 
 /// How long a driver may take to start and answer `init` (a JVM compiling its
@@ -31,10 +32,6 @@ const INIT_TIMEOUT: Duration = Duration::from_secs(120);
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Lines of the driver's stderr kept for error messages.
 const STDERR_TAIL: usize = 30;
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 #[derive(Default)]
 struct State {

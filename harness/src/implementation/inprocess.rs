@@ -15,6 +15,7 @@ use zookeeper_client as zk;
 use super::protocol::{ConnState, Event, LockSpec, OpError};
 use super::{Acquired, Mode};
 use crate::implementation::recipe::{Held, Lock};
+use crate::lock;
 use crate::scenario::{Kind, LayoutName, Recipe, Role};
 
 /// Where a host's events go.
@@ -70,10 +71,6 @@ impl std::fmt::Debug for Host {
             .field("clients", &self.clients().len())
             .finish()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A zookeeper-client error, classified.

@@ -10,11 +10,12 @@ use crate::resource::ResourceViolation;
 use crate::scenario::Loaded;
 use crate::target::TargetSpec;
 
-/// How a scenario ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// How a scenario ended (`Passed` until something says otherwise).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// Every invariant held.
+    #[default]
     Passed,
     /// A negative scenario: exactly the expected invariants were violated.
     Caught,
@@ -84,7 +85,7 @@ pub struct Stats {
 }
 
 /// Everything about one scenario run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Outcome {
     /// The scenario's name.
     pub name: String,
@@ -162,23 +163,12 @@ impl Outcome {
             implementation_version: String::new(),
             target: target.kind(),
             seed,
-            status: Status::Passed,
-            duration_ms: 0.0,
-            invariants: Vec::new(),
-            errors: Vec::new(),
             clients: l.all_members(),
-            journal: Vec::new(),
-            resource_violations: Vec::new(),
-            faults: Vec::new(),
-            handoffs: Vec::new(),
-            stats: Stats::default(),
-            history_tail: Vec::new(),
-            history: Vec::new(),
-            record: None,
             replay: format!(
                 "cargo run --release -p harness -- run {} --seed {seed}{target_arg}{imp_arg}",
                 l.file.display()
             ),
+            ..Outcome::default()
         }
     }
 

@@ -9,11 +9,8 @@ use zk_mock::{RuleGuard, ZkMock};
 
 use super::{Change, History, Notified, ADMIN_TIMEOUT_MS};
 use crate::error::RunError;
+use crate::lock;
 use crate::scenario::Loaded;
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// A running zk-mock and the faults installed on it.
 #[derive(Debug)]

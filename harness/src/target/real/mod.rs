@@ -38,19 +38,15 @@ mod proxy;
 mod takeover;
 
 use std::net::SocketAddr;
-use std::sync::Mutex;
 
 use zookeeper_client as zk;
 
 use crate::error::RunError;
 use crate::fault::RequestFault;
+use crate::lock;
 use crate::target::History;
 use observer::*;
 use proxy::*;
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// A real ZooKeeper behind per-client proxies, with an observer session.
 #[derive(Debug)]
