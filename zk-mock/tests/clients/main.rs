@@ -434,8 +434,18 @@ fn four_letter_words_have_zookeepers_formats() {
         "ruok", "isro", "srvr", "stat", "cons", "dump", "wchs", "wchc", "wchp", "gtmk",
     ] {
         let (r, m) = (four_letter(real.addr(), word), four_letter(mock.addr, word));
+        // ZooKeeper's `ExpiryQueue` keeps a bucket that its members left
+        // (a connection that finished its handshake, a closed 4lw
+        // connection) until the expirer polls it at the bucket's time, so
+        // `dump` shows "0 expire at …" or not depending on when the test
+        // ran relative to the 10 s connection buckets. The mock lists only
+        // buckets with members; empty ones are not compared.
         let shapes = |t: &str| {
-            let mut v: Vec<String> = t.lines().map(shape).collect();
+            let mut v: Vec<String> = t
+                .lines()
+                .filter(|l| !l.starts_with("0 expire at "))
+                .map(shape)
+                .collect();
             v.sort();
             v
         };
