@@ -113,24 +113,6 @@ pub async fn run(loaded: &Loaded, opts: &RunOptions) -> Outcome {
         );
         return outcome;
     }
-    if opts.target != TargetSpec::Mock {
-        let mock_only: Vec<&str> = loaded
-            .scenario
-            .timeline
-            .iter()
-            .flat_map(|s| s.value.request_faults())
-            .map(|(n, _)| n)
-            .filter(|n| *n == "fail" || *n == "delay")
-            .collect();
-        if !mock_only.is_empty() {
-            outcome.status = Status::Skipped;
-            outcome.errors.push(format!(
-                "uses {} steps, which only the embedded mock can inject (the real target's proxy loses replies and drops requests)",
-                mock_only.join(", ")
-            ));
-            return outcome;
-        }
-    }
     let target = match Target::start(&opts.target, loaded, seed).await {
         Ok(t) => t,
         Err(e) => {

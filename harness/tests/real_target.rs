@@ -332,3 +332,36 @@ invariants:
     // The real server expired the stalled session on its own.
     assert!(journal_has(&o, "holder", "expired"), "{:#?}", o.journal);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fail_and_delay_through_the_proxy() {
+    let o = play(
+        "real-fail-delay",
+        "lock: {recipe: predecessor}
+clients:
+  - name: holder
+    hold: 200ms
+  - name: waiter
+    count: 2
+    start: 50ms
+    hold: 20ms
+timeline:
+  - at: 0ms
+    fail: {op: create, client: waiter, code: ThrottledOp}
+  - at: 0ms
+    fail: {op: delete, client: holder, code: ThrottledOp}
+  - at: 0ms
+    delay: {op: getData, client: waiter, for: 300ms}
+invariants:
+  liveness: 5s
+",
+    )
+    .await;
+    let mut failed = reached(&o, "fail");
+    failed.sort_unstable();
+    assert_eq!(failed, vec!["holder", "waiter.0", "waiter.1"]);
+    assert_eq!(reached(&o, "delay").len(), 2);
+    // Every shed request was sent again: all three got the lock in turn.
+    assert_eq!(o.stats.acquisitions, 3);
+    assert_eq!(o.handoffs.len(), 3, "{:#?}", o.handoffs);
+}

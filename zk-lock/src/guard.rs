@@ -233,6 +233,7 @@ async fn watch_node(client: zk::Client, node: Owned, signals: Signals) {
     if !matches!(session(states.state()), Session::Connected) {
         signals.set(GuardState::Suspended);
     }
+    let mut shed = node::Backoff::new();
     'watch: loop {
         let arm = client.get_and_watch_data(&node.path);
         let Some(reply) = following(arm, &mut states, &signals).await else {
@@ -243,6 +244,11 @@ async fn watch_node(client: zk::Client, node: Owned, signals: Signals) {
             Ok((_, _, watcher)) => watcher,
             Err(err) if node::connection_lost(&err) && !client.state().is_terminated() => {
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                continue;
+            }
+            // A shed read says nothing about the node: read again.
+            Err(err) if node::shed(&err) => {
+                shed.wait().await;
                 continue;
             }
             Err(_) => break,
@@ -269,8 +275,11 @@ async fn watch_node(client: zk::Client, node: Owned, signals: Signals) {
                             Some(Ok((_, stat))) if stat.czxid == node.czxid => {
                                 confirmed(&client, &signals);
                             }
-                            // Cut again: a later state change or the re-armed watch tells.
-                            Some(Err(err)) if node::connection_lost(&err) => continue 'watch,
+                            // Cut again or shed: a later state change or the
+                            // re-armed watch tells.
+                            Some(Err(err)) if node::connection_lost(&err) || node::shed(&err) => {
+                                continue 'watch
+                            }
                             _ => break 'watch,
                         }
                     }

@@ -54,6 +54,16 @@
 //!   connection in …ms" after replies stop for 2/5 of the session timeout,
 //!   or an I/O error): like ConnectionLoss, the request may or may not have
 //!   been applied.
+//! * **THROTTLEDOP** (a shed request: ZooKeeper 3.7+ with
+//!   `throttledOpWaitTime` answers it to a request that queued too long,
+//!   ZOOKEEPER-3683, and keeps the connection) is definite, the request was
+//!   not executed, so the same request is sent again after a pause (10 ms,
+//!   doubling up to 1 s). A shed read of the holder's node is not a loss, and
+//!   a shed delete at release is sent again until the node is gone. Curator
+//!   5.4 and kazoo 2.11 hand it to the caller instead: a contender is out of
+//!   the queue, and a holder whose release delete was shed leaves its node
+//!   at the head of the queue for as long as its session lives
+//!   (`scenarios/throttled-requests.yaml`).
 //! * **Lost create reply**: sequential nodes carry a per-acquisition
 //!   protected prefix (`_c_<uuid>-`, as Curator does); after ConnectionLoss
 //!   the recipe lists the directory, and a child with its prefix *whose

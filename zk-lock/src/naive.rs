@@ -16,7 +16,7 @@ use zookeeper_client as zk;
 use crate::error::{LockError, Result};
 use crate::guard::LockGuard;
 use crate::metrics::{Counters, LockMetrics};
-use crate::node::{connection_lost, find_by_data, retry, Owned, Pending, Target};
+use crate::node::{connection_lost, find_by_data, retry, shed, Backoff, Owned, Pending, Target};
 use crate::sequential::{contender_id, ensure_dir, validate_dir};
 
 /// See the [crate docs](crate) for costs and failure handling.
@@ -130,6 +130,7 @@ impl NaiveLock {
         let client = &self.client;
         let opts = zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all());
         let mut maybe_ours = false;
+        let mut backoff = Backoff::new();
         loop {
             match client.create(&self.path, id, &opts).await {
                 Ok((stat, _)) => {
@@ -140,6 +141,8 @@ impl NaiveLock {
                     return Ok(true);
                 }
                 Err(zk::Error::NoNode) => ensure_dir(client, &self.dir).await?,
+                // Not executed: create again.
+                Err(err) if shed(&err) => backoff.wait().await,
                 Err(err) if connection_lost(&err) => {
                     if client.state().is_terminated() {
                         return Err(LockError::SessionExpired);

@@ -21,8 +21,37 @@ pub(crate) fn connection_lost(err: &zk::Error) -> bool {
     matches!(err, zk::Error::ConnectionLoss | zk::Error::Custom(_))
 }
 
+/// Whether the server shed the request without executing it: THROTTLEDOP
+/// (-127), which ZooKeeper 3.7+ answers to a request that waited in its queue
+/// longer than `throttledOpWaitTime` (ZOOKEEPER-3683: "Operation was
+/// throttled and not executed at all. please, retry!"). Unlike
+/// ConnectionLoss this is definite: the same request is sent again, after a
+/// [`Backoff`] pause, as the server is overloaded.
+pub(crate) fn shed(err: &zk::Error) -> bool {
+    matches!(err, zk::Error::Throttled)
+}
+
+/// The pause before resending a shed request: 10 ms, doubling up to 1 s.
+#[derive(Debug)]
+pub(crate) struct Backoff(Duration);
+
+impl Backoff {
+    const FIRST: Duration = Duration::from_millis(10);
+    const MAX: Duration = Duration::from_secs(1);
+
+    pub(crate) fn new() -> Backoff {
+        Backoff(Self::FIRST)
+    }
+
+    /// Sleeps for the current pause and doubles the next one.
+    pub(crate) async fn wait(&mut self) {
+        tokio::time::sleep(self.0).await;
+        self.0 = (self.0 * 2).min(Self::MAX);
+    }
+}
+
 /// Runs `op` until it fails with something other than a lost connection
-/// ([`connection_lost`]).
+/// ([`connection_lost`]) or a shed request ([`shed`]).
 ///
 /// Gives up with SessionExpired once the session is terminated.
 pub(crate) async fn retry<T, F, Fut>(client: &zk::Client, mut op: F) -> Result<T, zk::Error>
@@ -30,6 +59,7 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, zk::Error>>,
 {
+    let mut backoff = Backoff::new();
     loop {
         match op().await {
             Err(err) if connection_lost(&err) => {
@@ -38,6 +68,7 @@ where
                 }
                 tokio::time::sleep(RETRY_PAUSE).await;
             }
+            Err(err) if shed(&err) => backoff.wait().await,
             other => return other,
         }
     }
@@ -68,6 +99,7 @@ pub(crate) enum Gone {
 pub(crate) async fn delete_until_gone(client: &zk::Client, node: &Owned) -> Result<Gone> {
     // The node is known to be there whenever a delete is sent (at first, and
     // after a read found it again), so a NoNode is someone else's doing.
+    let mut backoff = Backoff::new();
     loop {
         match client.delete(&node.path, None).await {
             Ok(()) => return Ok(Gone::Deleted),
@@ -75,6 +107,11 @@ pub(crate) async fn delete_until_gone(client: &zk::Client, node: &Owned) -> Resu
             // Ephemerals go with the session: nothing left to delete.
             Err(zk::Error::SessionExpired) => return Ok(Gone::Lost),
             Err(err) if connection_lost(&err) => {}
+            // Not executed: the node is still there, the same delete goes again.
+            Err(err) if shed(&err) => {
+                backoff.wait().await;
+                continue;
+            }
             Err(err) => return Err(LockError::Zk(err)),
         }
         // The delete may or may not have been applied: look before deleting

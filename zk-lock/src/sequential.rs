@@ -10,7 +10,7 @@ use zookeeper_client as zk;
 use crate::error::{LockError, Result};
 use crate::guard::LockGuard;
 use crate::metrics::{Counters, LockMetrics};
-use crate::node::{connection_lost, find_protected, retry, Owned, Pending, Target};
+use crate::node::{connection_lost, find_protected, retry, shed, Backoff, Owned, Pending, Target};
 
 /// What a contender asks for; its name goes into its node's name:
 /// `_c_<uuid>-lock-0000000042` (Curator's `InterProcessMutex` and
@@ -233,6 +233,7 @@ impl Sequential {
     async fn create(&self, pending: &mut Pending, prefix: &str) -> Result<Owned> {
         let path = format!("{}/{prefix}", self.dir);
         let opts = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+        let mut backoff = Backoff::new();
         loop {
             match self.client.create(&path, &[], &opts).await {
                 Ok((stat, sequence)) => {
@@ -244,6 +245,8 @@ impl Sequential {
                     return Ok(node);
                 }
                 Err(zk::Error::NoNode) => ensure_dir(&self.client, &self.dir).await?,
+                // Not executed: create again.
+                Err(err) if shed(&err) => backoff.wait().await,
                 Err(err) if connection_lost(&err) => {
                     if self.client.state().is_terminated() {
                         return Err(LockError::SessionExpired);

@@ -390,3 +390,62 @@ async fn a_node_with_our_prefix_owned_by_another_session_is_not_ours() {
         no_watches_left(&zk).await;
     }
 }
+
+/// A loaded server sheds requests with THROTTLEDOP (not executed at all,
+/// ZOOKEEPER-3683): the contender's first two creates, its first reads of
+/// the directory and of its node, and the holder's first two deletes at
+/// release. Each is sent again; nothing is left behind and nothing is taken
+/// for a lost lock.
+#[tokio::test]
+async fn shed_requests_are_sent_again() {
+    use zk_mock::fault::OpFamily;
+    use zk_mock::proto::ErrorCode;
+    for kind in ALL {
+        let zk = ZkMock::start().await;
+        let dir = "/locks/shed";
+        let (a, b) = (client(&zk).await, client(&zk).await);
+        let holder = AnyLock::new(kind, a.clone(), dir);
+        let other = AnyLock::new(kind, b.clone(), dir);
+        let under = format!("{dir}/**");
+        let shed = |family| {
+            zk.rule(
+                Rule::new()
+                    .family(family)
+                    .session(session(&a))
+                    .path_glob(&under)
+                    .times(2)
+                    .fail(ErrorCode::ThrottledOp),
+            )
+        };
+        let creates = shed(OpFamily::Create);
+        let reads = shed(OpFamily::GetData);
+        let guard = holder
+            .acquire()
+            .await
+            .expect("acquire through shed creates");
+        assert_eq!(creates.fired(), 2, "{kind:?}: the creates were not shed");
+        assert_eq!(
+            children(&zk, dir),
+            vec![guard.path().to_string()],
+            "{kind:?}"
+        );
+        // The holder's own watch read was shed too, and it still holds.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(reads.fired() >= 1, "{kind:?}: no read was shed");
+        assert!(
+            !guard.is_lost(),
+            "{kind:?}: a shed read was taken for a loss"
+        );
+        assert!(other.try_acquire().await.unwrap().is_none(), "{kind:?}");
+        let deletes = shed(OpFamily::Delete);
+        guard.release().await.expect("release through shed deletes");
+        assert_eq!(deletes.fired(), 2, "{kind:?}: the deletes were not shed");
+        assert!(children(&zk, dir).is_empty(), "{kind:?}: orphan left");
+        let next = other
+            .try_acquire()
+            .await
+            .unwrap()
+            .expect("free after release");
+        next.release().await.unwrap();
+    }
+}

@@ -89,11 +89,7 @@ impl RealTarget {
     pub(crate) fn resume(&self, client: &str) -> bool {
         self.proxies.resume(client)
     }
-    pub(crate) fn request_fault(
-        &self,
-        fault: &RequestFault,
-        client: Option<&str>,
-    ) -> Result<(), RunError> {
+    pub(crate) fn request_fault(&self, fault: &RequestFault, client: Option<&str>) {
         self.proxies.request_fault(fault, client)
     }
     pub(crate) fn faults_fired(&self) -> u64 {
@@ -168,7 +164,9 @@ mod tests {
 
     use super::takeover::*;
     use zk_mock::codec::frame;
-    use zk_mock::proto::{Acl, CreateRequest, DeleteRequest, PathWatchRequest};
+    use zk_mock::proto::{
+        Acl, CreateRequest, DeleteRequest, ErrorCode, PathWatchRequest, SetDataRequest,
+    };
 
     fn request(xid: i32, op: OpCode, body: &impl Record) -> Bytes {
         let mut b = BytesMut::new();
@@ -219,46 +217,22 @@ mod tests {
     }
 
     #[test]
-    fn scan_passes_whole_frames_and_keeps_a_partial_one() {
-        let mut bytes = BytesMut::new();
-        bytes.extend_from_slice(&frame(b"one"));
-        bytes.extend_from_slice(&frame(b""));
-        bytes.extend_from_slice(&frame(b"three"));
-        let whole = bytes.len();
-        bytes.extend_from_slice(&frame(b"partial")[..6]);
-        let mut seen = Vec::new();
-        let (end, cut) = scan(&bytes, &mut |f: &[u8]| {
-            seen.push(f.to_vec());
-            Verdict::Forward
-        });
-        assert_eq!((end, cut), (whole, false));
-        assert_eq!(seen, vec![b"one".to_vec(), vec![], b"three".to_vec()]);
-        // Fewer than four bytes: nothing yet.
-        assert_eq!(
-            scan(&[0, 0, 0], &mut |_: &[u8]| Verdict::Forward),
-            (0, false)
-        );
+    fn next_frame_finds_whole_frames_and_waits_for_a_partial_one() {
+        assert_eq!(next_frame(&frame(b"one")), Ok(Some(3)));
+        assert_eq!(next_frame(&frame(b"")), Ok(Some(0)));
+        let mut two = frame(b"one").to_vec();
+        two.extend_from_slice(&frame(b"two"));
+        assert_eq!(next_frame(&two), Ok(Some(3)), "the first of two");
+        // Fewer than four bytes, or part of the body: nothing yet.
+        assert_eq!(next_frame(&[0, 0, 0]), Ok(None));
+        assert_eq!(next_frame(&frame(b"partial")[..6]), Ok(None));
     }
 
     #[test]
-    fn scan_cuts_before_the_frame_it_is_told_to_and_on_bad_lengths() {
-        let mut bytes = BytesMut::new();
-        bytes.extend_from_slice(&frame(b"keep"));
-        bytes.extend_from_slice(&frame(b"lose"));
-        bytes.extend_from_slice(&frame(b"after"));
-        let (end, cut) = scan(&bytes, &mut |f: &[u8]| {
-            if f == b"lose" {
-                Verdict::Cut
-            } else {
-                Verdict::Forward
-            }
-        });
-        assert_eq!((end, cut), (8, true));
-        let mut bad = frame(b"ok").to_vec();
-        bad.extend_from_slice(&(-1i32).to_be_bytes());
-        assert_eq!(scan(&bad, &mut |_: &[u8]| Verdict::Forward), (6, true));
-        let huge = ((MAX_FRAME + 1) as i32).to_be_bytes();
-        assert_eq!(scan(&huge, &mut |_: &[u8]| Verdict::Forward), (0, true));
+    fn next_frame_refuses_negative_and_huge_lengths() {
+        assert_eq!(next_frame(&(-1i32).to_be_bytes()), Err(()));
+        assert_eq!(next_frame(&((MAX_FRAME + 1) as i32).to_be_bytes()), Err(()));
+        assert_eq!(next_frame(&(MAX_FRAME as i32).to_be_bytes()), Ok(None));
     }
 
     #[test]
@@ -272,7 +246,7 @@ mod tests {
             let mut rules = vec![rule(OpKind::Create, None, 1, true)];
             assert_eq!(
                 match_rules(&mut rules, "c", op as i32, Some("/h/lock/n-01")),
-                Some(true)
+                Some(FaultVerdict::LoseReply)
             );
         }
         let mut rules = vec![rule(OpKind::Create, None, 5, true)];
@@ -302,7 +276,7 @@ mod tests {
         let mut rules = vec![rule(OpKind::Delete, None, 1, false)];
         assert_eq!(
             match_rules(&mut rules, "c", OpCode::Delete as i32, Some("/h/lock/x")),
-            Some(false)
+            Some(FaultVerdict::DropRequest)
         );
     }
 
@@ -316,7 +290,7 @@ mod tests {
         // Someone else: only the "anyone" rule, once.
         assert_eq!(
             match_rules(&mut rules, "other", create2, Some("/h/lock/a")),
-            Some(false)
+            Some(FaultVerdict::DropRequest)
         );
         assert_eq!(
             match_rules(&mut rules, "other", create2, Some("/h/lock/a")),
@@ -325,11 +299,11 @@ mod tests {
         // The named client: twice, then nothing left.
         assert_eq!(
             match_rules(&mut rules, "unlucky", create2, Some("/h/lock/a")),
-            Some(true)
+            Some(FaultVerdict::LoseReply)
         );
         assert_eq!(
             match_rules(&mut rules, "unlucky", create2, Some("/h/lock/a")),
-            Some(true)
+            Some(FaultVerdict::LoseReply)
         );
         assert_eq!(
             match_rules(&mut rules, "unlucky", create2, Some("/h/lock/a")),
@@ -345,12 +319,11 @@ mod tests {
     #[test]
     fn classify_reads_the_request_header_and_path() {
         let p = Proxies::new("127.0.0.1:1".parse().unwrap());
-        p.request_fault(&fault("create", 1, true), Some("c"))
-            .unwrap();
-        p.request_fault(&fault("delete", 1, false), None).unwrap();
+        p.request_fault(&fault("create", 1, true), Some("c"));
+        p.request_fault(&fault("delete", 1, false), None);
         let mut fail = fault("setData", 1, true);
-        fail.verdict = FaultVerdict::Fail(zk_mock::proto::ErrorCode::NoNode);
-        assert!(p.request_fault(&fail, None).is_err());
+        fail.verdict = FaultVerdict::Fail(ErrorCode::NoNode);
+        p.request_fault(&fail, None);
         let rules = &p.shared.rules;
         let get = request(
             5,
@@ -360,11 +333,11 @@ mod tests {
                 watch: true,
             },
         );
-        assert_eq!(classify(rules, "c", &get), Action::Forward);
+        assert_eq!(classify(rules, "c", &get), None);
         let c = request(7, OpCode::Create2, &create("/h/lock/_c_x-lock-"));
-        assert_eq!(classify(rules, "d", &c), Action::Forward);
-        assert_eq!(classify(rules, "c", &c), Action::LoseReply(7));
-        assert_eq!(classify(rules, "c", &c), Action::Forward);
+        assert_eq!(classify(rules, "d", &c), None);
+        assert_eq!(classify(rules, "c", &c), Some(FaultVerdict::LoseReply));
+        assert_eq!(classify(rules, "c", &c), None);
         let d = request(
             9,
             OpCode::Delete,
@@ -373,17 +346,30 @@ mod tests {
                 version: -1,
             },
         );
-        assert_eq!(classify(rules, "d", &d), Action::Drop);
-        assert_eq!(classify(rules, "d", &d), Action::Forward);
+        assert_eq!(classify(rules, "d", &d), Some(FaultVerdict::DropRequest));
+        assert_eq!(classify(rules, "d", &d), None);
+        let set = request(
+            11,
+            OpCode::SetData,
+            &SetDataRequest {
+                path: "/h/lock/x".into(),
+                data: None,
+                version: -1,
+            },
+        );
+        assert_eq!(
+            classify(rules, "e", &set),
+            Some(FaultVerdict::Fail(ErrorCode::NoNode))
+        );
         // Garbage and pings go through.
-        assert_eq!(classify(rules, "c", &[1, 2]), Action::Forward);
+        assert_eq!(classify(rules, "c", &[1, 2]), None);
         let ping = RequestHeader {
             xid: -2,
             op_type: OpCode::Ping as i32,
         }
         .to_bytes();
-        assert_eq!(classify(rules, "c", &ping), Action::Forward);
-        assert_eq!(p.faults_fired(), 2);
+        assert_eq!(classify(rules, "c", &ping), None);
+        assert_eq!(p.faults_fired(), 3);
     }
 
     #[test]
@@ -564,8 +550,7 @@ mod tests {
         let mut c = raw(&p, "a").await;
         mkdir(&mut c, "/h").await;
         mkdir(&mut c, "/h/lock").await;
-        p.request_fault(&fault("create", 1, true), Some("a"))
-            .unwrap();
+        p.request_fault(&fault("create", 1, true), Some("a"));
         let req = CreateRequest {
             flags: 0,
             ..create("/h/lock/one")
@@ -588,7 +573,7 @@ mod tests {
             c.request(OpCode::Create2, &req).await.unwrap().header.err,
             0
         );
-        p.request_fault(&fault("create", 1, false), None).unwrap();
+        p.request_fault(&fault("create", 1, false), None);
         let req = CreateRequest {
             flags: 0,
             ..create("/h/lock/three")
@@ -596,6 +581,118 @@ mod tests {
         assert!(c.request(OpCode::Create2, &req).await.is_err());
         assert!(!exists(&zk, "/h/lock/three").await);
         assert_eq!(p.faults_fired(), 2);
+    }
+
+    fn with_verdict(op: &str, verdict: FaultVerdict) -> RequestFault {
+        RequestFault {
+            verdict,
+            ..fault(op, 1, true)
+        }
+    }
+
+    fn exists_request(xid: i32, path: &str) -> Bytes {
+        request(
+            xid,
+            OpCode::Exists,
+            &PathWatchRequest {
+                path: path.into(),
+                watch: false,
+            },
+        )
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn fail_answers_for_the_server_in_the_connections_order() {
+        let zk = zk_mock::ZkMock::start().await;
+        let p = Proxies::new(zk.addr());
+        let mut c = raw(&p, "a").await;
+        mkdir(&mut c, "/h").await;
+        mkdir(&mut c, "/h/lock").await;
+        let seen = c.last_zxid;
+        // Nothing outstanding: the proxy answers at once, with the newest
+        // zxid the connection has seen, and the server never sees it.
+        p.request_fault(
+            &with_verdict("create", FaultVerdict::Fail(ErrorCode::NoAuth)),
+            Some("a"),
+        );
+        let r = c
+            .request(OpCode::Create2, &create("/h/lock/refused"))
+            .await
+            .unwrap();
+        assert_eq!((r.header.err, r.header.zxid), (-102, seen));
+        assert!(!exists(&zk, "/h/lock/refused").await);
+        // Behind a request whose reply the server holds: the answer waits
+        // for that reply, so the client sees its xids in order.
+        p.request_fault(
+            &with_verdict("exists", FaultVerdict::Delay(Duration::from_millis(300))),
+            Some("a"),
+        );
+        p.request_fault(
+            &with_verdict("create", FaultVerdict::Fail(ErrorCode::ConnectionLoss)),
+            Some("a"),
+        );
+        c.send_frame(&exists_request(100, "/h/lock/x"))
+            .await
+            .unwrap();
+        c.send_frame(&request(101, OpCode::Create2, &create("/h/lock/y")))
+            .await
+            .unwrap();
+        c.send_frame(&exists_request(102, "/h")).await.unwrap();
+        let mut order = Vec::new();
+        for _ in 0..3 {
+            let r = c.next_reply().await.unwrap().unwrap();
+            order.push((r.header.xid, r.header.err));
+        }
+        assert_eq!(order, vec![(100, -101), (101, -4), (102, 0)]);
+        assert!(!exists(&zk, "/h/lock/y").await);
+        assert_eq!(p.faults_fired(), 3);
+        // The connection goes on as before.
+        mkdir(&mut c, "/h/lock/after").await;
+        assert!(exists(&zk, "/h/lock/after").await);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn delay_applies_at_once_and_holds_the_reply_and_what_follows() {
+        let zk = zk_mock::ZkMock::start().await;
+        let p = Proxies::new(zk.addr());
+        let mut c = raw(&p, "a").await;
+        mkdir(&mut c, "/h").await;
+        mkdir(&mut c, "/h/lock").await;
+        let hold = Duration::from_millis(600);
+        p.request_fault(&with_verdict("create", FaultVerdict::Delay(hold)), None);
+        let sent = std::time::Instant::now();
+        c.send_frame(&request(
+            50,
+            OpCode::Create,
+            &CreateRequest {
+                flags: 0,
+                ..create("/h/lock/slow")
+            },
+        ))
+        .await
+        .unwrap();
+        c.send_frame(&exists_request(51, "/h")).await.unwrap();
+        // The server applied the create while its reply is held.
+        let mut applied = false;
+        for _ in 0..50 {
+            if exists(&zk, "/h/lock/slow").await {
+                applied = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(applied, "the create reached the server");
+        let first = c.next_reply().await.unwrap().unwrap();
+        let second = c.next_reply().await.unwrap().unwrap();
+        assert!(sent.elapsed() >= hold, "held for {:?}", sent.elapsed());
+        assert_eq!(
+            (first.header.xid, first.header.err, second.header.xid),
+            (50, 0, 51)
+        );
+        // The ledger has the create (its reply was passed on).
+        assert!(lock(&p.shared.ledger)
+            .iter()
+            .any(|k| k.kind == OpKind::Create && k.path == "/h/lock/slow"));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,6 @@
 //! The per-client TCP proxies: framing, request faults, stalls, refusals.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -63,25 +63,14 @@ pub(crate) struct RequestRule {
     pub(super) fired: u64,
 }
 
-/// What to do with one client frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Action {
-    Forward,
-    /// Forward, then drop the reply with this xid and close.
-    LoseReply(i32),
-    /// Close the connection instead of forwarding.
-    Drop,
-}
-
 /// Finds the first rule with budget left that matches and fires (its n-th
-/// match, when it has `nth`), and spends one. True: apply the request and
-/// lose its reply; false: drop it.
+/// match, when it has `nth`), spends one, and returns its verdict.
 pub(super) fn match_rules(
     rules: &mut [RequestRule],
     client: &str,
     op: i32,
     path: Option<&str>,
-) -> Option<bool> {
+) -> Option<FaultVerdict> {
     for r in rules.iter_mut() {
         if r.remaining == 0
             || !r.fault.matches(op, path)
@@ -95,7 +84,7 @@ pub(super) fn match_rules(
         }
         r.remaining -= 1;
         r.fired += 1;
-        return Some(r.fault.verdict == FaultVerdict::LoseReply);
+        return Some(r.fault.verdict);
     }
     None
 }
@@ -134,20 +123,24 @@ pub(super) fn inspect(frame: &[u8]) -> Option<Write> {
     })
 }
 
-/// What the request faults make of a request from `client`.
-pub(super) fn decide(rules: &Mutex<Vec<RequestRule>>, client: &str, w: &Write) -> Action {
-    let mut rules = lock(rules);
-    match match_rules(&mut rules, client, w.op, w.path.as_deref()) {
-        Some(true) => Action::LoseReply(w.xid),
-        Some(false) => Action::Drop,
-        None => Action::Forward,
-    }
+/// What the request faults make of a request from `client` (`None`: pass
+/// it on untouched).
+pub(super) fn decide(
+    rules: &Mutex<Vec<RequestRule>>,
+    client: &str,
+    w: &Write,
+) -> Option<FaultVerdict> {
+    match_rules(&mut lock(rules), client, w.op, w.path.as_deref())
 }
 
 /// Classifies a request frame (header and body) for `client`.
 #[cfg(test)]
-pub(super) fn classify(rules: &Mutex<Vec<RequestRule>>, client: &str, frame: &[u8]) -> Action {
-    inspect(frame).map_or(Action::Forward, |w| decide(rules, client, &w))
+pub(super) fn classify(
+    rules: &Mutex<Vec<RequestRule>>,
+    client: &str,
+    frame: &[u8],
+) -> Option<FaultVerdict> {
+    inspect(frame).and_then(|w| decide(rules, client, &w))
 }
 
 /// State shared by every proxy of one target.
@@ -279,20 +272,9 @@ impl Proxies {
         self.shared.refusing.store(on, Ordering::SeqCst);
     }
 
-    pub(crate) fn request_fault(
-        &self,
-        fault: &RequestFault,
-        client: Option<&str>,
-    ) -> Result<(), RunError> {
-        if !matches!(
-            fault.verdict,
-            FaultVerdict::LoseReply | FaultVerdict::DropRequest
-        ) {
-            return Err(RunError::Rule(format!(
-                "the real-ZooKeeper proxy cannot inject `{}` (only lose_reply and drop_request)",
-                fault.verdict.name()
-            )));
-        }
+    /// Installs a request fault: every verdict the mock has, with the
+    /// mock's meaning (see [`FaultVerdict`]).
+    pub(crate) fn request_fault(&self, fault: &RequestFault, client: Option<&str>) {
         lock(&self.shared.rules).push(RequestRule {
             fault: fault.clone(),
             client: client.map(str::to_string),
@@ -300,7 +282,6 @@ impl Proxies {
             matched: 0,
             fired: 0,
         });
-        Ok(())
     }
 
     pub(crate) fn faults_fired(&self) -> u64 {
@@ -397,13 +378,12 @@ pub(super) async fn serve(
     let _ = server.set_nodelay(true);
     let (cr, cw) = client.into_split();
     let (sr, sw) = server.into_split();
-    let lost: Mutex<HashSet<i32>> = Mutex::default();
-    let pending: Mutex<BTreeMap<i32, Write>> = Mutex::default();
     let conn = Conn {
         proxy: &proxy,
         shared: &shared,
-        lost: &lost,
-        pending: &pending,
+        replies: Mutex::default(),
+        pending: Mutex::default(),
+        injector: Injector::default(),
     };
     tokio::select! {
         _ = client_to_server(cr, sw, &conn) => {}
@@ -419,116 +399,254 @@ pub(super) async fn open(gate: &mut watch::Receiver<Gate>) -> bool {
 /// What to do with a frame in transit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Verdict {
+    /// Pass it on.
     Forward,
-    /// Forward what came before it, not this frame, and close the connection.
+    /// Swallow it and go on (a request answered by the proxy itself).
+    Skip,
+    /// Pass on what came before it, wait this long, then pass it on.
+    Delay(Duration),
+    /// Pass on what came before it, not this frame, and close.
     Cut,
 }
 
-/// Scans the whole frames at the front of `buf` (length prefix included),
-/// asking `on_frame` about each body. Returns how many bytes may go on and
-/// whether the connection must close after them; a length outside
-/// `0..=MAX_FRAME` closes it too. The bytes of a partial frame stay.
-pub(super) fn scan(buf: &[u8], on_frame: &mut impl FnMut(&[u8]) -> Verdict) -> (usize, bool) {
-    let mut end = 0;
-    while buf.len() - end >= 4 {
-        let len = i32::from_be_bytes([buf[end], buf[end + 1], buf[end + 2], buf[end + 3]]);
-        let Ok(len) = usize::try_from(len) else {
-            return (end, true);
-        };
-        if len > MAX_FRAME {
-            return (end, true);
-        }
-        if buf.len() - end - 4 < len {
-            break;
-        }
-        if on_frame(&buf[end + 4..end + 4 + len]) == Verdict::Cut {
-            return (end, true);
-        }
-        end += 4 + len;
+/// The frame at the front of `buf`: `Ok(Some(len))` when its `len` body
+/// bytes are all there (after the 4-byte length prefix), `Ok(None)` while
+/// it is partial, `Err(())` for a length outside `0..=MAX_FRAME` (the
+/// connection closes).
+pub(super) fn next_frame(buf: &[u8]) -> Result<Option<usize>, ()> {
+    let Some(prefix) = buf.first_chunk::<4>() else {
+        return Ok(None);
+    };
+    let len = usize::try_from(i32::from_be_bytes(*prefix)).map_err(|_| ())?;
+    if len > MAX_FRAME {
+        return Err(());
     }
-    (end, false)
+    Ok((buf.len() - 4 >= len).then_some(len))
 }
 
-/// Moves frames from `rd` to `wr`, unchanged and whole, while the client's
-/// gate is open, until either side closes or `on_frame` cuts.
+/// Replies the proxy makes itself (a `fail` fault), each after the server's
+/// replies to every request the client sent before it: ZooKeeper answers a
+/// connection's requests in order, and so does the proxy.
+#[derive(Debug, Default)]
+pub(super) struct Injector {
+    state: Mutex<Injections>,
+    wake: tokio::sync::Notify,
+}
+
+#[derive(Debug, Default)]
+struct Injections {
+    /// Requests passed on to the server (the ConnectRequest aside).
+    forwarded: u64,
+    /// Replies passed on to the client (notifications aside).
+    replied: u64,
+    /// The newest zxid a reply carried (what an error reply carries).
+    zxid: i64,
+    /// (requests forwarded before it, xid, error code), in order.
+    queue: VecDeque<(u64, i32, i32)>,
+}
+
+impl Injector {
+    /// A request passed on to the server.
+    fn forwarded(&self) {
+        lock(&self.state).forwarded += 1;
+    }
+
+    /// Answers request `xid` with error `err` instead of the server.
+    fn fail(&self, xid: i32, err: i32) {
+        {
+            let mut s = lock(&self.state);
+            let after = s.forwarded;
+            s.queue.push_back((after, xid, err));
+        }
+        self.wake.notify_one();
+    }
+
+    /// A reply from the server, carrying `zxid`, passed on to the client.
+    fn replied(&self, zxid: i64) {
+        let mut s = lock(&self.state);
+        s.replied += 1;
+        s.zxid = s.zxid.max(zxid);
+    }
+
+    /// Appends to `out` the replies now due.
+    fn due(&self, out: &mut BytesMut) {
+        let mut s = lock(&self.state);
+        while s
+            .queue
+            .front()
+            .is_some_and(|(after, ..)| *after <= s.replied)
+        {
+            let Some((_, xid, err)) = s.queue.pop_front() else {
+                break;
+            };
+            let zxid = s.zxid;
+            let body = ReplyHeader { xid, zxid, err }.to_bytes();
+            out.extend_from_slice(&(body.len() as i32).to_be_bytes());
+            out.extend_from_slice(&body);
+        }
+    }
+}
+
+/// Writes `out` (when the gate is open) and empties it; false if the
+/// connection is gone.
+async fn flush(
+    wr: &mut OwnedWriteHalf,
+    out: &mut BytesMut,
+    gate: &mut watch::Receiver<Gate>,
+) -> bool {
+    if out.is_empty() {
+        return true;
+    }
+    let ok = open(gate).await && wr.write_all(out).await.is_ok();
+    out.clear();
+    ok
+}
+
+/// Moves frames from `rd` to `wr`, whole, while the client's gate is open,
+/// until either side closes or `on_frame` cuts. With an `injector`, its
+/// replies join the stream as they fall due.
 pub(super) async fn pump(
     mut rd: OwnedReadHalf,
     mut wr: OwnedWriteHalf,
     mut gate: watch::Receiver<Gate>,
     mut on_frame: impl FnMut(&[u8]) -> Verdict,
+    injector: Option<&Injector>,
 ) {
     let mut buf = BytesMut::with_capacity(16 * 1024);
+    let mut out = BytesMut::with_capacity(16 * 1024);
     loop {
         if !open(&mut gate).await {
             return;
         }
-        match rd.read_buf(&mut buf).await {
-            Ok(n) if n > 0 => {}
-            _ => return,
+        // `read_buf` is cancel safe: a wake-up loses no bytes.
+        let read = match injector {
+            Some(inj) => tokio::select! {
+                r = rd.read_buf(&mut buf) => Some(r),
+                () = inj.wake.notified() => None,
+            },
+            None => Some(rd.read_buf(&mut buf).await),
+        };
+        if matches!(read, Some(Ok(0) | Err(_))) {
+            return;
         }
-        let (end, cut) = scan(&buf, &mut on_frame);
-        if end > 0 {
-            if !open(&mut gate).await || wr.write_all(&buf[..end]).await.is_err() {
-                return;
+        let mut cut = false;
+        loop {
+            let len = match next_frame(&buf) {
+                Ok(Some(len)) => len,
+                Ok(None) => break,
+                Err(()) => {
+                    cut = true;
+                    break;
+                }
+            };
+            match on_frame(&buf[4..4 + len]) {
+                Verdict::Forward => {}
+                Verdict::Skip => {
+                    buf.advance(4 + len);
+                    continue;
+                }
+                Verdict::Cut => {
+                    cut = true;
+                    break;
+                }
+                Verdict::Delay(d) => {
+                    if !flush(&mut wr, &mut out, &mut gate).await {
+                        return;
+                    }
+                    tokio::time::sleep(d).await;
+                }
             }
-            buf.advance(end);
+            out.extend_from_slice(&buf[..4 + len]);
+            buf.advance(4 + len);
+            if let Some(inj) = injector {
+                inj.due(&mut out);
+            }
         }
-        if cut {
+        if let Some(inj) = injector {
+            inj.due(&mut out);
+        }
+        if !flush(&mut wr, &mut out, &mut gate).await || cut {
             return;
         }
         // Room for the rest of a large partial frame.
-        if buf.len() >= 4 {
-            let len = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
-            if let Ok(len) = usize::try_from(len) {
+        if let Some(prefix) = buf.first_chunk::<4>() {
+            if let Ok(len) = usize::try_from(i32::from_be_bytes(*prefix)) {
                 buf.reserve((4 + len.min(MAX_FRAME)).saturating_sub(buf.len()));
             }
         }
     }
 }
 
+/// What a fault does to the reply of a request that was passed on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ReplyFault {
+    /// Drop it and close (`lose_reply`).
+    Lose,
+    /// Hold it, and what follows, this long (`delay`).
+    Delay(Duration),
+}
+
 /// What both directions of one connection share.
 pub(super) struct Conn<'a> {
     pub(super) proxy: &'a ClientProxy,
     pub(super) shared: &'a Shared,
-    /// Requests whose reply is to be lost.
-    pub(super) lost: &'a Mutex<HashSet<i32>>,
+    /// Requests passed on whose reply a fault changes, by xid.
+    pub(super) replies: Mutex<HashMap<i32, ReplyFault>>,
     /// Creates and deletes awaiting their reply, by xid.
-    pub(super) pending: &'a Mutex<BTreeMap<i32, Write>>,
+    pub(super) pending: Mutex<BTreeMap<i32, Write>>,
+    pub(super) injector: Injector,
 }
 
 pub(super) async fn client_to_server(rd: OwnedReadHalf, wr: OwnedWriteHalf, c: &Conn<'_>) {
     let mut first = true;
-    pump(rd, wr, c.proxy.gate.subscribe(), |frame| {
+    let on_frame = |frame: &[u8]| {
         if std::mem::take(&mut first) {
             // The ConnectRequest.
             return Verdict::Forward;
         }
-        let Some(w) = inspect(frame) else {
-            return Verdict::Forward;
+        let w = inspect(frame);
+        let fault = w
+            .as_ref()
+            .and_then(|w| decide(&c.shared.rules, &c.proxy.name, w));
+        let reply = match (fault, &w) {
+            (None, _) | (_, None) => None,
+            (Some(FaultVerdict::DropRequest), _) => {
+                tracing::debug!(
+                    "proxy {}: dropping a request and the connection",
+                    c.proxy.name
+                );
+                return Verdict::Cut;
+            }
+            (Some(FaultVerdict::Fail(code)), Some(w)) => {
+                tracing::debug!(
+                    "proxy {}: answering xid {} with {code:?}",
+                    c.proxy.name,
+                    w.xid
+                );
+                c.injector.fail(w.xid, code.code());
+                return Verdict::Skip;
+            }
+            (Some(FaultVerdict::LoseReply), _) => Some(ReplyFault::Lose),
+            (Some(FaultVerdict::Delay(d)), _) => Some(ReplyFault::Delay(d)),
         };
-        let action = decide(&c.shared.rules, &c.proxy.name, &w);
-        if action == Action::Drop {
-            tracing::debug!(
-                "proxy {}: dropping a request and the connection",
-                c.proxy.name
-            );
-            return Verdict::Cut;
+        if let Some(w) = w {
+            if let Some(r) = reply {
+                lock(&c.replies).insert(w.xid, r);
+            }
+            if w.kind.is_some() {
+                lock(&c.pending).insert(w.xid, w);
+            }
         }
-        if let Action::LoseReply(xid) = action {
-            lock(c.lost).insert(xid);
-        }
-        if w.kind.is_some() {
-            lock(c.pending).insert(w.xid, w);
-        }
+        c.injector.forwarded();
         Verdict::Forward
-    })
-    .await
+    };
+    pump(rd, wr, c.proxy.gate.subscribe(), on_frame, None).await
 }
 
 pub(super) async fn server_to_client(rd: OwnedReadHalf, wr: OwnedWriteHalf, c: &Conn<'_>) {
     let mut first = true;
     let mut session = None;
-    pump(rd, wr, c.proxy.gate.subscribe(), |frame| {
+    let on_frame = |frame: &[u8]| {
         if std::mem::take(&mut first) {
             if let Ok(resp) = ConnectResponse::decode(frame) {
                 if resp.session_id != 0 && resp.time_out > 0 {
@@ -542,10 +660,14 @@ pub(super) async fn server_to_client(rd: OwnedReadHalf, wr: OwnedWriteHalf, c: &
         let Ok((body, h)) = ReplyHeader::parse(frame) else {
             return Verdict::Forward;
         };
+        if h.xid == XID_NOTIFICATION {
+            return Verdict::Forward;
+        }
+        c.injector.replied(h.zxid);
         if h.xid < 0 {
             return Verdict::Forward;
         }
-        let write = lock(c.pending).remove(&h.xid);
+        let write = lock(&c.pending).remove(&h.xid);
         if let (Some(w), Some(session), 0) = (write, session, h.err) {
             // A create's reply starts with the path it created.
             let path = match w.kind {
@@ -563,11 +685,31 @@ pub(super) async fn server_to_client(rd: OwnedReadHalf, wr: OwnedWriteHalf, c: &
                 });
             }
         }
-        if lock(c.lost).remove(&h.xid) {
-            tracing::debug!("proxy {}: losing the reply to xid {}", c.proxy.name, h.xid);
-            return Verdict::Cut;
+        match lock(&c.replies).remove(&h.xid) {
+            Some(ReplyFault::Lose) => {
+                tracing::debug!("proxy {}: losing the reply to xid {}", c.proxy.name, h.xid);
+                Verdict::Cut
+            }
+            Some(ReplyFault::Delay(d)) => {
+                tracing::debug!(
+                    "proxy {}: holding the reply to xid {} for {d:?}",
+                    c.proxy.name,
+                    h.xid
+                );
+                Verdict::Delay(d)
+            }
+            None => Verdict::Forward,
         }
-        Verdict::Forward
-    })
+    };
+    pump(
+        rd,
+        wr,
+        c.proxy.gate.subscribe(),
+        on_frame,
+        Some(&c.injector),
+    )
     .await
 }
+
+/// The xid of a watch notification.
+const XID_NOTIFICATION: i32 = -1;
