@@ -18,15 +18,25 @@
 //! | `DELETE /recorder` | forget the recording |
 //! | `GET /metrics` | counters |
 //!
-//! Session ids are accepted in decimal (as clients print them) or `0x` hex.
+//! Session ids are accepted in decimal (as clients print them) or `0x` hex,
+//! in paths and, in a rule's `session`, as a JSON number or string.
 //! Errors are 4xx with `{"error": "..."}`.
+//!
+//! Whoever reaches the admin port can expire sessions, stall the server and
+//! read every node, ACL-protected ones too. The binary serves it on loopback
+//! unless `--admin-host` says otherwise; [`ZkMock::serve_admin_with_token`]
+//! (`--admin-token`, or `ZK_MOCK_ADMIN_TOKEN`) makes every request carry
+//! `Authorization: Bearer <token>`, and answers 401 without it.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
@@ -56,11 +66,7 @@ fn not_found(msg: impl Into<String>) -> ApiError {
 }
 
 fn session_id(text: &str) -> Result<i64, ApiError> {
-    let parsed = match text.strip_prefix("0x") {
-        Some(hex) => u64::from_str_radix(hex, 16).map(|v| v as i64).ok(),
-        None => text.parse::<i64>().ok(),
-    };
-    parsed.ok_or_else(|| {
+    crate::fault::parse_session_id(text).ok_or_else(|| {
         bad(format!(
             "session id {text:?} is not a decimal or 0x-hex integer"
         ))
@@ -94,18 +100,71 @@ pub fn router(control: Control) -> Router {
         .with_state(control)
 }
 
+/// [`router`], with every request required to carry
+/// `Authorization: Bearer <token>`; others get a 401 saying what to send.
+pub fn router_with_token(control: Control, token: impl Into<String>) -> Router {
+    let token: Arc<str> = Arc::from(token.into());
+    router(control).layer(axum::middleware::from_fn_with_state(token, require_token))
+}
+
+async fn require_token(State(token): State<Arc<str>>, req: Request, next: Next) -> Response {
+    let given = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let why = match given {
+        Some(t) if same(t.trim().as_bytes(), token.as_bytes()) => return next.run(req).await,
+        Some(_) => "the bearer token is not this admin interface's token (zk-mock --admin-token or ZK_MOCK_ADMIN_TOKEN)",
+        None => "this admin interface needs a token: send `Authorization: Bearer <token>` with the token given to zk-mock --admin-token or ZK_MOCK_ADMIN_TOKEN",
+    };
+    let mut response = ApiError(StatusCode::UNAUTHORIZED, why.into()).into_response();
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
+}
+
+/// Compares without stopping at the first difference.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 impl ZkMock {
     /// Serves the admin interface on `addr` (port 0 picks a free one) on the
-    /// server's own runtime, for as long as the server runs.
+    /// server's own runtime, for as long as the server runs. Anyone who
+    /// reaches `addr` controls the server: keep it on loopback, or use
+    /// [`serve_admin_with_token`](Self::serve_admin_with_token).
     ///
     /// # Errors
     /// [`Error::Bind`] if the address cannot be bound.
     pub fn serve_admin(&self, addr: SocketAddr) -> Result<SocketAddr, Error> {
+        self.serve_router(addr, router(self.control()))
+    }
+
+    /// [`serve_admin`](Self::serve_admin), answering only requests that
+    /// carry `Authorization: Bearer <token>` (401 otherwise).
+    ///
+    /// # Errors
+    /// [`Error::Bind`] if the address cannot be bound; [`Error::Config`] for
+    /// an empty token.
+    pub fn serve_admin_with_token(
+        &self,
+        addr: SocketAddr,
+        token: impl Into<String>,
+    ) -> Result<SocketAddr, Error> {
+        let token = token.into();
+        if token.trim().is_empty() {
+            return Err(Error::Config("the admin token is empty".into()));
+        }
+        self.serve_router(addr, router_with_token(self.control(), token))
+    }
+
+    fn serve_router(&self, addr: SocketAddr, app: Router) -> Result<SocketAddr, Error> {
         let bind_err = |source| Error::Bind { addr, source };
         let listener = std::net::TcpListener::bind(addr).map_err(bind_err)?;
         listener.set_nonblocking(true).map_err(bind_err)?;
         let local = listener.local_addr().map_err(bind_err)?;
-        let app = router(self.control());
         self.runtime().spawn(async move {
             match tokio::net::TcpListener::from_std(listener) {
                 Ok(l) => {

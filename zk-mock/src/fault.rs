@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use rand::rngs::StdRng;
+use rand::rngs::SmallRng;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
@@ -228,8 +228,10 @@ pub struct Rule {
     /// The path criterion.
     #[serde(default)]
     pub path: Option<PathMatch>,
-    /// Only this session's requests.
-    #[serde(default)]
+    /// Only this session's requests. In JSON: a number, or a string in
+    /// decimal or `0x` hex (ids pass 2^53, past what JavaScript's numbers
+    /// hold exactly).
+    #[serde(default, deserialize_with = "session_id::deserialize")]
     pub session: Option<i64>,
     /// Fire only on the n-th request that meets the criteria above (1-based).
     #[serde(default)]
@@ -438,7 +440,11 @@ impl RuleSet {
     }
 
     /// The verdict of the first rule that fires for `req`, if any.
-    pub(crate) fn evaluate(&mut self, req: &RequestView<'_>, rng: &mut StdRng) -> Option<Verdict> {
+    pub(crate) fn evaluate(
+        &mut self,
+        req: &RequestView<'_>,
+        rng: &mut SmallRng,
+    ) -> Option<Verdict> {
         if self.rules.is_empty() {
             return None;
         }
@@ -462,6 +468,37 @@ impl RuleSet {
             return Some(r.rule.verdict.clone());
         }
         None
+    }
+}
+
+/// A session id as clients print it: decimal, or `0x` hex.
+pub(crate) fn parse_session_id(text: &str) -> Option<i64> {
+    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok().map(|v| v as i64),
+        None => text.parse::<i64>().ok(),
+    }
+}
+
+/// Serde for an optional session id given as a number or a string.
+mod session_id {
+    use serde::de::Error;
+    use serde::{Deserialize, Deserializer};
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum NumberOrText {
+        Number(i64),
+        Text(String),
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+        match Option::<NumberOrText>::deserialize(d)? {
+            None => Ok(None),
+            Some(NumberOrText::Number(n)) => Ok(Some(n)),
+            Some(NumberOrText::Text(t)) => super::parse_session_id(&t).map(Some).ok_or_else(|| {
+                D::Error::custom(format!("session {t:?} is not a decimal or 0x-hex integer"))
+            }),
+        }
     }
 }
 
@@ -556,7 +593,7 @@ mod tests {
     #[test]
     fn first_firing_rule_wins_and_nth_counts_matches() {
         let mut set = RuleSet::default();
-        let mut rng = StdRng::seed_from_u64(1);
+        let mut rng = SmallRng::seed_from_u64(1);
         set.install(Rule::new().op(OpCode::Create).nth(2).disconnect());
         set.install(Rule::new().path_prefix("/a").fail(ErrorCode::NoNode));
         assert_eq!(
@@ -573,7 +610,7 @@ mod tests {
     #[test]
     fn pings_only_match_when_named_and_times_caps_firing() {
         let mut set = RuleSet::default();
-        let mut rng = StdRng::seed_from_u64(1);
+        let mut rng = SmallRng::seed_from_u64(1);
         let id = set.install(Rule::new().times(1).stall());
         let ping = RequestView {
             op: OpCode::Ping as i32,
@@ -593,7 +630,7 @@ mod tests {
     fn probability_is_reproducible_from_the_seed() {
         let run = |seed| {
             let mut set = RuleSet::default();
-            let mut rng = StdRng::seed_from_u64(seed);
+            let mut rng = SmallRng::seed_from_u64(seed);
             set.install(Rule::new().probability(0.5).fail(ErrorCode::NoNode));
             (0..64)
                 .map(|_| {
@@ -619,6 +656,22 @@ mod tests {
                 .lose_reply()
         );
         assert!(serde_json::from_str::<Rule>(r#"{"verdict":{"type":"nope"}}"#).is_err());
+        // Session ids as numbers, decimal strings or hex strings.
+        for session in [
+            "72057594037927937",
+            r#""72057594037927937""#,
+            r#""0x100000000000001""#,
+        ] {
+            let r: Rule = serde_json::from_str(&format!(
+                r#"{{"session":{session},"verdict":{{"type":"lose_reply"}}}}"#
+            ))
+            .unwrap();
+            assert_eq!(r.session, Some(0x0100_0000_0000_0001), "{session}");
+        }
+        assert!(serde_json::from_str::<Rule>(
+            r#"{"session":"0xzz","verdict":{"type":"lose_reply"}}"#
+        )
+        .is_err());
         assert!(Rule::new().probability(2.0).validate().is_err());
         assert!(Rule::new().fail(ErrorCode::Ok).validate().is_err());
     }

@@ -79,6 +79,7 @@ mod server;
 mod session;
 pub mod snapshot;
 mod state;
+#[cfg(feature = "tls")]
 mod tls;
 pub mod tree;
 mod watch;
@@ -88,4 +89,5 @@ pub use error::Error;
 pub use four_letter::{VERSION, VERSION_3_9};
 pub use mock::{Control, Metrics, Refusal, RuleGuard, ZkMock, ZkMockBuilder};
 pub use session::password_for;
+#[cfg(feature = "tls")]
 pub use tls::Tls;

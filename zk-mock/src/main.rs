@@ -14,12 +14,25 @@ struct Args {
     /// Client port (0 picks a free one; the chosen address is printed).
     #[arg(long, default_value_t = 2181)]
     port: u16,
-    /// Address to listen on (client and admin ports).
+    /// Address the client ports listen on (`0.0.0.0` for clients in other
+    /// containers).
     #[arg(long, default_value = "127.0.0.1")]
     host: IpAddr,
     /// Serve the HTTP+JSON admin interface on this port (0 picks a free one).
+    /// Whoever reaches it controls the server and reads every node.
     #[arg(long = "admin-port")]
     admin_port: Option<u16>,
+    /// Address the admin interface listens on: loopback unless this says
+    /// otherwise (and then give it --admin-token).
+    #[arg(long = "admin-host", default_value = "127.0.0.1")]
+    admin_host: IpAddr,
+    /// Require `Authorization: Bearer <token>` on every admin request.
+    #[arg(
+        long = "admin-token",
+        env = "ZK_MOCK_ADMIN_TOKEN",
+        hide_env_values = true
+    )]
+    admin_token: Option<String>,
     /// ZooKeeper tickTime in ms; session timeouts are bounded by 2 and 20 ticks.
     #[arg(long = "tick-time", default_value_t = 2000)]
     tick_time: u64,
@@ -148,8 +161,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("zk-mock TLS on {secure}");
     }
     if let Some(port) = args.admin_port {
-        let admin = mock.serve_admin(SocketAddr::new(args.host, port))?;
-        println!("zk-mock admin interface on http://{admin}");
+        let addr = SocketAddr::new(args.admin_host, port);
+        let admin = match &args.admin_token {
+            Some(token) => mock.serve_admin_with_token(addr, token.clone())?,
+            None => {
+                if !args.admin_host.is_loopback() {
+                    tracing::warn!(
+                        %addr,
+                        "the admin interface is reachable beyond this machine without a token: \
+                         anyone who reaches it can expire sessions and read every node \
+                         (give --admin-token or ZK_MOCK_ADMIN_TOKEN)"
+                    );
+                }
+                mock.serve_admin(addr)?
+            }
+        };
+        let auth = if args.admin_token.is_some() {
+            " (bearer token required)"
+        } else {
+            ""
+        };
+        println!("zk-mock admin interface on http://{admin}{auth}");
     }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rand::rngs::StdRng;
+use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use serde::Serialize;
 use tokio::sync::watch;
@@ -707,6 +707,7 @@ pub struct ZkMockBuilder {
     container_check_interval: Duration,
     extended_types: bool,
     reconfig_enabled: bool,
+    #[cfg(feature = "tls")]
     tls: Option<crate::tls::Tls>,
     secure_port: u16,
     max_outbox: usize,
@@ -732,6 +733,7 @@ impl Default for ZkMockBuilder {
             container_check_interval: Duration::from_secs(60),
             extended_types: false,
             reconfig_enabled: false,
+            #[cfg(feature = "tls")]
             tls: None,
             secure_port: 0,
             max_outbox: 128 << 20,
@@ -784,6 +786,9 @@ impl ZkMockBuilder {
     /// Also serve TLS clients on a second port (ZooKeeper's
     /// `secureClientPort`), on the same host as the plain port:
     /// [`ZkMock::secure_addr`] tells where. See [`Tls`](crate::Tls).
+    ///
+    /// Needs the `tls` feature (rustls with ring).
+    #[cfg(feature = "tls")]
     pub fn tls(mut self, tls: crate::tls::Tls) -> Self {
         self.tls = Some(tls);
         self
@@ -929,17 +934,7 @@ impl ZkMockBuilder {
         };
         let listener = bind(self.addr, self.listen_backlog).map_err(bind_err)?;
         let addr = listener.local_addr().map_err(bind_err)?;
-        let secure = match &self.tls {
-            None => None,
-            Some(tls) => {
-                let acceptor = tls.acceptor()?;
-                let want = SocketAddr::new(self.addr.ip(), self.secure_port);
-                let secure_err = |source| Error::Bind { addr: want, source };
-                let l = bind(want, self.listen_backlog).map_err(secure_err)?;
-                let a = l.local_addr().map_err(secure_err)?;
-                Some((l, acceptor, a))
-            }
-        };
+        let secure = self.secure_listener()?;
         let secure_addr = secure.as_ref().map(|(_, _, a)| *a);
         let (state, seed) = self.new_state(addr.port(), min, max);
         let shared: Shared = Arc::new(Mutex::new(state));
@@ -996,6 +991,31 @@ impl ZkMockBuilder {
 }
 
 impl ZkMockBuilder {
+    /// The secure port's listener, acceptor and address, if TLS is on.
+    #[cfg(feature = "tls")]
+    fn secure_listener(
+        &self,
+    ) -> Result<Option<(std::net::TcpListener, server::Acceptor, SocketAddr)>, Error> {
+        let Some(tls) = &self.tls else {
+            return Ok(None);
+        };
+        let acceptor = tls.acceptor()?;
+        let want = SocketAddr::new(self.addr.ip(), self.secure_port);
+        let secure_err = |source| Error::Bind { addr: want, source };
+        let l = bind(want, self.listen_backlog).map_err(secure_err)?;
+        let a = l.local_addr().map_err(secure_err)?;
+        Ok(Some((l, acceptor, a)))
+    }
+
+    /// Without the `tls` feature there is no secure port.
+    #[cfg(not(feature = "tls"))]
+    #[allow(clippy::unnecessary_wraps)]
+    fn secure_listener(
+        &self,
+    ) -> Result<Option<(std::net::TcpListener, server::Acceptor, SocketAddr)>, Error> {
+        Ok(None)
+    }
+
     /// The negotiable session timeout range: the settings', or 2 and 20
     /// ticks as ZooKeeper's defaults.
     fn session_timeouts(&self) -> Result<(i32, i32), Error> {
@@ -1055,7 +1075,7 @@ impl ZkMockBuilder {
             settings,
             recorder,
             seed,
-            StdRng::seed_from_u64(seed),
+            SmallRng::seed_from_u64(seed),
         );
         (state, seed)
     }

@@ -8,8 +8,17 @@ use tokio::sync::watch;
 use crate::handler;
 use crate::state::{lock, Shared};
 
+/// What hands a secure-port connection to TLS.
+#[cfg(feature = "tls")]
+pub(crate) type Acceptor = tokio_rustls::TlsAcceptor;
+
+/// Without the `tls` feature there is no secure port, so no acceptor.
+#[cfg(not(feature = "tls"))]
+#[derive(Debug, Clone)]
+pub(crate) enum Acceptor {}
+
 /// The secure client port: its listener and TLS acceptor.
-pub(crate) type Secure = (TcpListener, tokio_rustls::TlsAcceptor);
+pub(crate) type Secure = (TcpListener, Acceptor);
 
 /// Accepts connections until `shutdown` flips, spawning a handler per socket.
 pub(crate) async fn run(
@@ -52,15 +61,7 @@ pub(crate) async fn run(
                             shutdown.clone(),
                         ));
                     }
-                    Some(acceptor) => {
-                        tokio::spawn(crate::tls::serve(
-                            shared.clone(),
-                            acceptor,
-                            socket,
-                            peer,
-                            shutdown.clone(),
-                        ));
-                    }
+                    Some(acceptor) => serve_secure(&shared, acceptor, socket, peer, &shutdown),
                 }
             }
             Err(e) => {
@@ -72,6 +73,35 @@ pub(crate) async fn run(
     }
     ticker.abort();
     containers.abort();
+}
+
+/// Serves a secure-port connection: TLS, then the protocol.
+#[cfg(feature = "tls")]
+fn serve_secure(
+    shared: &Shared,
+    acceptor: Acceptor,
+    socket: tokio::net::TcpStream,
+    peer: std::net::SocketAddr,
+    shutdown: &watch::Receiver<bool>,
+) {
+    tokio::spawn(crate::tls::serve(
+        shared.clone(),
+        acceptor,
+        socket,
+        peer,
+        shutdown.clone(),
+    ));
+}
+
+#[cfg(not(feature = "tls"))]
+fn serve_secure(
+    _: &Shared,
+    acceptor: Acceptor,
+    _: tokio::net::TcpStream,
+    _: std::net::SocketAddr,
+    _: &watch::Receiver<bool>,
+) {
+    match acceptor {}
 }
 
 /// The next connection on the secure port; never, without one.

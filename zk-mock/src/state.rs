@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use rand::rngs::StdRng;
+use rand::rngs::SmallRng;
 use tokio::sync::{mpsc, watch};
 
 use crate::clock::Clock;
@@ -121,7 +121,7 @@ pub(crate) struct State {
     pub(crate) settings: Settings,
     pub(crate) rules: RuleSet,
     pub(crate) recorder: Recorder,
-    pub(crate) rng: StdRng,
+    pub(crate) rng: SmallRng,
     pub(crate) seed: u64,
     /// Sessions stalled by a fault: nothing moves on their connections.
     pub(crate) stalled: BTreeSet<i64>,
@@ -166,7 +166,7 @@ impl State {
         settings: Settings,
         recorder: Recorder,
         seed: u64,
-        rng: StdRng,
+        rng: SmallRng,
     ) -> State {
         let settings_check_interval = settings.container_check_interval_ms.max(1);
         State {

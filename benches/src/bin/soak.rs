@@ -20,7 +20,7 @@
 //! when the server is killed after settling).
 //!
 //! `cargo run --release -p benches --bin soak -- [--sessions N] [--hold S] [--churn S]`
-//! (builds and finds `zk-mock` beside itself: run `cargo build --release -p zk-mock` first).
+//! (builds and finds `zk-mock` beside itself: run `cargo build --release -p zk-mock --features cli` first).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -129,7 +129,10 @@ impl Server {
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| {
-                panic!("{}: {e} (cargo build --release -p zk-mock)", bin.display())
+                panic!(
+                    "{}: {e} (cargo build --release -p zk-mock --features cli)",
+                    bin.display()
+                )
             });
         let mut out = BufReader::new(child.stdout.take().unwrap());
         let mut addr = None;

@@ -15,10 +15,23 @@ use crate::support::*;
 
 /// One request on a fresh connection: (status, parsed JSON body or Null).
 async fn http(admin: SocketAddr, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
+    http_as(admin, None, method, path, body).await.0
+}
+
+/// [`http`] with an `Authorization: Bearer` token; also returns the raw
+/// response head.
+async fn http_as(
+    admin: SocketAddr,
+    token: Option<&str>,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+) -> ((u16, Value), String) {
     let mut s = TcpStream::connect(admin).await.unwrap();
     let body = body.unwrap_or("");
+    let auth = token.map_or(String::new(), |t| format!("authorization: Bearer {t}\r\n"));
     let req = format!(
-        "{method} {path} HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nhost: localhost\r\n{auth}content-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
     );
     s.write_all(req.as_bytes()).await.unwrap();
@@ -29,13 +42,13 @@ async fn http(admin: SocketAddr, method: &str, path: &str, body: Option<&str>) -
         .unwrap();
     let text = String::from_utf8(out).unwrap();
     let status: u16 = text[9..12].parse().unwrap();
-    let payload = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+    let (head, payload) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let value = if payload.is_empty() {
         Value::Null
     } else {
         serde_json::from_str(payload).unwrap_or(Value::String(payload.into()))
     };
-    (status, value)
+    ((status, value), head.to_lowercase())
 }
 
 async fn admin_mock(manual: bool) -> (ZkMock, SocketAddr) {
@@ -197,4 +210,132 @@ async fn refusing_connections_over_http_keeps_new_clients_out() {
     assert!(zk_mock::client::RawClient::connect(mock.addr(), 10_000)
         .await
         .is_ok());
+}
+
+#[tokio::test]
+async fn a_rule_names_its_session_as_a_json_number_or_string() {
+    let (mock, admin) = admin_mock(false).await;
+    let (a, b) = (connect(&mock).await, connect(&mock).await);
+    a.create("/cfg", b"v", &persistent()).await.unwrap();
+    let id = a.session_id().0;
+    for session in [format!("\"{id:#x}\""), format!("\"{id}\""), id.to_string()] {
+        let rule = format!(
+            r#"{{"ops": ["getData"], "session": {session}, "times": 1, "verdict": {{"type": "fail", "code": -101}}}}"#
+        );
+        let (s, v) = http(admin, "POST", "/rules", Some(&rule)).await;
+        assert_eq!(s, 201, "{session}: {v}");
+        // Only that session's request fails.
+        assert_eq!(b.get_data("/cfg").await.unwrap().0, b"v", "{session}");
+        assert_eq!(
+            a.get_data("/cfg").await.err(),
+            Some(Error::NoNode),
+            "{session}"
+        );
+    }
+    let (s, v) = http(
+        admin,
+        "POST",
+        "/rules",
+        Some(r#"{"session": "0xnope", "verdict": {"type": "lose_reply"}}"#),
+    )
+    .await;
+    assert_eq!(s, 400);
+    assert!(v["error"].as_str().unwrap().contains("0xnope"), "{v}");
+}
+
+#[tokio::test]
+async fn with_a_token_every_request_must_carry_it() {
+    init_tracing();
+    let mock = ZkMock::start().await;
+    let any = "127.0.0.1:0".parse().unwrap();
+    assert!(
+        mock.serve_admin_with_token(any, "  ").is_err(),
+        "an empty token"
+    );
+    let admin = mock.serve_admin_with_token(any, "s3cret").unwrap();
+    let ((s, v), head) = http_as(admin, None, "GET", "/sessions", None).await;
+    assert_eq!(s, 401);
+    assert!(head.contains("www-authenticate: bearer"), "{head}");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("Authorization: Bearer"),
+        "says what to send: {v}"
+    );
+    let ((s, v), _) = http_as(admin, Some("guess"), "POST", "/sessions/expire", None).await;
+    assert_eq!(s, 401, "{v}");
+    let ((s, _), _) = http_as(admin, Some("s3cret"), "GET", "/sessions", None).await;
+    assert_eq!(s, 200);
+    // Unknown paths are refused before they are looked up, too.
+    let ((s, _), _) = http_as(admin, None, "GET", "/nope", None).await;
+    assert_eq!(s, 401);
+}
+
+/// The binary with an admin port: its admin address and announcement.
+struct AdminBinary {
+    child: std::process::Child,
+    admin: SocketAddr,
+    line: String,
+}
+
+impl Drop for AdminBinary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn admin_binary(args: &[&str], token: Option<&str>) -> AdminBinary {
+    use std::io::BufRead;
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_zk-mock"));
+    cmd.args(["--port", "0", "--admin-port", "0"])
+        .args(args)
+        .env_remove("ZK_MOCK_ADMIN_TOKEN")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    if let Some(t) = token {
+        cmd.env("ZK_MOCK_ADMIN_TOKEN", t);
+    }
+    let mut child = cmd.spawn().expect("zk-mock binary starts");
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("zk-mock admin interface on http://"))
+        .expect("the admin interface is announced");
+    // Keep reading, so the binary never writes into a closed pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    let admin = line["zk-mock admin interface on http://".len()..]
+        .split_whitespace()
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected line {line:?}"));
+    AdminBinary { child, admin, line }
+}
+
+#[tokio::test]
+async fn the_binary_keeps_the_admin_interface_on_loopback_whatever_the_client_host() {
+    let b = admin_binary(&["--host", "0.0.0.0"], None);
+    assert!(b.admin.ip().is_loopback(), "{}", b.line);
+    let (s, _) = http(b.admin, "GET", "/sessions", None).await;
+    assert_eq!(s, 200);
+    let moved = admin_binary(&["--admin-host", "0.0.0.0"], Some("t0ken"));
+    assert!(moved.admin.ip().is_unspecified(), "{}", moved.line);
+}
+
+#[tokio::test]
+async fn the_binary_takes_its_admin_token_from_the_flag_or_the_environment() {
+    for (args, env) in [
+        (&["--admin-token", "t0ken"][..], None),
+        (&[][..], Some("t0ken")),
+    ] {
+        let b = admin_binary(args, env);
+        assert!(b.line.contains("bearer token required"), "{}", b.line);
+        let local = SocketAddr::from(([127, 0, 0, 1], b.admin.port()));
+        let ((s, _), _) = http_as(local, None, "GET", "/sessions", None).await;
+        assert_eq!(s, 401, "{args:?} {env:?}");
+        let ((s, _), _) = http_as(local, Some("t0ken"), "GET", "/sessions", None).await;
+        assert_eq!(s, 200, "{args:?} {env:?}");
+    }
 }
