@@ -27,8 +27,6 @@
 use std::fmt::Write as _;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -37,6 +35,7 @@ use tokio::net::{TcpListener, TcpStream};
 use zk_mock::client::RawClient;
 use zk_mock::codec::{frame, split_frame, Record};
 use zk_mock::proto::{Acl, CreateRequest, GetDataResponse, OpCode, PathWatchRequest};
+use zk_mock::real::RealZk;
 use zk_mock::ZkMock;
 
 const WARMUP_STARTS: usize = 20;
@@ -51,7 +50,6 @@ const JAVA_RTTS: usize = 5_000;
 const JAVA_WARMUP_RTTS: usize = 2_000;
 const DATA_LEN: usize = 100;
 const NODE: &str = "/a";
-const ZK_JAR: &str = "/usr/share/java/zookeeper-3.8.0.jar";
 
 const TARGET_START_MEDIAN: Duration = Duration::from_millis(2);
 const TARGET_RATIO: f64 = 3.0;
@@ -795,69 +793,25 @@ mod affinity {
 // 3. real ZooKeeper, for context
 
 fn java_ready() -> Result<(), String> {
-    if !Path::new(ZK_JAR).exists() {
-        return Err(format!("{ZK_JAR} not found"));
-    }
-    match Command::new("java")
-        .arg("-version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-    {
-        Ok(s) if s.success() => Ok(()),
-        Ok(s) => Err(format!("`java -version` exited with {s}")),
-        Err(e) => Err(format!("cannot run java: {e}")),
+    if RealZk::available() {
+        Ok(())
+    } else {
+        Err("java or ZooKeeper's jars are missing (apt-get install zookeeper)".into())
     }
 }
 
-#[derive(Debug)]
-struct JavaZk {
-    child: Child,
-    dir: PathBuf,
-}
-
-impl JavaZk {
-    fn spawn(port: u16, tag: usize) -> io::Result<JavaZk> {
-        let dir = std::env::temp_dir().join(format!("zk-mock-bench-{}-{tag}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("data"))?;
-        let log = std::fs::File::create(dir.join("zookeeper.log"))?;
-        let mut cmd = Command::new("java");
-        cmd.arg("-Dzookeeper.admin.enableServer=false").arg("-cp");
-        // The Debian package's conf directory carries its log4j settings.
-        if Path::new("/etc/zookeeper/conf").is_dir() {
-            cmd.arg("/etc/zookeeper/conf:/usr/share/java/*");
-        } else {
-            cmd.arg("/usr/share/java/*");
-        }
-        let child = cmd
-            .arg("org.apache.zookeeper.server.ZooKeeperServerMain")
-            .arg(port.to_string())
-            .arg(dir.join("data"))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()?;
-        Ok(JavaZk { child, dir })
-    }
-}
-
-impl Drop for JavaZk {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn free_port() -> io::Result<u16> {
-    Ok(std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
-        .local_addr()?
-        .port())
+/// The JVM as the tests start it, but tuned for speed, not startup: the
+/// full JIT, the JVM's default heap, fsynced writes.
+fn spawn_java() -> Result<RealZk, BoxError> {
+    Ok(RealZk::builder()
+        .heap(None)
+        .quick_jit(false)
+        .sync_writes(true)
+        .spawn()?)
 }
 
 /// Retries `RawClient::connect` until the server answers a handshake.
-async fn connect_when_up(zk: &mut JavaZk, addr: SocketAddr) -> Result<RawClient, BoxError> {
+async fn connect_when_up(zk: &RealZk, addr: SocketAddr) -> Result<RawClient, BoxError> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         // While it starts, ZooKeeper may accept a connection and never
@@ -867,12 +821,8 @@ async fn connect_when_up(zk: &mut JavaZk, addr: SocketAddr) -> Result<RawClient,
         {
             return Ok(c);
         }
-        if let Some(status) = zk.child.try_wait()? {
-            return Err(format!(
-                "ZooKeeper exited with {status}; see {}",
-                zk.dir.join("zookeeper.log").display()
-            )
-            .into());
+        if zk.died() || zk.exited().is_some() {
+            return Err(format!("ZooKeeper exited; its log:\n{}", zk.log_tail(40)).into());
         }
         if Instant::now() > deadline {
             return Err("ZooKeeper did not accept a session within 60 s".into());
@@ -885,11 +835,9 @@ async fn real_zookeeper(report: &mut Report, n: usize) -> Result<(), BoxError> {
     let mut starts = Samples::with_capacity(n);
     let mut gets = Samples::with_capacity(JAVA_RTTS);
     for i in 0..n {
-        let port = free_port()?;
-        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
         let t0 = Instant::now();
-        let mut zk = JavaZk::spawn(port, i)?;
-        let mut c = connect_when_up(&mut zk, addr).await?;
+        let zk = spawn_java()?;
+        let mut c = connect_when_up(&zk, zk.addr()).await?;
         starts.push(t0.elapsed());
         if i == n - 1 {
             create_node(&mut c).await?;

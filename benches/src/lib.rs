@@ -11,23 +11,19 @@
 //!   plot of notifications per hand-off against N.
 //! * `benches/startup_latency.rs`: start → first session, and round trips.
 
-use std::net::{Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use zk_lock::{
     HerdLock, LockError, LockGuard, NaiveLock, PredecessorLock, ReadWriteLock, ReentrantLock,
 };
+use zk_mock::real::RealZk;
 use zk_mock::ZkMock;
 use zookeeper_client as zk;
 
 /// Errors of the workloads.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-/// The Debian package's ZooKeeper jar.
-pub const ZK_JAR: &str = "/usr/share/java/zookeeper-3.8.0.jar";
 
 /// A server to measure.
 #[derive(Debug)]
@@ -56,14 +52,14 @@ impl Server {
 
     /// A real ZooKeeper, if Java and the Debian package are installed.
     pub async fn real() -> Result<Server, BoxError> {
-        Ok(Server::Real(RealZk::start().await?))
+        Ok(Server::Real(start_real().await?))
     }
 
     /// Where clients connect.
     pub fn connect_string(&self) -> String {
         match self {
             Server::Mock(m) => m.connect_string(),
-            Server::Real(r) => r.addr.to_string(),
+            Server::Real(r) => r.connect_string(),
         }
     }
 
@@ -88,7 +84,9 @@ impl Server {
                     comm == name || comm.starts_with(&format!("{name}-"))
                 })
             }
-            Server::Real(r) => task_cpu(&format!("/proc/{}/task", r.child.id()), |_| true),
+            Server::Real(r) => r.jvm_pid().map_or(Duration::ZERO, |pid| {
+                task_cpu(&format!("/proc/{pid}/task"), |_| true)
+            }),
         }
     }
 
@@ -123,100 +121,21 @@ fn task_cpu(dir: &str, keep: impl Fn(&str) -> bool) -> Duration {
     Duration::from_nanos(ns)
 }
 
-/// A real ZooKeeper 3.8 in a JVM, on a free port, with a fresh data dir;
-/// configured like the mock where it matters for a fair comparison: no
-/// per-IP connection limit, and a listen backlog of 1024 (tokio's).
-#[derive(Debug)]
-pub struct RealZk {
-    child: Child,
-    dir: PathBuf,
-    /// Its client port.
-    pub addr: SocketAddr,
-}
-
-impl RealZk {
-    /// Whether Java and the jar are present.
-    pub fn available() -> bool {
-        Path::new(ZK_JAR).exists()
-            && Command::new("java")
-                .arg("-version")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success())
+/// A real ZooKeeper 3.8 in a JVM (zk-mock's launcher), configured like the
+/// mock where it matters for a fair comparison: no per-IP connection limit,
+/// a listen backlog of 1024 (tokio's), the full JIT and a 2 GiB heap, and
+/// fsynced writes as in production.
+pub async fn start_real() -> Result<RealZk, BoxError> {
+    if !RealZk::available() {
+        return Err("java or ZooKeeper's jars are missing (apt-get install zookeeper)".into());
     }
-
-    /// Starts it and waits until it answers a session.
-    pub async fn start() -> Result<RealZk, BoxError> {
-        if !RealZk::available() {
-            return Err(format!("java or {ZK_JAR} missing (apt-get install zookeeper)").into());
-        }
-        let port = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
-            .local_addr()?
-            .port();
-        let dir = std::env::temp_dir().join(format!("zk-bench-{}-{port}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("data"))?;
-        let cfg = dir.join("zoo.cfg");
-        std::fs::write(
-            &cfg,
-            format!(
-                "tickTime=2000\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
-                 maxClientCnxns=0\nclientPortListenBacklog=1024\nadmin.enableServer=false\n\
-                 4lw.commands.whitelist=*\n",
-                dir.join("data").display()
-            ),
-        )?;
-        let log = std::fs::File::create(dir.join("zookeeper.log"))?;
-        let classpath = if Path::new("/etc/zookeeper/conf").is_dir() {
-            "/etc/zookeeper/conf:/usr/share/java/*"
-        } else {
-            "/usr/share/java/*"
-        };
-        let child = Command::new("java")
-            .args(["-Xmx2g", "-cp", classpath])
-            .arg("org.apache.zookeeper.server.ZooKeeperServerMain")
-            .arg(&cfg)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()?;
-        let mut zk = RealZk {
-            child,
-            dir,
-            addr: SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
-        };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let attempt = tokio::time::timeout(
-                Duration::from_millis(500),
-                zk::Client::connect(&zk.addr.to_string()),
-            )
-            .await;
-            if let Ok(Ok(_)) = attempt {
-                return Ok(zk);
-            }
-            if let Some(status) = zk.child.try_wait()? {
-                return Err(format!(
-                    "ZooKeeper exited with {status}; see {}",
-                    zk.dir.join("zookeeper.log").display()
-                )
-                .into());
-            }
-            if Instant::now() > deadline {
-                return Err("ZooKeeper did not accept a session within 60 s".into());
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-}
-
-impl Drop for RealZk {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+    let builder = RealZk::builder()
+        .cfg("maxClientCnxns=0")
+        .cfg("clientPortListenBacklog=1024")
+        .heap(Some("2g"))
+        .quick_jit(false)
+        .sync_writes(true);
+    Ok(tokio::task::spawn_blocking(move || builder.start()).await??)
 }
 
 /// Connects `n` sessions, `parallel` at a time.
@@ -429,7 +348,7 @@ impl Pacer {
     ) -> Pacer {
         let probe = match server {
             Server::Mock(m) => Probe::Mock(m.control()),
-            Server::Real(r) => Probe::Real(r.addr),
+            Server::Real(r) => Probe::Real(r.addr()),
         };
         let counters =
             matches!(server, Server::Real(_)) && matches!(recipe, Recipe::Herd | Recipe::RwHerd);

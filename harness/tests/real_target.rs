@@ -7,160 +7,30 @@
 //! `cargo test -p harness --features real-zk --test real_target`.
 //! `ZK_CLASSPATH` and `ZK_JAVA` override where they are found.
 //!
-//! The server runs in a child JVM under a small `sh` wrapper that holds the
-//! read end of a pipe whose write end is this process's `ChildStdin` (the
-//! approach of zk-mock's conformance tests): when the test binary exits for
-//! any reason, the pipe closes and the wrapper kills the JVM and removes
-//! its data directory. Its tick is 200 ms so that the scenarios' 1–3 s
-//! session timeouts are honoured (the minimum is two ticks).
+//! The server is zk-mock's [`RealZk`] launcher (it dies with the test
+//! binary). Its tick is 200 ms so that the scenarios' 1–3 s session timeouts
+//! are honoured (the minimum is two ticks).
 #![cfg(feature = "real-zk")]
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::path::Path;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+
+use zk_mock::real::RealZk;
 
 use harness::report::{failure_details, Outcome, Status};
 use harness::runner::{run, RunOptions};
 use harness::target::TargetSpec;
 
-#[derive(Debug)]
-struct RealZk {
-    addr: SocketAddr,
-    log: PathBuf,
-    _child: Child,
-    _stdin: ChildStdin,
-}
-
-static SHARED: OnceLock<RealZk> = OnceLock::new();
-
 fn server() -> &'static RealZk {
+    static SHARED: OnceLock<RealZk> = OnceLock::new();
     SHARED.get_or_init(|| {
-        let mut last = String::new();
-        for _ in 0..3 {
-            match RealZk::start() {
-                Ok(z) => return z,
-                Err(e) => last = e,
-            }
-        }
-        panic!("{last}")
+        RealZk::builder()
+            .tick_time(200)
+            .cfg("minSessionTimeout=400")
+            .cfg("maxSessionTimeout=60000")
+            .start()
+            .unwrap_or_else(|e| panic!("{e}"))
     })
-}
-
-fn classpath() -> String {
-    if let Ok(cp) = std::env::var("ZK_CLASSPATH") {
-        return cp;
-    }
-    let jar = Path::new("/usr/share/java/zookeeper.jar");
-    if jar.exists() {
-        return jar.display().to_string();
-    }
-    "/usr/share/java/*".to_string()
-}
-
-fn java() -> String {
-    std::env::var("ZK_JAVA").unwrap_or_else(|_| {
-        if Path::new("/usr/bin/java").exists() {
-            "/usr/bin/java".into()
-        } else {
-            "java".into()
-        }
-    })
-}
-
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    l.local_addr().unwrap().port()
-}
-
-impl RealZk {
-    fn start() -> Result<RealZk, String> {
-        let port = free_port();
-        let dir =
-            std::env::temp_dir().join(format!("harness-real-zk-{}-{port}", std::process::id()));
-        let data = dir.join("data");
-        std::fs::create_dir_all(&data).map_err(|e| format!("mkdir {}: {e}", data.display()))?;
-        let cfg = dir.join("zoo.cfg");
-        std::fs::write(
-            &cfg,
-            format!(
-                "tickTime=200\ndataDir={}\nclientPort={port}\nminSessionTimeout=400\n\
-                 maxSessionTimeout=60000\nadmin.enableServer=false\n4lw.commands.whitelist=*\n",
-                data.display()
-            ),
-        )
-        .map_err(|e| format!("write zoo.cfg: {e}"))?;
-        let log = dir.join("zookeeper.log");
-        let script = r#"log="$1"; dir="$2"; shift 2
-(
-  "$@" </dev/null >"$log" 2>&1 &
-  echo $! >"$dir/jvm.pid"
-  wait $!
-  echo "harness-real-zk: JVM exited with status $?" >>"$log"
-) &
-read _ || true
-kill "$(cat "$dir/jvm.pid" 2>/dev/null)" 2>/dev/null
-wait
-case "$dir" in */harness-real-zk-*) rm -rf "$dir" ;; esac
-"#;
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .arg("sh")
-            .arg(&log)
-            .arg(&dir)
-            .arg(java())
-            .arg("-XX:+UseSerialGC")
-            .arg("-XX:TieredStopAtLevel=1")
-            .arg("-Xmx256m")
-            .arg("-Dzookeeper.forceSync=no")
-            .arg("-cp")
-            .arg(classpath())
-            .arg("org.apache.zookeeper.server.ZooKeeperServerMain")
-            .arg(&cfg)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("cannot spawn sh/java: {e}"))?;
-        let stdin = child.stdin.take().expect("piped stdin");
-        let zk = RealZk {
-            addr: SocketAddr::from(([127, 0, 0, 1], port)),
-            log,
-            _child: child,
-            _stdin: stdin,
-        };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !zk.serving() {
-            let log = std::fs::read_to_string(&zk.log).unwrap_or_default();
-            if log.contains("harness-real-zk: JVM exited") || Instant::now() > deadline {
-                return Err(format!(
-                    "real ZooKeeper did not start on {} (java {}, classpath {}); log:\n{log}",
-                    zk.addr,
-                    java(),
-                    classpath()
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Ok(zk)
-    }
-
-    /// `srvr` shows a `Zxid:` line once the server serves requests.
-    fn serving(&self) -> bool {
-        let Ok(mut s) = TcpStream::connect_timeout(&self.addr, Duration::from_millis(500)) else {
-            return false;
-        };
-        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-        if s.write_all(b"srvr").is_err() {
-            return false;
-        }
-        let mut out = String::new();
-        let _ = s.read_to_string(&mut out);
-        out.contains("Zxid:")
-    }
 }
 
 async fn play(name: &str, text: &str) -> Outcome {
@@ -168,7 +38,7 @@ async fn play(name: &str, text: &str) -> Outcome {
     let loaded = harness::scenario::parse(Path::new(&format!("{name}.yaml")), text)
         .unwrap_or_else(|e| panic!("{e}"));
     let opts = RunOptions {
-        target: TargetSpec::Real(zk.addr),
+        target: TargetSpec::Real(zk.addr()),
         seed: Some(7),
         implementation: harness::implementation::Implementation::ZkLock,
         progress: None,

@@ -74,6 +74,8 @@ pub mod fuzzing;
 mod handler;
 mod mock;
 pub mod proto;
+#[cfg(feature = "real")]
+pub mod real;
 pub mod record;
 mod server;
 mod session;

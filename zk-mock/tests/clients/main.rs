@@ -12,10 +12,6 @@
 //! (needs Java, `apt-get install zookeeper zookeeper-bin`, `pip install kazoo`).
 //! `.ci/run` installs them and runs it.
 
-#[path = "../conformance/real_zk.rs"]
-#[allow(dead_code)]
-mod real_zk;
-
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -191,7 +187,7 @@ fn zkcli(addr: SocketAddr) -> Output {
 #[test]
 fn zkcli_sh_reads_the_same_on_both_servers() {
     assert!(have(ZKCLI), "{ZKCLI} missing: apt-get install zookeeper");
-    let real = real_zk::RealZk::start().unwrap_or_else(|e| panic!("{e}"));
+    let real = zk_mock::real::RealZk::start().unwrap_or_else(|e| panic!("{e}"));
     let mock = zk_mock(&[]);
     let r = zkcli(real.addr());
     let m = zkcli(mock.addr);
@@ -282,7 +278,7 @@ fn the_c_client_reads_the_same_on_both_servers() {
         have(CLI_MT),
         "{CLI_MT} missing: apt-get install zookeeper-bin"
     );
-    let real = real_zk::RealZk::start().unwrap_or_else(|e| panic!("{e}"));
+    let real = zk_mock::real::RealZk::start().unwrap_or_else(|e| panic!("{e}"));
     let mock = zk_mock(&[]);
     let r = cli_mt(real.addr());
     let m = cli_mt(mock.addr);
@@ -315,7 +311,7 @@ fn kazoo_api_and_recipes_pass_on_both_servers() {
     assert!(ok, "kazoo against zk-mock:\n{text}");
     assert!(text.contains("all checks passed"), "{text}");
     // The script itself is checked against the judge.
-    let real = real_zk::RealZk::start().unwrap_or_else(|e| panic!("{e}"));
+    let real = zk_mock::real::RealZk::start().unwrap_or_else(|e| panic!("{e}"));
     let (ok, text) = kazoo(real.addr());
     assert!(ok, "kazoo against real ZooKeeper:\n{text}");
 }
@@ -376,7 +372,7 @@ fn shape(line: &str) -> String {
 
 #[test]
 fn four_letter_words_have_zookeepers_formats() {
-    let real = real_zk::RealZk::start().unwrap_or_else(|e| panic!("{e}"));
+    let real = zk_mock::real::RealZk::start().unwrap_or_else(|e| panic!("{e}"));
     let mock = zk_mock(&[]);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -36,11 +36,11 @@
 mod cases;
 mod driver;
 mod random;
-mod real_zk;
 
 use std::sync::Mutex;
 
 use driver::{Mode, Op, Transcript};
+use zk_mock::real::RealZk;
 use zk_mock::ZkMock;
 
 /// Cases on the shared real server run one at a time, so zxids relative to a
@@ -64,7 +64,7 @@ pub(crate) fn run_shared(
     prefix: &str,
     ops: &[Op],
 ) -> (Transcript, Transcript) {
-    let real = real_zk::shared();
+    let real = RealZk::shared();
     let _guard = SHARED_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     assert!(
         !real.died(),
@@ -151,7 +151,7 @@ fn check_shared(name: &str, ops: Vec<Op>) {
     let rt = runtime();
     let prefix = format!("/{name}");
     let (real, mock) = run_shared(&rt, &prefix, &ops);
-    compare(name, &real, &mock, || real_zk::shared().log_tail(30));
+    compare(name, &real, &mock, || RealZk::shared().log_tail(30));
 }
 
 /// A case that needs a pristine tree: a fresh real server and a fresh mock,
@@ -176,27 +176,27 @@ pub(crate) struct Config {
 
 /// A case on a fresh real server and a fresh mock, both configured with `config`.
 fn check_configured(name: &str, config: Config, ops: Vec<Op>) {
-    let mut props = Vec::new();
+    let mut real = RealZk::builder();
     let mut builder = ZkMock::builder();
     if let Some(ms) = config.container_check_ms {
-        props.push(format!("-Dznode.container.checkIntervalMs={ms}"));
+        real = real.jvm_arg(format!("-Dznode.container.checkIntervalMs={ms}"));
         builder = builder.container_check_interval(std::time::Duration::from_millis(ms));
     }
     if config.extended_types {
-        props.push("-Dzookeeper.extendedTypesEnabled=true".into());
+        real = real.jvm_arg("-Dzookeeper.extendedTypesEnabled=true");
         builder = builder.extended_types(true);
     }
     if config.reconfig_enabled {
-        props.push("cfg:reconfigEnabled=true".into());
+        real = real.cfg("reconfigEnabled=true");
         builder = builder.reconfig_enabled(true);
     }
     if let Some(digest) = &config.super_digest {
-        props.push(format!(
+        real = real.jvm_arg(format!(
             "-Dzookeeper.DigestAuthenticationProvider.superDigest={digest}"
         ));
         builder = builder.super_digest(digest);
     }
-    let real = real_zk::RealZk::start_with(&props).unwrap_or_else(|e| panic!("{e}"));
+    let real = real.start().unwrap_or_else(|e| panic!("{e}"));
     let rt = runtime();
     let (r, m) = rt.block_on(async {
         let mock = builder.start().await.expect("mock starts");
@@ -335,4 +335,36 @@ fresh_cases!(fresh_server_tree, four_letter_words);
 #[test]
 fn random_sequences() {
     random::run();
+}
+
+/// The launcher with the benchmarks' settings: its zoo.cfg lines and JVM
+/// flags take, and the JVM's own pid is known (for CPU accounting).
+#[test]
+fn the_launcher_starts_a_tuned_server_and_stops_it_on_drop() {
+    let real = RealZk::builder()
+        .cfg("maxClientCnxns=0")
+        .heap(Some("512m"))
+        .quick_jit(false)
+        .sync_writes(true)
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let conf = {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(real.addr()).unwrap();
+        s.write_all(b"conf").unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    };
+    assert!(conf.contains("maxClientCnxns=0"), "{conf}");
+    let pid = real.jvm_pid().expect("the JVM's pid");
+    assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
+    drop(real);
+    // The wrapper kills the JVM once the handle is gone.
+    let gone = (0..100).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map_or(true, |s| s.split_whitespace().nth(2) == Some("Z"))
+    });
+    assert!(gone, "JVM {pid} still runs");
 }

@@ -1,0 +1,428 @@
+//! Apache ZooKeeper itself, for differential tests and benchmarks: a
+//! standalone server in a child JVM, on a free loopback port, with a fresh
+//! data directory (feature `real`).
+//!
+//! ```no_run
+//! use zk_mock::real::RealZk;
+//!
+//! let real = RealZk::builder().tick_time(200).start()?;
+//! println!("compare against {}", real.connect_string());
+//! # Ok::<(), zk_mock::real::RealZkError>(())
+//! ```
+//!
+//! The JVM runs under a small `sh` wrapper that holds the read end of a pipe
+//! whose write end this process keeps: when the [`RealZk`] is dropped, or this
+//! process ends for any reason (panic, abort, SIGKILL), the pipe closes, and
+//! the wrapper kills the JVM and removes its directory. A server kept in a
+//! `static` (see [`RealZk::shared`]) so still dies with the test binary.
+//!
+//! Where things are found:
+//! - `ZK_CLASSPATH`: the JVM classpath (default: Debian's
+//!   `/usr/share/java/zookeeper.jar`, whose manifest pulls in its
+//!   dependencies, plus `slf4j-simple.jar` for a readable log; else
+//!   `/usr/share/java/*`). `apt-get install zookeeper` installs 3.8.0.
+//! - `ZK_JAVA`: the `java` binary (default `/usr/bin/java`, else `java` on
+//!   `PATH`).
+
+use std::fmt;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Why a real ZooKeeper could not be started.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RealZkError {
+    /// The files for it could not be written.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The JVM did not serve within the startup timeout, or exited.
+    #[error("real ZooKeeper did not start on {addr} ({why}; java {java}, classpath {classpath}); log:\n{log}")]
+    DidNotStart {
+        /// Its client address.
+        addr: SocketAddr,
+        /// What was seen.
+        why: String,
+        /// The `java` binary used.
+        java: String,
+        /// The classpath used.
+        classpath: String,
+        /// The end of its log.
+        log: String,
+    },
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> RealZkError {
+    let what = what.into();
+    move |source| RealZkError::Io { what, source }
+}
+
+/// How to start a [`RealZk`]. The defaults start fast and suit
+/// differential tests; benchmarks turn [`quick_jit`](Self::quick_jit) and
+/// [`sync_writes`](Self::sync_writes) back on.
+#[derive(Debug, Clone)]
+pub struct RealZkBuilder {
+    tick_time: u64,
+    cfg: Vec<String>,
+    jvm_args: Vec<String>,
+    heap: Option<String>,
+    quick_jit: bool,
+    sync_writes: bool,
+    startup_timeout: Duration,
+}
+
+impl Default for RealZkBuilder {
+    fn default() -> Self {
+        RealZkBuilder {
+            tick_time: 2000,
+            cfg: Vec::new(),
+            jvm_args: Vec::new(),
+            heap: Some("256m".into()),
+            quick_jit: true,
+            sync_writes: false,
+            startup_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RealZkBuilder {
+    /// `tickTime` in ms (default 2000).
+    pub fn tick_time(mut self, ms: u64) -> Self {
+        self.tick_time = ms;
+        self
+    }
+
+    /// One more `zoo.cfg` line, such as `maxClientCnxns=0`.
+    pub fn cfg(mut self, line: impl Into<String>) -> Self {
+        self.cfg.push(line.into());
+        self
+    }
+
+    /// One more JVM argument, such as `-Dzookeeper.extendedTypesEnabled=true`.
+    pub fn jvm_arg(mut self, arg: impl Into<String>) -> Self {
+        self.jvm_args.push(arg.into());
+        self
+    }
+
+    /// The JVM's `-Xmx` (default `256m`; `None`: the JVM's default).
+    pub fn heap(mut self, max: Option<&str>) -> Self {
+        self.heap = max.map(str::to_string);
+        self
+    }
+
+    /// Stop the JIT at its first tier (`-XX:TieredStopAtLevel=1`, default
+    /// on): the JVM starts sooner and runs slower. Off for throughput.
+    pub fn quick_jit(mut self, on: bool) -> Self {
+        self.quick_jit = on;
+        self
+    }
+
+    /// Whether the transaction log is fsynced (`zookeeper.forceSync`,
+    /// default off: the mock keeps no log either).
+    pub fn sync_writes(mut self, on: bool) -> Self {
+        self.sync_writes = on;
+        self
+    }
+
+    /// How long [`start`](Self::start) waits for the server to serve
+    /// (default 60 s).
+    pub fn startup_timeout(mut self, d: Duration) -> Self {
+        self.startup_timeout = d;
+        self
+    }
+
+    /// Starts the server and waits until it serves requests; tries up to
+    /// three times, on a new port each time.
+    ///
+    /// # Errors
+    /// [`RealZkError`], with the end of the server's log.
+    pub fn start(self) -> Result<RealZk, RealZkError> {
+        let mut last = None;
+        for _ in 0..3 {
+            let attempt = self.spawn().and_then(|zk| {
+                zk.wait_serving(self.startup_timeout)?;
+                Ok(zk)
+            });
+            match attempt {
+                Ok(zk) => return Ok(zk),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.expect("three attempts"))
+    }
+
+    /// Starts the JVM and returns at once, before it serves: for measuring
+    /// its startup ([`RealZk::serving`] tells when it is up).
+    ///
+    /// # Errors
+    /// [`RealZkError::Io`] if its directory, config or process cannot be made.
+    pub fn spawn(&self) -> Result<RealZk, RealZkError> {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let port = free_port().map_err(io("picking a free port"))?;
+        let dir = std::env::temp_dir().join(format!(
+            "zk-real-{}-{}-{port}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        ));
+        let data = dir.join("data");
+        std::fs::create_dir_all(&data).map_err(io(format!("mkdir {}", data.display())))?;
+        let cfg = dir.join("zoo.cfg");
+        let mut text = format!(
+            "tickTime={}\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n",
+            self.tick_time,
+            data.display()
+        );
+        for line in &self.cfg {
+            text.push_str(line);
+            text.push('\n');
+        }
+        std::fs::write(&cfg, text).map_err(io(format!("writing {}", cfg.display())))?;
+        let log = dir.join("zookeeper.log");
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(WRAPPER)
+            .arg("sh")
+            .arg(&log)
+            .arg(&dir)
+            .arg(java())
+            .arg("-XX:+UseSerialGC")
+            .arg("-Dzookeeper.4lw.commands.whitelist=*")
+            .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=info")
+            .arg("-Dorg.slf4j.simpleLogger.showDateTime=true");
+        if self.quick_jit {
+            cmd.arg("-XX:TieredStopAtLevel=1");
+        }
+        if let Some(heap) = &self.heap {
+            cmd.arg(format!("-Xmx{heap}"));
+        }
+        if !self.sync_writes {
+            cmd.arg("-Dzookeeper.forceSync=no");
+        }
+        let mut child = cmd
+            .args(&self.jvm_args)
+            .arg("-cp")
+            .arg(classpath())
+            .arg("org.apache.zookeeper.server.ZooKeeperServerMain")
+            .arg(&cfg)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(io("spawning sh and java"))?;
+        let stdin = child.stdin.take();
+        Ok(RealZk {
+            addr: SocketAddr::from(([127, 0, 0, 1], port)),
+            dir,
+            log,
+            child: Mutex::new(child),
+            stdin,
+        })
+    }
+}
+
+/// Runs the JVM (`$@`) with its output in `$1`, its pid in `$2/jvm.pid`, and
+/// kills it and removes `$2` once stdin closes.
+const WRAPPER: &str = r#"log="$1"; dir="$2"; shift 2
+(
+  "$@" </dev/null >"$log" 2>&1 &
+  echo $! >"$dir/jvm.pid"
+  wait $!
+  echo "zk-real: JVM exited with status $?" >>"$log"
+) &
+read _ || true
+kill "$(cat "$dir/jvm.pid" 2>/dev/null)" 2>/dev/null
+wait
+case "$dir" in */zk-real-*) rm -rf "$dir" ;; esac
+"#;
+
+/// A running Apache ZooKeeper; dropping it kills the JVM and removes its
+/// directory.
+pub struct RealZk {
+    addr: SocketAddr,
+    dir: PathBuf,
+    log: PathBuf,
+    child: Mutex<Child>,
+    stdin: Option<ChildStdin>,
+}
+
+impl fmt::Debug for RealZk {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RealZk")
+            .field("addr", &self.addr)
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RealZk {
+    /// A builder with the defaults.
+    pub fn builder() -> RealZkBuilder {
+        RealZkBuilder::default()
+    }
+
+    /// Starts one with the defaults; see [`RealZkBuilder::start`].
+    ///
+    /// # Errors
+    /// As for [`RealZkBuilder::start`].
+    pub fn start() -> Result<RealZk, RealZkError> {
+        RealZkBuilder::default().start()
+    }
+
+    /// One server with the defaults for the whole process, started on first
+    /// use and stopped when the process ends.
+    ///
+    /// # Panics
+    /// If it cannot start (the message has its log).
+    pub fn shared() -> &'static RealZk {
+        static SHARED: OnceLock<RealZk> = OnceLock::new();
+        SHARED.get_or_init(|| RealZk::start().unwrap_or_else(|e| panic!("{e}")))
+    }
+
+    /// Whether Java and ZooKeeper's jars are here.
+    pub fn available() -> bool {
+        let cp = classpath();
+        let jars = cp
+            .split(':')
+            .next()
+            .is_some_and(|first| first.ends_with('*') || Path::new(first).exists());
+        jars && Command::new(java())
+            .arg("-version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+
+    /// Its client address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Its connect string, `127.0.0.1:PORT`.
+    pub fn connect_string(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// The JVM's process id, once the wrapper has written it.
+    pub fn jvm_pid(&self) -> Option<u32> {
+        std::fs::read_to_string(self.dir.join("jvm.pid"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    /// Whether it serves requests: `srvr` answers with a `Zxid:` line only
+    /// then (a four-letter word creates no session and consumes no zxid).
+    pub fn serving(&self) -> bool {
+        let Ok(mut s) = TcpStream::connect_timeout(&self.addr, Duration::from_millis(500)) else {
+            return false;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+        if s.write_all(b"srvr").is_err() {
+            return false;
+        }
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        out.contains("Zxid:")
+    }
+
+    /// Waits until it serves, for at most `timeout`.
+    ///
+    /// # Errors
+    /// [`RealZkError::DidNotStart`] if it exits or the time runs out.
+    pub fn wait_serving(&self, timeout: Duration) -> Result<(), RealZkError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.serving() {
+                return Ok(());
+            }
+            let why = if self.died() {
+                Some("the JVM exited".to_string())
+            } else if let Some(status) = self.exited() {
+                Some(format!("its wrapper exited with {status}"))
+            } else if Instant::now() > deadline {
+                Some(format!("not serving after {timeout:?}"))
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(RealZkError::DidNotStart {
+                    addr: self.addr,
+                    why,
+                    java: java(),
+                    classpath: classpath(),
+                    log: self.log_tail(60),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The wrapper's exit status, if it has exited.
+    pub fn exited(&self) -> Option<ExitStatus> {
+        let mut c = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        c.try_wait().ok().flatten()
+    }
+
+    /// Whether its log shows the JVM has shut down.
+    pub fn died(&self) -> bool {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        text.contains("zk-real: JVM exited")
+            || text.contains("Severe unrecoverable error")
+            || text.contains("shutting down")
+    }
+
+    /// The last `n` lines of its log.
+    pub fn log_tail(&self, n: usize) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+}
+
+impl Drop for RealZk {
+    fn drop(&mut self) {
+        // Closing the pipe makes the wrapper kill the JVM and remove the directory.
+        drop(self.stdin.take());
+        let c = self.child.get_mut().unwrap_or_else(|e| e.into_inner());
+        let _ = c.wait();
+    }
+}
+
+fn classpath() -> String {
+    if let Ok(cp) = std::env::var("ZK_CLASSPATH") {
+        return cp;
+    }
+    let jar = Path::new("/usr/share/java/zookeeper.jar");
+    let simple = Path::new("/usr/share/java/slf4j-simple.jar");
+    match (jar.exists(), simple.exists()) {
+        (true, true) => format!("{}:{}", jar.display(), simple.display()),
+        (true, false) => jar.display().to_string(),
+        _ => "/usr/share/java/*".to_string(),
+    }
+}
+
+fn java() -> String {
+    if let Ok(j) = std::env::var("ZK_JAVA") {
+        return j;
+    }
+    if Path::new("/usr/bin/java").exists() {
+        "/usr/bin/java".into()
+    } else {
+        "java".into()
+    }
+}
+
+fn free_port() -> std::io::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
