@@ -114,7 +114,7 @@ mod tests {
     fn one_fault_means_the_same_to_the_mock_and_the_proxy() {
         let f = RequestFault {
             family: OpFamily::Create,
-            path: PathMatch::Glob("/h/lock/**".into()),
+            path: PathMatch::Glob(zk_mock::fault::Glob::below("/h/lock")),
             nth: None,
             times: 1,
             verdict: FaultVerdict::LoseReply,
@@ -128,6 +128,9 @@ mod tests {
         let rule = f.to_rule(Some(7));
         assert_eq!(rule.ops.len(), 4);
         assert_eq!(rule.session, Some(7));
-        assert_eq!(rule.path, Some(PathMatch::Glob("/h/lock/**".into())));
+        assert_eq!(
+            rule.path,
+            Some(PathMatch::Glob(zk_mock::fault::Glob::below("/h/lock")))
+        );
     }
 }

@@ -52,14 +52,17 @@ pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// `*.yaml`/`*.yml` below them, sorted).
 pub fn find_scenarios(paths: &[std::path::PathBuf]) -> std::io::Result<Vec<std::path::PathBuf>> {
     fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) -> std::io::Result<()> {
-        let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
-        entries.sort_by_key(|e| e.path());
-        for e in entries {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, out)?;
-            } else if matches!(p.extension().and_then(|x| x.to_str()), Some("yaml" | "yml")) {
-                out.push(p);
+        let files = walkdir::WalkDir::new(dir)
+            .follow_links(true)
+            .sort_by_file_name()
+            .into_iter();
+        for entry in files {
+            let entry = entry?;
+            let p = entry.path();
+            if entry.file_type().is_file()
+                && matches!(p.extension().and_then(|x| x.to_str()), Some("yaml" | "yml"))
+            {
+                out.push(p.to_path_buf());
             }
         }
         Ok(())

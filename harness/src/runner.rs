@@ -752,7 +752,7 @@ async fn nemesis(ctx: &Arc<Ctx>, step: usize, chaos: &crate::scenario::Chaos) ->
                 };
                 let fault = crate::fault::RequestFault {
                     family,
-                    path: zk_mock::fault::PathMatch::Glob(format!("{}/**", ctx.dir)),
+                    path: zk_mock::fault::PathMatch::Glob(zk_mock::fault::Glob::below(&ctx.dir)),
                     nth: None,
                     times: 1,
                     verdict: if verdict == "lose_reply" {

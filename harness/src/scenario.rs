@@ -466,19 +466,23 @@ impl RequestFaultSpec {
         dir: &str,
     ) -> Result<crate::fault::RequestFault, FieldError> {
         use crate::fault::{error_code, FaultVerdict, RequestFault};
-        use zk_mock::fault::{OpFamily, PathMatch};
+        use zk_mock::fault::{Glob, OpFamily, PathMatch};
         let family = OpFamily::parse(&self.op)
             .map_err(|e| FieldError::new(format!("timeline.{verdict}.op"), e))?;
         // By default the lock's nodes: the directory's descendants; for
         // getChildren and sync, which name the directory, the directory too.
         let below = |d: &str| match family {
             OpFamily::GetChildren | OpFamily::Sync => PathMatch::Under(d.to_string()),
-            _ => PathMatch::Glob(format!("{d}/**")),
+            _ => PathMatch::Glob(Glob::below(d)),
         };
         let path = match self.path.as_deref() {
             None | Some("lock") => below(dir),
             Some("resource") => below(&format!("{dir}.resource")),
-            Some(p) if p.starts_with('/') => PathMatch::Glob(p.to_string()),
+            Some(p) if p.starts_with('/') => {
+                PathMatch::Glob(Glob::new(p).map_err(|e| {
+                    FieldError::new(format!("timeline.{verdict}.path"), e.to_string())
+                })?)
+            }
             Some(p) => {
                 return Err(FieldError::new(
                     format!("timeline.{verdict}.path"),

@@ -53,7 +53,7 @@ impl Role {
     fn prefix(self, layout: Layout) -> String {
         match layout {
             Layout::Curator => format!("_c_{}-{}", contender_id(), self.name(layout)),
-            Layout::Kazoo => format!("{}{}", contender_id().replace('-', ""), self.name(layout)),
+            Layout::Kazoo => format!("{}{}", uuid::Uuid::new_v4().simple(), self.name(layout)),
         }
     }
 }
@@ -67,19 +67,9 @@ pub(crate) enum Form {
     Herd,
 }
 
-/// A fresh per-acquisition id in UUID v4 text form.
+/// A fresh per-acquisition id: a random (v4) UUID, hyphenated.
 pub(crate) fn contender_id() -> String {
-    let v: u128 = rand::random();
-    let v = (v & !(0xf000 << 64) | (0x4000 << 64)) & !(0xc000 << 48) | (0x8000 << 48);
-    let h = format!("{v:032x}");
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
+    uuid::Uuid::new_v4().hyphenated().to_string()
 }
 
 /// The sequence number of a node name ending in `name` and a sequence

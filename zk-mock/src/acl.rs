@@ -4,7 +4,6 @@
 use std::net::IpAddr;
 
 use base64::Engine;
-use sha1::{Digest, Sha1};
 
 use crate::proto::{Acl, ErrorCode, Id};
 
@@ -120,7 +119,9 @@ fn ip_matches(acl_id: &str, client: &str) -> bool {
 /// ```
 pub fn digest(user_password: &str) -> String {
     let user = user_password.split(':').next().unwrap_or_default();
-    let hash = Sha1::digest(user_password.as_bytes());
+    let hash = sha1_smol::Sha1::from(user_password.as_bytes())
+        .digest()
+        .bytes();
     format!(
         "{user}:{}",
         base64::engine::general_purpose::STANDARD.encode(hash)

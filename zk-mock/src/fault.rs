@@ -2,10 +2,12 @@
 //! answering it normally. Rules are data — matchers plus a [`Verdict`] —
 //! evaluated in install order; the first rule that fires wins.
 
+use std::fmt;
 use std::time::Duration;
 
 use rand::rngs::SmallRng;
 use rand::Rng;
+
 use serde::{Deserialize, Serialize};
 
 use crate::proto::{ErrorCode, OpCode};
@@ -66,8 +68,9 @@ pub enum PathMatch {
     Exact(String),
     /// This path or anything whose path starts with it.
     Prefix(String),
-    /// A glob: `*` matches within one path segment, `**` across segments, `?` one character.
-    Glob(String),
+    /// A glob: `*` matches within one path segment, `**` across segments,
+    /// `?` one character (globset's syntax, so `[ab]` and `{a,b}` too).
+    Glob(Glob),
     /// This node or any node below it (`/a` matches `/a` and `/a/b`, not `/ab`).
     Under(String),
 }
@@ -78,7 +81,7 @@ impl PathMatch {
         match self {
             PathMatch::Exact(p) => p == path,
             PathMatch::Prefix(p) => path.starts_with(p.as_str()),
-            PathMatch::Glob(g) => glob(g.as_bytes(), path.as_bytes()),
+            PathMatch::Glob(g) => g.matches(path),
             PathMatch::Under(p) => {
                 let p = p.trim_end_matches('/');
                 p.is_empty()
@@ -185,23 +188,93 @@ impl OpFamily {
     }
 }
 
-fn glob(pat: &[u8], s: &[u8]) -> bool {
-    match pat {
-        [] => s.is_empty(),
-        [b'*', b'*', rest @ ..] => (0..=s.len()).any(|i| glob(rest, &s[i..])),
-        [b'*', rest @ ..] => {
-            for i in 0..=s.len() {
-                if glob(rest, &s[i..]) {
-                    return true;
-                }
-                if i < s.len() && s[i] == b'/' {
-                    return false;
-                }
-            }
-            false
-        }
-        [b'?', rest @ ..] => !s.is_empty() && s[0] != b'/' && glob(rest, &s[1..]),
-        [c, rest @ ..] => !s.is_empty() && s[0] == *c && glob(rest, &s[1..]),
+/// A path glob, compiled once (globset: matching takes time linear in the
+/// path, whatever the pattern). `*` and `?` stay within a path segment, `**`
+/// spans segments; `\\` escapes.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Glob {
+    pattern: String,
+    matcher: globset::GlobMatcher,
+}
+
+/// A glob that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid glob {pattern:?}: {why}")]
+pub struct GlobError {
+    pattern: String,
+    why: String,
+}
+
+impl Glob {
+    /// Compiles `pattern`.
+    ///
+    /// # Errors
+    /// [`GlobError`] naming the pattern and what is wrong with it.
+    pub fn new(pattern: &str) -> Result<Glob, GlobError> {
+        let matcher = globset::GlobBuilder::new(pattern)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()
+            .map_err(|e| GlobError {
+                pattern: pattern.to_string(),
+                why: e.kind().to_string(),
+            })?
+            .compile_matcher();
+        Ok(Glob {
+            pattern: pattern.to_string(),
+            matcher,
+        })
+    }
+
+    /// Every node below `dir` (not `dir` itself), whatever characters
+    /// `dir` has.
+    pub fn below(dir: &str) -> Glob {
+        let pattern = format!("{}/**", globset::escape(dir.trim_end_matches('/')));
+        Glob::new(&pattern).expect("an escaped path and /** is a valid glob")
+    }
+
+    /// The pattern as written.
+    pub fn pattern(&self) -> &str {
+        &self.pattern
+    }
+
+    /// Whether `path` matches.
+    pub fn matches(&self, path: &str) -> bool {
+        self.matcher.is_match(path)
+    }
+}
+
+impl fmt::Debug for Glob {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Glob").field(&self.pattern).finish()
+    }
+}
+
+impl fmt::Display for Glob {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.pattern)
+    }
+}
+
+impl PartialEq for Glob {
+    fn eq(&self, other: &Glob) -> bool {
+        self.pattern == other.pattern
+    }
+}
+
+impl Eq for Glob {}
+
+impl TryFrom<String> for Glob {
+    type Error = GlobError;
+    fn try_from(pattern: String) -> Result<Glob, GlobError> {
+        Glob::new(&pattern)
+    }
+}
+
+impl From<Glob> for String {
+    fn from(g: Glob) -> String {
+        g.pattern
     }
 }
 
@@ -294,8 +367,14 @@ impl Rule {
         self
     }
     /// Match paths against a glob (`*`, `**`, `?`).
+    ///
+    /// # Panics
+    /// If `glob` does not parse (the message says why); set the rule's
+    /// `path` field to a [`PathMatch::Glob`] of a checked [`Glob::new`]
+    /// instead to handle the error.
     pub fn path_glob(mut self, glob: &str) -> Self {
-        self.path = Some(PathMatch::Glob(glob.into()));
+        let glob = Glob::new(glob).unwrap_or_else(|e| panic!("Rule::path_glob: {e}"));
+        self.path = Some(PathMatch::Glob(glob));
         self
     }
     /// Match only this session.
@@ -583,11 +662,24 @@ mod tests {
 
     #[test]
     fn globs_respect_segments() {
-        assert!(glob(b"/locks/*", b"/locks/a"));
-        assert!(!glob(b"/locks/*", b"/locks/a/b"));
-        assert!(glob(b"/locks/**", b"/locks/a/b"));
-        assert!(glob(b"/l?cks/*-0*", b"/locks/x-0000000001"));
-        assert!(!glob(b"/locks/?", b"/locks/ab"));
+        let glob = |p: &str, path: &str| Glob::new(p).unwrap().matches(path);
+        assert!(glob("/locks/*", "/locks/a"));
+        assert!(!glob("/locks/*", "/locks/a/b"));
+        assert!(glob("/locks/**", "/locks/a/b"));
+        assert!(!glob("/locks/**", "/locks"));
+        assert!(glob("/l?cks/*-0*", "/locks/x-0000000001"));
+        assert!(!glob("/locks/?", "/locks/ab"));
+        assert!(!glob("/locks/?", "/locks//"));
+        // Whatever a directory's name holds, below() takes it literally.
+        let odd = Glob::below("/a[1]{x,y}*");
+        assert!(odd.matches("/a[1]{x,y}*/n"));
+        assert!(!odd.matches("/a1x/n"));
+        assert!(!odd.matches("/a[1]{x,y}*"));
+        // Linear, not exponential, on a hostile pattern.
+        let hostile = Glob::new(&format!("/{}", "*a".repeat(30))).unwrap();
+        assert!(!hostile.matches(&format!("/{}b", "a".repeat(5000))));
+        let e = Glob::new("/a/[b").unwrap_err();
+        assert!(e.to_string().contains("/a/[b"), "{e}");
     }
 
     #[test]

@@ -152,7 +152,7 @@ impl BrokenLock {
 
     async fn acquire_sequential(&self, try_only: bool) -> Result<Option<BrokenGuard>, LockError> {
         self.ensure_dir().await?;
-        let prefix = format!("{}/_c_{:032x}-lock-", self.dir, rand::random::<u128>());
+        let prefix = format!("{}/_c_{}-lock-", self.dir, uuid::Uuid::new_v4());
         let opts = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
         let (_, seq) = loop {
             match self.client.create(&prefix, b"", &opts).await {

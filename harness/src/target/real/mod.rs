@@ -191,7 +191,7 @@ mod tests {
     fn fault(op: &str, times: u64, apply: bool) -> RequestFault {
         RequestFault {
             family: OpFamily::parse(op).unwrap(),
-            path: zk_mock::fault::PathMatch::Glob("/h/lock/**".into()),
+            path: zk_mock::fault::PathMatch::Glob(zk_mock::fault::Glob::below("/h/lock")),
             nth: None,
             times,
             verdict: if apply {
