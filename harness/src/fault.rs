@@ -1,13 +1,13 @@
 //! Request faults as the harness means them, on every target: which
 //! requests (an operation family, a path, a client, nth/times) and what
 //! happens to them. The mock turns one into a `zk_mock::fault::Rule`; the
-//! real-ZooKeeper proxy matches with the same `OpFamily` and `PathMatch`,
-//! so "create" means every create op code on both.
+//! real-ZooKeeper proxy matches with the same `zk_mock::fault::Match` and
+//! counts with the same `Tally`, so a fault means the same on both.
 
 use crate::error::UnknownErrorCode;
 use std::time::Duration;
 
-use zk_mock::fault::{OpFamily, PathMatch, Rule};
+use zk_mock::fault::{Match, OpFamily, PathMatch, Rule};
 use zk_mock::proto::ErrorCode;
 
 /// What happens to a matching request.
@@ -51,30 +51,33 @@ pub struct RequestFault {
 }
 
 impl RequestFault {
-    /// The mock's rule for it, restricted to `session` if given.
-    pub fn to_rule(&self, session: Option<i64>) -> Rule {
-        let mut rule = Rule::new().family(self.family).times(self.times);
+    /// Which requests it is for, restricted to `session` if given: the
+    /// criteria the mock's rule and the real-ZooKeeper proxy both match
+    /// with (`Match::matches`, then `Tally::fires` for nth and times).
+    pub fn when(&self, session: Option<i64>) -> Match {
+        let mut when = Rule::when().op(self.family).times(self.times);
+        // A multi names no one path; its ops' paths are not looked into.
         if self.family != OpFamily::Multi {
-            rule.path = Some(self.path.clone());
+            when = when.path_match(self.path.clone());
         }
         if let Some(n) = self.nth {
-            rule = rule.nth(n);
+            when = when.nth(n);
         }
         if let Some(s) = session {
-            rule = rule.session(s);
+            when = when.session(s);
         }
-        match self.verdict {
-            FaultVerdict::LoseReply => rule.lose_reply(),
-            FaultVerdict::DropRequest => rule.disconnect(),
-            FaultVerdict::Fail(code) => rule.fail(code),
-            FaultVerdict::Delay(d) => rule.delay(d),
-        }
+        when
     }
 
-    /// Whether a request (its op code and path) matches, the rule's counts aside.
-    pub fn matches(&self, op: i32, path: Option<&str>) -> bool {
-        OpFamily::of(op) == Some(self.family)
-            && (self.family == OpFamily::Multi || path.is_some_and(|p| self.path.matches(p)))
+    /// The mock's rule for it, restricted to `session` if given.
+    pub fn to_rule(&self, session: Option<i64>) -> Rule {
+        let when = self.when(session);
+        match self.verdict {
+            FaultVerdict::LoseReply => when.lose_reply(),
+            FaultVerdict::DropRequest => when.disconnect(),
+            FaultVerdict::Fail(code) => when.fail(code),
+            FaultVerdict::Delay(d) => when.delay(d),
+        }
     }
 }
 
@@ -119,18 +122,17 @@ mod tests {
             times: 1,
             verdict: FaultVerdict::LoseReply,
         };
-        assert!(!f.matches(OpCode::Create as i32, Some("/h/lock")));
+        let when = f.when(None);
+        assert!(!when.matches(OpCode::Create as i32, Some("/h/lock"), None));
         for op in [OpCode::Create, OpCode::Create2, OpCode::CreateContainer] {
-            assert!(f.matches(op as i32, Some("/h/lock/x-01")));
+            assert!(when.matches(op as i32, Some("/h/lock/x-01"), None));
         }
-        assert!(!f.matches(OpCode::Delete as i32, Some("/h/lock/x")));
-        assert!(!f.matches(OpCode::Create as i32, Some("/h/lock.resource/x")));
+        assert!(!when.matches(OpCode::Delete as i32, Some("/h/lock/x"), None));
+        assert!(!when.matches(OpCode::Create as i32, Some("/h/lock.resource/x"), None));
         let rule = f.to_rule(Some(7));
-        assert_eq!(rule.ops.len(), 4);
-        assert_eq!(rule.session, Some(7));
-        assert_eq!(
-            rule.path,
-            Some(PathMatch::Glob(zk_mock::fault::Glob::below("/h/lock")))
-        );
+        assert_eq!(rule.when, f.when(Some(7)));
+        assert_eq!(rule.when.ops.len(), 4);
+        assert_eq!(rule.when.session, Some(7));
+        assert_eq!(rule.verdict, zk_mock::fault::Verdict::LoseReply);
     }
 }

@@ -4,8 +4,6 @@
 
 use bytes::Bytes;
 
-use std::time::Duration;
-
 use crate::codec::Record;
 use crate::fault::{RequestView, Verdict};
 use crate::proto::*;
@@ -100,8 +98,8 @@ impl State {
     ) -> (Flow, Applied) {
         let last = self.tree.last_zxid();
         match verdict {
-            Verdict::Delay { ms } => {
-                self.pause(conn, Duration::from_millis(*ms));
+            Verdict::Delay(d) => {
+                self.pause(conn, *d);
                 self.apply(conn, session, xid, op, req)
             }
             Verdict::LoseReply => {
@@ -122,17 +120,18 @@ impl State {
                     },
                 )
             }
-            Verdict::Fail { code } => {
+            Verdict::Fail(code) => {
+                let code = code.code();
                 let xid = if op == OpCode::Ping as i32 {
                     XID_PING
                 } else {
                     xid
                 };
-                self.reply_header(conn, xid, last, *code);
+                self.reply_header(conn, xid, last, code);
                 (
                     Flow::Continue,
                     Applied {
-                        err: *code,
+                        err: code,
                         zxid: last,
                     },
                 )

@@ -13,27 +13,25 @@ use serde::{Deserialize, Serialize};
 use crate::proto::{ErrorCode, OpCode};
 
 /// What happens to a request a rule matches.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+///
+/// In JSON (the admin interface): `{"type": "delay", "ms": 500}`,
+/// `{"type": "lose_reply"}`, `{"type": "disconnect"}`,
+/// `{"type": "fail", "code": -101}`, `{"type": "stall"}`, `{"type": "expire"}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "VerdictJson", into = "VerdictJson")]
 #[non_exhaustive]
 pub enum Verdict {
     /// Apply the request, then hold its reply (and everything after it on
-    /// that connection) for this long.
-    Delay {
-        /// How long, in ms.
-        ms: u64,
-    },
+    /// that connection) this long.
+    Delay(Duration),
     /// Apply the request, then close the connection without replying: the
     /// client sees connection loss and cannot know whether it was applied.
     LoseReply,
     /// Close the connection before applying: nothing happened.
     Disconnect,
-    /// Answer with this ZooKeeper error code instead of applying. The reply
+    /// Answer with this ZooKeeper error instead of applying. The reply
     /// carries the last zxid; no zxid is consumed.
-    Fail {
-        /// The wire value of a `KeeperException.Code` (e.g. −101 for NoNode).
-        code: i32,
-    },
+    Fail(ErrorCode),
     /// Apply the request, then stall its session: replies, pings and
     /// notifications are held and nothing more is read from it until
     /// [`ZkMock::resume`](crate::ZkMock::resume). A stall that outlasts the
@@ -47,15 +45,56 @@ impl Verdict {
     /// A short name for logs and the recorder.
     pub fn name(&self) -> String {
         match self {
-            Verdict::Delay { ms } => format!("delay {ms}ms"),
+            Verdict::Delay(d) => format!("delay {}ms", d.as_millis()),
             Verdict::LoseReply => "lose reply".into(),
             Verdict::Disconnect => "disconnect".into(),
-            Verdict::Fail { code } => match ErrorCode::from_i32(*code) {
-                Some(c) => format!("fail {c:?}"),
-                None => format!("fail {code}"),
-            },
+            Verdict::Fail(code) => format!("fail {code:?}"),
             Verdict::Stall => "stall".into(),
             Verdict::Expire => "expire".into(),
+        }
+    }
+}
+
+/// [`Verdict`] as JSON has it.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+enum VerdictJson {
+    Delay { ms: u64 },
+    LoseReply,
+    Disconnect,
+    Fail { code: i32 },
+    Stall,
+    Expire,
+}
+
+impl TryFrom<VerdictJson> for Verdict {
+    type Error = String;
+    fn try_from(v: VerdictJson) -> Result<Verdict, String> {
+        Ok(match v {
+            VerdictJson::Delay { ms } => Verdict::Delay(Duration::from_millis(ms)),
+            VerdictJson::LoseReply => Verdict::LoseReply,
+            VerdictJson::Disconnect => Verdict::Disconnect,
+            VerdictJson::Fail { code } => match ErrorCode::from_i32(code) {
+                Some(c) if c != ErrorCode::Ok => Verdict::Fail(c),
+                _ => return Err(format!("fail code {code} is not a ZooKeeper error code")),
+            },
+            VerdictJson::Stall => Verdict::Stall,
+            VerdictJson::Expire => Verdict::Expire,
+        })
+    }
+}
+
+impl From<Verdict> for VerdictJson {
+    fn from(v: Verdict) -> VerdictJson {
+        match v {
+            Verdict::Delay(d) => VerdictJson::Delay {
+                ms: u64::try_from(d.as_millis()).unwrap_or(u64::MAX),
+            },
+            Verdict::LoseReply => VerdictJson::LoseReply,
+            Verdict::Disconnect => VerdictJson::Disconnect,
+            Verdict::Fail(c) => VerdictJson::Fail { code: c.code() },
+            Verdict::Stall => VerdictJson::Stall,
+            Verdict::Expire => VerdictJson::Expire,
         }
     }
 }
@@ -278,106 +317,82 @@ impl From<Glob> for String {
     }
 }
 
-/// A fault rule: which requests it matches and what it does to them.
+/// Which requests a rule is for: its criteria, without a verdict. A verdict
+/// method ([`lose_reply`](Self::lose_reply), [`fail`](Self::fail), …) turns
+/// it into a [`Rule`], so a rule cannot be installed without one.
 ///
-/// Every criterion is optional; a rule with none matches every request except
-/// pings (which are timing-driven; name `OpCode::Ping` to match them).
+/// Every criterion is optional; with none, every request matches except
+/// pings (which are timing-driven; name [`OpCode::Ping`] to match them).
+/// The harness's proxy for a real ZooKeeper matches requests with this same
+/// type, so a rule means the same thing on both.
 ///
 /// ```
-/// use zk_mock::fault::Rule;
-/// use zk_mock::proto::OpCode;
+/// use zk_mock::fault::{OpFamily, Rule};
 ///
-/// // The first create under /locks is applied but its reply is lost.
-/// let rule = Rule::new().op(OpCode::Create2).path_prefix("/locks").nth(1).lose_reply();
+/// // The first create under /locks is applied but its reply is lost,
+/// // whichever create op code the client sends.
+/// let rule = Rule::when().op(OpFamily::Create).path_prefix("/locks/").nth(1).lose_reply();
 /// # let _ = rule;
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Rule {
-    /// Op codes the rule applies to (any, if empty). In JSON: names such as
-    /// `"create"` or `"getData"`, or numbers.
-    #[serde(default, with = "op_list")]
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Match {
+    /// Op codes it is for (any but ping, if empty).
     pub ops: Vec<OpCode>,
     /// The path criterion.
-    #[serde(default)]
     pub path: Option<PathMatch>,
-    /// Only this session's requests. In JSON: a number, or a string in
-    /// decimal or `0x` hex (ids pass 2^53, past what JavaScript's numbers
-    /// hold exactly).
-    #[serde(default, deserialize_with = "session_id::deserialize")]
+    /// Only this session's requests.
     pub session: Option<i64>,
     /// Fire only on the n-th request that meets the criteria above (1-based).
-    #[serde(default)]
     pub nth: Option<u64>,
     /// Fire at most this many times.
-    #[serde(default)]
     pub times: Option<u64>,
     /// Fire with this probability (0.0–1.0), drawn from the server's seeded generator.
-    #[serde(default)]
     pub probability: Option<f64>,
-    /// What to do.
-    pub verdict: Verdict,
 }
 
-impl Default for Rule {
-    fn default() -> Self {
-        Rule::new()
-    }
-}
-
-impl Rule {
-    /// A rule that matches every request (but pings) and passes it: add criteria and a verdict.
-    pub fn new() -> Rule {
-        Rule {
-            ops: Vec::new(),
-            path: None,
-            session: None,
-            nth: None,
-            times: None,
-            probability: None,
-            verdict: Verdict::Delay { ms: 0 },
-        }
-    }
-
-    /// Also match this op code (create2 is what `zookeeper-client` sends for create).
-    pub fn op(mut self, op: OpCode) -> Self {
-        self.ops.push(op);
-        self
-    }
-    /// Also match every op code of this family.
-    pub fn family(mut self, family: OpFamily) -> Self {
+impl Match {
+    /// Also every op code of this family: `OpFamily::Create` is create,
+    /// create2, createContainer and createTTL, whichever a client sends.
+    pub fn op(mut self, family: OpFamily) -> Self {
         self.ops.extend_from_slice(family.codes());
         self
     }
-
-    /// Match this node and every node below it.
+    /// Also this one op code exactly.
+    pub fn op_code(mut self, op: OpCode) -> Self {
+        self.ops.push(op);
+        self
+    }
+    /// This node and every node below it.
     pub fn path_under(mut self, path: &str) -> Self {
         self.path = Some(PathMatch::Under(path.into()));
         self
     }
-
-    /// Match exactly this path.
+    /// Exactly this path.
     pub fn path(mut self, path: &str) -> Self {
         self.path = Some(PathMatch::Exact(path.into()));
         self
     }
-    /// Match paths starting with `prefix`.
+    /// Paths starting with `prefix`.
     pub fn path_prefix(mut self, prefix: &str) -> Self {
         self.path = Some(PathMatch::Prefix(prefix.into()));
         self
     }
-    /// Match paths against a glob (`*`, `**`, `?`).
+    /// Paths matching a glob (`*`, `**`, `?`; see [`Glob`]).
     ///
     /// # Panics
-    /// If `glob` does not parse (the message says why); set the rule's
-    /// `path` field to a [`PathMatch::Glob`] of a checked [`Glob::new`]
-    /// instead to handle the error.
-    pub fn path_glob(mut self, glob: &str) -> Self {
-        let glob = Glob::new(glob).unwrap_or_else(|e| panic!("Rule::path_glob: {e}"));
-        self.path = Some(PathMatch::Glob(glob));
+    /// If `glob` does not parse (the message says why); give
+    /// [`path_match`](Self::path_match) a checked [`Glob::new`] to handle
+    /// the error instead.
+    pub fn path_glob(self, glob: &str) -> Self {
+        let glob = Glob::new(glob).unwrap_or_else(|e| panic!("Match::path_glob: {e}"));
+        self.path_match(PathMatch::Glob(glob))
+    }
+    /// Any path criterion.
+    pub fn path_match(mut self, m: PathMatch) -> Self {
+        self.path = Some(m);
         self
     }
-    /// Match only this session.
+    /// Only this session.
     pub fn session(mut self, id: i64) -> Self {
         self.session = Some(id);
         self
@@ -397,44 +412,56 @@ impl Rule {
         self.probability = Some(p);
         self
     }
-    /// Verdict: delay the reply.
-    pub fn delay(mut self, d: Duration) -> Self {
-        self.verdict = Verdict::Delay {
-            ms: d.as_millis() as u64,
-        };
-        self
+
+    /// Verdict: apply the request and hold its reply (and what follows) `d`.
+    pub fn delay(self, d: Duration) -> Rule {
+        self.then(Verdict::Delay(d))
     }
     /// Verdict: apply, then close the connection without replying.
-    pub fn lose_reply(mut self) -> Self {
-        self.verdict = Verdict::LoseReply;
-        self
+    pub fn lose_reply(self) -> Rule {
+        self.then(Verdict::LoseReply)
     }
     /// Verdict: close the connection before applying.
-    pub fn disconnect(mut self) -> Self {
-        self.verdict = Verdict::Disconnect;
-        self
+    pub fn disconnect(self) -> Rule {
+        self.then(Verdict::Disconnect)
     }
-    /// Verdict: answer with an error code.
-    pub fn fail(mut self, code: ErrorCode) -> Self {
-        self.verdict = Verdict::Fail { code: code.code() };
-        self
+    /// Verdict: answer with an error instead of applying.
+    pub fn fail(self, code: ErrorCode) -> Rule {
+        self.then(Verdict::Fail(code))
     }
     /// Verdict: apply, then stall the session until resumed.
-    pub fn stall(mut self) -> Self {
-        self.verdict = Verdict::Stall;
-        self
+    pub fn stall(self) -> Rule {
+        self.then(Verdict::Stall)
     }
-    /// Verdict: expire the session.
-    pub fn expire(mut self) -> Self {
-        self.verdict = Verdict::Expire;
-        self
+    /// Verdict: expire the session instead of applying.
+    pub fn expire(self) -> Rule {
+        self.then(Verdict::Expire)
+    }
+    /// Any verdict.
+    pub fn then(self, verdict: Verdict) -> Rule {
+        Rule {
+            when: self,
+            verdict,
+        }
     }
 
-    /// Checks the rule's values.
-    ///
-    /// # Errors
-    /// A message naming the bad field.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Whether a request (op code, path, session) meets the criteria; `nth`,
+    /// `times` and `probability` are [`Tally::fires`]'s to judge.
+    pub fn matches(&self, op: i32, path: Option<&str>, session: Option<i64>) -> bool {
+        let op_ok = if self.ops.is_empty() {
+            op != OpCode::Ping as i32
+        } else {
+            self.ops.iter().any(|o| *o as i32 == op)
+        };
+        op_ok
+            && self.session.is_none_or(|s| session.is_none_or(|r| r == s))
+            && self
+                .path
+                .as_ref()
+                .is_none_or(|m| path.is_some_and(|p| m.matches(p)))
+    }
+
+    fn validate(&self) -> Result<(), String> {
         if let Some(p) = self.probability {
             if !(0.0..=1.0).contains(&p) {
                 return Err(format!("probability must be within 0..=1, got {p}"));
@@ -443,26 +470,158 @@ impl Rule {
         if self.nth == Some(0) {
             return Err("nth counts from 1".into());
         }
-        if let Verdict::Fail { code } = self.verdict {
-            if code == 0 || ErrorCode::from_i32(code).is_none() {
-                return Err(format!("fail code {code} is not a ZooKeeper error code"));
-            }
-        }
         Ok(())
     }
 
-    fn criteria_match(&self, r: &RequestView<'_>) -> bool {
-        let op_ok = if self.ops.is_empty() {
-            r.op != OpCode::Ping as i32
+    /// A short description for messages: `create2|create under /locks/`.
+    fn describe(&self) -> String {
+        let ops = if self.ops.is_empty() {
+            "any op".to_string()
         } else {
-            self.ops.iter().any(|o| *o as i32 == r.op)
+            self.ops
+                .iter()
+                .map(|o| o.name())
+                .collect::<Vec<_>>()
+                .join("|")
         };
-        op_ok
-            && self.session.is_none_or(|s| s == r.session)
-            && self
-                .path
-                .as_ref()
-                .is_none_or(|m| r.path.is_some_and(|p| m.matches(p)))
+        let path = match &self.path {
+            None => String::new(),
+            Some(PathMatch::Exact(p)) => format!(" on {p}"),
+            Some(PathMatch::Prefix(p)) => format!(" on {p}…"),
+            Some(PathMatch::Glob(g)) => format!(" on {g}"),
+            Some(PathMatch::Under(p)) => format!(" under {p}"),
+        };
+        let session = self
+            .session
+            .map_or(String::new(), |s| format!(" of session {s:#x}"));
+        let nth = self.nth.map_or(String::new(), |n| format!(", match #{n}"));
+        format!("{ops}{path}{session}{nth}")
+    }
+}
+
+/// How many requests met a rule's criteria and how many it fired on: the
+/// count behind `nth` and `times`, kept by whoever evaluates the rule (the
+/// mock, or the harness's proxy).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Requests that met the criteria.
+    pub matched: u64,
+    /// Times it fired.
+    pub fired: u64,
+}
+
+impl Tally {
+    /// Counts a request that met `when`'s criteria and says whether the rule
+    /// fires on it (its n-th match, budget left, and `draw(p)` true for its
+    /// probability).
+    pub fn fires(&mut self, when: &Match, draw: impl FnOnce(f64) -> bool) -> bool {
+        self.matched += 1;
+        if when.nth.is_some_and(|n| n != self.matched)
+            || when.times.is_some_and(|t| self.fired >= t)
+        {
+            return false;
+        }
+        if when.probability.is_some_and(|p| !draw(p)) {
+            return false;
+        }
+        self.fired += 1;
+        true
+    }
+}
+
+/// A fault rule: which requests ([`Match`]) and what happens to them
+/// ([`Verdict`]). Built with [`Rule::when`] and a verdict method.
+///
+/// In JSON (the admin interface) the criteria and the verdict are one
+/// object: `{"ops": ["create2"], "path": {"prefix": "/locks/"}, "nth": 1,
+/// "verdict": {"type": "lose_reply"}}`; `ops` takes op names, family names
+/// (`"create"` is every create op code) or numbers, and `session` a number
+/// or a decimal or `0x` hex string.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RuleJson", into = "RuleJson")]
+pub struct Rule {
+    /// Which requests.
+    pub when: Match,
+    /// What happens to them.
+    pub verdict: Verdict,
+}
+
+impl Rule {
+    /// Starts a rule: criteria, then a verdict.
+    pub fn when() -> Match {
+        Match::default()
+    }
+
+    /// Checks the rule's values.
+    ///
+    /// # Errors
+    /// A message naming the bad field.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.verdict == Verdict::Fail(ErrorCode::Ok) {
+            return Err("fail with Ok is not an error".into());
+        }
+        self.when.validate()
+    }
+
+    /// What the rule does to what: for messages and logs.
+    pub fn describe(&self) -> String {
+        format!("{} → {}", self.when.describe(), self.verdict.name())
+    }
+}
+
+/// [`Rule`] as JSON has it.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleJson {
+    #[serde(default, with = "op_list", skip_serializing_if = "Vec::is_empty")]
+    ops: Vec<OpCode>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    path: Option<PathMatch>,
+    #[serde(
+        default,
+        deserialize_with = "session_id::deserialize",
+        skip_serializing_if = "Option::is_none"
+    )]
+    session: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    nth: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    times: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    probability: Option<f64>,
+    verdict: Verdict,
+}
+
+impl TryFrom<RuleJson> for Rule {
+    type Error = String;
+    fn try_from(j: RuleJson) -> Result<Rule, String> {
+        let rule = Rule {
+            when: Match {
+                ops: j.ops,
+                path: j.path,
+                session: j.session,
+                nth: j.nth,
+                times: j.times,
+                probability: j.probability,
+            },
+            verdict: j.verdict,
+        };
+        rule.validate()?;
+        Ok(rule)
+    }
+}
+
+impl From<Rule> for RuleJson {
+    fn from(r: Rule) -> RuleJson {
+        RuleJson {
+            ops: r.when.ops,
+            path: r.when.path,
+            session: r.when.session,
+            nth: r.when.nth,
+            times: r.when.times,
+            probability: r.when.probability,
+            verdict: r.verdict,
+        }
     }
 }
 
@@ -478,8 +637,7 @@ pub(crate) struct RequestView<'a> {
 struct Installed {
     id: u64,
     rule: Rule,
-    matched: u64,
-    fired: u64,
+    tally: Tally,
 }
 
 /// The installed rules, in install order.
@@ -495,8 +653,7 @@ impl RuleSet {
         self.rules.push(Installed {
             id: self.next_id,
             rule,
-            matched: 0,
-            fired: 0,
+            tally: Tally::default(),
         });
         self.next_id
     }
@@ -508,13 +665,23 @@ impl RuleSet {
     }
 
     pub(crate) fn fired(&self, id: u64) -> Option<u64> {
-        self.rules.iter().find(|r| r.id == id).map(|r| r.fired)
+        self.rules
+            .iter()
+            .find(|r| r.id == id)
+            .map(|r| r.tally.fired)
+    }
+
+    pub(crate) fn get(&self, id: u64) -> Option<(&Rule, Tally)> {
+        self.rules
+            .iter()
+            .find(|r| r.id == id)
+            .map(|r| (&r.rule, r.tally))
     }
 
     pub(crate) fn list(&self) -> Vec<(u64, Rule, u64)> {
         self.rules
             .iter()
-            .map(|r| (r.id, r.rule.clone(), r.fired))
+            .map(|r| (r.id, r.rule.clone(), r.tally.fired))
             .collect()
     }
 
@@ -524,27 +691,12 @@ impl RuleSet {
         req: &RequestView<'_>,
         rng: &mut SmallRng,
     ) -> Option<Verdict> {
-        if self.rules.is_empty() {
-            return None;
-        }
         for r in &mut self.rules {
-            if !r.rule.criteria_match(req) {
-                continue;
+            if r.rule.when.matches(req.op, req.path, Some(req.session))
+                && r.tally.fires(&r.rule.when, |p| rng.random_bool(p))
+            {
+                return Some(r.rule.verdict);
             }
-            r.matched += 1;
-            if r.rule.nth.is_some_and(|n| n != r.matched) {
-                continue;
-            }
-            if r.rule.times.is_some_and(|t| r.fired >= t) {
-                continue;
-            }
-            if let Some(p) = r.rule.probability {
-                if !rng.random_bool(p) {
-                    continue;
-                }
-            }
-            r.fired += 1;
-            return Some(r.rule.verdict.clone());
         }
         None
     }
@@ -599,16 +751,27 @@ mod op_list {
         Code(i32),
     }
 
+    /// A family name (`"create"`) is every op code of the family; other
+    /// names (`"create2"`) and numbers are one op code.
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<OpCode>, D::Error> {
-        let raw = Vec::<NameOrCode>::deserialize(d)?;
-        raw.into_iter()
-            .map(|v| match v {
-                NameOrCode::Code(c) => OpCode::from_i32(c)
-                    .ok_or_else(|| D::Error::custom(format!("unknown op code {c}"))),
-                NameOrCode::Name(n) => OpCode::from_name(&n)
-                    .ok_or_else(|| D::Error::custom(format!("unknown op name {n:?}"))),
-            })
-            .collect()
+        let mut out: Vec<OpCode> = Vec::new();
+        for v in Vec::<NameOrCode>::deserialize(d)? {
+            let codes: Vec<OpCode> = match v {
+                NameOrCode::Code(c) => vec![OpCode::from_i32(c)
+                    .ok_or_else(|| D::Error::custom(format!("unknown op code {c}")))?],
+                NameOrCode::Name(n) => match super::OpFamily::parse(&n) {
+                    Ok(f) => f.codes().to_vec(),
+                    Err(_) => vec![OpCode::from_name(&n)
+                        .ok_or_else(|| D::Error::custom(format!("unknown op name {n:?}")))?],
+                },
+            };
+            for c in codes {
+                if !out.contains(&c) {
+                    out.push(c);
+                }
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -644,10 +807,14 @@ mod tests {
         assert!(OpFamily::parse("creat")
             .unwrap_err()
             .contains("getChildren"));
-        let r = Rule::new().family(OpFamily::Create).lose_reply();
-        assert!(r.criteria_match(&view(OpCode::Create, "/a")));
-        assert!(r.criteria_match(&view(OpCode::Create2, "/a")));
-        assert!(!r.criteria_match(&view(OpCode::Delete, "/a")));
+        let m = Rule::when().op(OpFamily::Create);
+        assert!(m.matches(OpCode::Create as i32, Some("/a"), None));
+        assert!(m.matches(OpCode::Create2 as i32, Some("/a"), None));
+        assert!(m.matches(OpCode::CreateTtl as i32, Some("/a"), None));
+        assert!(!m.matches(OpCode::Delete as i32, Some("/a"), None));
+        // One op code exactly, when that is what is meant.
+        let exact = Rule::when().op_code(OpCode::Create2);
+        assert!(!exact.matches(OpCode::Create as i32, Some("/a"), None));
     }
 
     #[test]
@@ -686,11 +853,11 @@ mod tests {
     fn first_firing_rule_wins_and_nth_counts_matches() {
         let mut set = RuleSet::default();
         let mut rng = SmallRng::seed_from_u64(1);
-        set.install(Rule::new().op(OpCode::Create).nth(2).disconnect());
-        set.install(Rule::new().path_prefix("/a").fail(ErrorCode::NoNode));
+        set.install(Rule::when().op(OpFamily::Create).nth(2).disconnect());
+        set.install(Rule::when().path_prefix("/a").fail(ErrorCode::NoNode));
         assert_eq!(
             set.evaluate(&view(OpCode::Create, "/a"), &mut rng),
-            Some(Verdict::Fail { code: -101 })
+            Some(Verdict::Fail(ErrorCode::NoNode))
         );
         assert_eq!(
             set.evaluate(&view(OpCode::Create, "/a"), &mut rng),
@@ -703,7 +870,7 @@ mod tests {
     fn pings_only_match_when_named_and_times_caps_firing() {
         let mut set = RuleSet::default();
         let mut rng = SmallRng::seed_from_u64(1);
-        let id = set.install(Rule::new().times(1).stall());
+        let id = set.install(Rule::when().times(1).stall());
         let ping = RequestView {
             op: OpCode::Ping as i32,
             path: None,
@@ -723,7 +890,7 @@ mod tests {
         let run = |seed| {
             let mut set = RuleSet::default();
             let mut rng = SmallRng::seed_from_u64(seed);
-            set.install(Rule::new().probability(0.5).fail(ErrorCode::NoNode));
+            set.install(Rule::when().probability(0.5).fail(ErrorCode::NoNode));
             (0..64)
                 .map(|_| {
                     set.evaluate(&view(OpCode::GetData, "/"), &mut rng)
@@ -740,13 +907,31 @@ mod tests {
         let r: Rule = serde_json::from_str(r#"{"ops":["create2", 2],"path":{"prefix":"/locks"},"nth":1,"verdict":{"type":"lose_reply"}}"#).unwrap();
         assert_eq!(
             r,
-            Rule::new()
-                .op(OpCode::Create2)
-                .op(OpCode::Delete)
+            Rule::when()
+                .op_code(OpCode::Create2)
+                .op_code(OpCode::Delete)
                 .path_prefix("/locks")
                 .nth(1)
                 .lose_reply()
         );
+        // A family name is every op code of the family.
+        let r: Rule = serde_json::from_str(
+            r#"{"ops":["create", "create2"],"verdict":{"type":"delay","ms":250}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            r,
+            Rule::when()
+                .op(OpFamily::Create)
+                .delay(Duration::from_millis(250))
+        );
+        // And back: the JSON the admin interface lists reads as the same rule.
+        let back: Rule = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
+        let bad = serde_json::from_str::<Rule>(r#"{"verdict":{"type":"fail","code":-9999}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(bad.contains("-9999"), "{bad}");
         assert!(serde_json::from_str::<Rule>(r#"{"verdict":{"type":"nope"}}"#).is_err());
         // Session ids as numbers, decimal strings or hex strings.
         for session in [
@@ -758,13 +943,18 @@ mod tests {
                 r#"{{"session":{session},"verdict":{{"type":"lose_reply"}}}}"#
             ))
             .unwrap();
-            assert_eq!(r.session, Some(0x0100_0000_0000_0001), "{session}");
+            assert_eq!(r.when.session, Some(0x0100_0000_0000_0001), "{session}");
         }
         assert!(serde_json::from_str::<Rule>(
             r#"{"session":"0xzz","verdict":{"type":"lose_reply"}}"#
         )
         .is_err());
-        assert!(Rule::new().probability(2.0).validate().is_err());
-        assert!(Rule::new().fail(ErrorCode::Ok).validate().is_err());
+        assert!(Rule::when()
+            .probability(2.0)
+            .lose_reply()
+            .validate()
+            .is_err());
+        assert!(Rule::when().fail(ErrorCode::Ok).validate().is_err());
+        assert!(serde_json::from_str::<Rule>(r#"{"nth":0,"verdict":{"type":"stall"}}"#).is_err());
     }
 }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use zk_mock::fault::Rule;
+use zk_mock::fault::{OpFamily, Rule};
 use zk_mock::proto::OpCode;
 use zk_mock::ZkMock;
 use zookeeper_client::{Acls, Client, CreateMode};
@@ -20,8 +20,8 @@ async fn lost_create_reply_leaves_no_orphan_and_no_phantom() {
         let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
         a.mkdir(dir, &persistent).await.unwrap();
         let rule = zk.rule(
-            Rule::new()
-                .op(OpCode::Create2)
+            Rule::when()
+                .op(OpFamily::Create)
                 .path_prefix(&format!("{dir}/"))
                 .nth(1)
                 .lose_reply(),
@@ -68,8 +68,8 @@ async fn lost_reply_on_a_failed_create_is_survived() {
         let a = client(&zk).await;
         let lock = AnyLock::new(kind, a, dir);
         let rule = zk.rule(
-            Rule::new()
-                .op(OpCode::Create2)
+            Rule::when()
+                .op(OpFamily::Create)
                 .path_prefix(&format!("{dir}/"))
                 .nth(1)
                 .lose_reply(),
@@ -97,8 +97,8 @@ async fn lost_delete_reply_still_releases() {
         let other = AnyLock::new(kind, b.clone(), dir);
         let guard = holder.acquire().await.unwrap();
         let rule = zk.rule(
-            Rule::new()
-                .op(OpCode::Delete)
+            Rule::when()
+                .op(OpFamily::Delete)
                 .path(guard.path())
                 .nth(1)
                 .lose_reply(),
@@ -177,8 +177,8 @@ async fn retried_release_never_deletes_the_next_holders_node() {
     watching(&zk, dir, &[waiter_session]).await;
 
     let rule = zk.rule(
-        Rule::new()
-            .op(OpCode::Delete)
+        Rule::when()
+            .op(OpFamily::Delete)
             .path(guard.path())
             .nth(1)
             .lose_reply(),
@@ -273,8 +273,8 @@ async fn a_create_reply_held_past_the_client_timeout_is_treated_as_lost() {
         let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
         a.mkdir(dir, &persistent).await.unwrap();
         let rule = zk.rule(
-            Rule::new()
-                .op(OpCode::Create2)
+            Rule::when()
+                .op(OpFamily::Create)
                 .path_prefix(&format!("{dir}/"))
                 .nth(1)
                 .delay(Duration::from_millis(1500)),
@@ -323,8 +323,8 @@ async fn a_node_with_our_prefix_owned_by_another_session_is_not_ours() {
         a.mkdir(dir, &persistent).await.unwrap();
         let a_session = session(&a);
         let rule = zk.rule(
-            Rule::new()
-                .op(OpCode::Create2)
+            Rule::when()
+                .op(OpFamily::Create)
                 .path_prefix(&format!("{dir}/"))
                 .session(a_session)
                 .nth(1)
@@ -398,7 +398,6 @@ async fn a_node_with_our_prefix_owned_by_another_session_is_not_ours() {
 /// for a lost lock.
 #[tokio::test]
 async fn shed_requests_are_sent_again() {
-    use zk_mock::fault::OpFamily;
     use zk_mock::proto::ErrorCode;
     for kind in ALL {
         let zk = ZkMock::start().await;
@@ -409,8 +408,8 @@ async fn shed_requests_are_sent_again() {
         let under = format!("{dir}/**");
         let shed = |family| {
             zk.rule(
-                Rule::new()
-                    .family(family)
+                Rule::when()
+                    .op(family)
                     .session(session(&a))
                     .path_glob(&under)
                     .times(2)

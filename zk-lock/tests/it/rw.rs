@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use zk_lock::{GuardState, LockError, ReadWriteLock};
-use zk_mock::fault::Rule;
+use zk_mock::fault::{OpFamily, Rule};
 use zk_mock::proto::OpCode;
 use zk_mock::ZkMock;
 use zookeeper_client::{Acls, Client, CreateMode};
@@ -200,8 +200,8 @@ async fn a_readers_lost_create_reply_leaves_no_orphan_and_no_phantom() {
         a.mkdir(dir, &persistent).await.unwrap();
         let (reader, writer) = (rw(herd, a.clone(), dir), rw(herd, b, dir));
         let rule = zk.rule(
-            Rule::new()
-                .op(OpCode::Create2)
+            Rule::when()
+                .op(OpFamily::Create)
                 .path_prefix(&format!("{dir}/"))
                 .nth(1)
                 .lose_reply(),
@@ -228,8 +228,8 @@ async fn a_readers_lost_create_reply_leaves_no_orphan_and_no_phantom() {
         assert!(writer.try_write().await.unwrap().is_none(), "herd={herd}");
         // And its release, through a lost delete reply too, frees it.
         let lose_delete = zk.rule(
-            Rule::new()
-                .op(OpCode::Delete)
+            Rule::when()
+                .op(OpFamily::Delete)
                 .path(g.path())
                 .nth(1)
                 .lose_reply(),

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use zk_mock::clock::ClockMode;
-use zk_mock::fault::Rule;
+use zk_mock::fault::{Match, OpFamily, Rule};
 use zk_mock::proto::{ErrorCode, OpCode};
 use zk_mock::record::SessionEvent;
 use zk_mock::ZkMock;
@@ -39,8 +39,8 @@ async fn get_after_reconnect(client: &Client, path: &str) -> Result<Vec<u8>, Err
     .await
 }
 
-fn creates() -> Rule {
-    Rule::new().op(OpCode::Create).op(OpCode::Create2)
+fn creates() -> Match {
+    Rule::when().op(OpFamily::Create)
 }
 
 #[tokio::test]
@@ -109,8 +109,8 @@ async fn fail_answers_the_chosen_error_until_the_guard_is_dropped() {
     let client = connect(&mock).await;
     client.create("/f", b"v", &persistent()).await.unwrap();
     let guard = mock.rule(
-        Rule::new()
-            .op(OpCode::GetData)
+        Rule::when()
+            .op(OpFamily::GetData)
             .path("/f")
             .fail(ErrorCode::NoAuth),
     );
@@ -130,15 +130,15 @@ async fn rules_fire_in_install_order_with_nth_times_session_and_glob() {
     a.create("/g", b"", &persistent()).await.unwrap();
     a.create("/g/x", b"", &persistent()).await.unwrap();
     let _second = mock.rule(
-        Rule::new()
-            .op(OpCode::GetData)
+        Rule::when()
+            .op(OpFamily::GetData)
             .path_glob("/g/*")
             .nth(2)
             .fail(ErrorCode::NoNode),
     );
     let _first_b_only = mock.rule(
-        Rule::new()
-            .op(OpCode::GetData)
+        Rule::when()
+            .op(OpFamily::GetData)
             .session(b.session_id().0)
             .times(1)
             .fail(ErrorCode::BadVersion),
@@ -161,8 +161,8 @@ async fn probabilistic_rules_replay_identically_from_the_same_seed() {
         let mock = ZkMock::builder().seed(seed).start().await.unwrap();
         let c = connect(&mock).await;
         let _g = mock.rule(
-            Rule::new()
-                .op(OpCode::Exists)
+            Rule::when()
+                .op(OpFamily::Exists)
                 .probability(0.5)
                 .fail(ErrorCode::NoAuth),
         );
@@ -183,8 +183,8 @@ async fn a_delayed_reply_arrives_no_sooner_than_the_delay() {
     let mock = start_mock().await;
     let c = connect(&mock).await;
     let _g = mock.rule(
-        Rule::new()
-            .op(OpCode::GetData)
+        Rule::when()
+            .op(OpFamily::GetData)
             .delay(Duration::from_millis(300)),
     );
     let t = Instant::now();
@@ -496,8 +496,8 @@ async fn a_delay_longer_than_two_fifths_of_the_timeout_makes_the_client_reconnec
     let (mock, client) = fast_session().await;
     let id = client.session_id().0;
     let _g = mock.rule(
-        Rule::new()
-            .op(OpCode::GetData)
+        Rule::when()
+            .op(OpFamily::GetData)
             .times(1)
             .delay(Duration::from_millis(1500)),
     );
@@ -574,4 +574,86 @@ async fn the_change_log_holds_every_tree_change_in_commit_order() {
         .map(|s| s.zxid);
     assert_eq!(expired, Some(changes[3].zxid));
     assert!(zk.recorded().to_json_lines().contains(r#""type":"change""#));
+}
+
+// ---- expectations, verified when the guard drops ---------------------------
+
+#[tokio::test]
+async fn an_expectation_met_passes_silently() {
+    let mock = start_mock().await;
+    let c = connect(&mock).await;
+    let once = mock
+        .rule(
+            Rule::when()
+                .op(OpFamily::GetData)
+                .path("/")
+                .times(1)
+                .fail(ErrorCode::NoAuth),
+        )
+        .expect(1);
+    let any = mock
+        .rule(Rule::when().op(OpFamily::Exists).delay(Duration::ZERO))
+        .expect(2..);
+    assert_eq!(c.get_data("/").await.err(), Some(Error::NoAuth));
+    c.get_data("/").await.unwrap();
+    c.check_stat("/").await.unwrap();
+    c.check_stat("/").await.unwrap();
+    c.check_stat("/").await.unwrap();
+    assert_eq!(once.verify(), Ok(()));
+    drop(once);
+    drop(any);
+}
+
+#[tokio::test]
+#[should_panic(
+    expected = "was expected to fire 1 time, and fired 0 times (0 requests met its criteria)"
+)]
+async fn an_expectation_unmet_panics_naming_the_rule_and_the_counts() {
+    let mock = start_mock().await;
+    let c = connect(&mock).await;
+    let _lost = mock
+        .rule(
+            Rule::when()
+                .op(OpFamily::Create)
+                .path_prefix("/locks/")
+                .lose_reply(),
+        )
+        .expect(1);
+    c.check_stat("/").await.unwrap();
+}
+
+#[tokio::test]
+async fn the_message_names_the_rule_and_a_range() {
+    let mock = start_mock().await;
+    let c = connect(&mock).await;
+    let g = mock
+        .rule(
+            Rule::when()
+                .op(OpFamily::Exists)
+                .path("/")
+                .delay(Duration::ZERO),
+        )
+        .expect(..2);
+    c.check_stat("/").await.unwrap();
+    c.check_stat("/").await.unwrap();
+    let message = g.verify().unwrap_err();
+    assert!(message.contains("exists on / → delay 0ms"), "{message}");
+    assert!(
+        message.contains("expected to fire at most 1 time, and fired 2 times"),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!("seed {}", mock.seed())),
+        "{message}"
+    );
+    g.forget(); // a forgotten guard is not verified
+}
+
+#[tokio::test]
+#[should_panic(expected = "the test's own failure")]
+async fn an_unmet_expectation_does_not_panic_while_the_test_is_panicking() {
+    let mock = start_mock().await;
+    let _never = mock.rule(Rule::when().op(OpFamily::Sync).stall()).expect(1);
+    // Were the guard to panic again while unwinding, the process would abort.
+    panic!("the test's own failure");
 }

@@ -207,13 +207,7 @@ mod tests {
             OpKind::Create => "create",
             _ => "delete",
         };
-        RequestRule {
-            fault: fault(op, times, apply),
-            client: client.map(str::to_string),
-            remaining: times,
-            matched: 0,
-            fired: 0,
-        }
+        RequestRule::new(&fault(op, times, apply), client)
     }
 
     #[test]
@@ -272,7 +266,7 @@ mod tests {
             ),
             None
         );
-        assert_eq!(rules[0].fired, 0);
+        assert_eq!(rules[0].tally.fired, 0);
         let mut rules = vec![rule(OpKind::Delete, None, 1, false)];
         assert_eq!(
             match_rules(&mut rules, "c", OpCode::Delete as i32, Some("/h/lock/x")),
@@ -310,10 +304,10 @@ mod tests {
             None
         );
         assert_eq!(
-            rules.iter().map(|r| r.fired).collect::<Vec<_>>(),
+            rules.iter().map(|r| r.tally.fired).collect::<Vec<_>>(),
             vec![2, 1]
         );
-        assert_eq!(rules.iter().map(|r| r.remaining).sum::<u64>(), 0);
+        assert!(rules.iter().all(|r| Some(r.tally.fired) == r.when.times));
     }
 
     #[test]

@@ -20,7 +20,7 @@ use super::observer::*;
 use super::takeover::*;
 use crate::error::RunError;
 use crate::fault::{FaultVerdict, RequestFault};
-use zk_mock::fault::OpFamily;
+use zk_mock::fault::{Match, OpFamily, Tally};
 
 /// Frames larger than this close the connection (ZooKeeper's own limit is
 /// `jute.maxbuffer`, 1 MiB by default; the proxy is more lenient).
@@ -51,20 +51,29 @@ impl OpKind {
     }
 }
 
-/// A request fault on the proxies: the shared [`RequestFault`], for one
-/// client or anyone, with its counts.
+/// A request fault on the proxies: the shared [`RequestFault`]'s criteria
+/// and verdict, for one client or anyone, with its tally.
 #[derive(Debug, Clone)]
 pub(crate) struct RequestRule {
-    pub(super) fault: RequestFault,
+    pub(super) when: Match,
+    pub(super) verdict: FaultVerdict,
     pub(super) client: Option<String>,
-    pub(super) remaining: u64,
-    /// Matching requests seen (for `nth`).
-    pub(super) matched: u64,
-    pub(super) fired: u64,
+    pub(super) tally: Tally,
 }
 
-/// Finds the first rule with budget left that matches and fires (its n-th
-/// match, when it has `nth`), spends one, and returns its verdict.
+impl RequestRule {
+    pub(super) fn new(fault: &RequestFault, client: Option<&str>) -> RequestRule {
+        RequestRule {
+            when: fault.when(None),
+            verdict: fault.verdict,
+            client: client.map(str::to_string),
+            tally: Tally::default(),
+        }
+    }
+}
+
+/// Finds the first rule that fires on the request (the mock's criteria and
+/// counting: `Match::matches`, then `Tally::fires`) and returns its verdict.
 pub(super) fn match_rules(
     rules: &mut [RequestRule],
     client: &str,
@@ -72,19 +81,12 @@ pub(super) fn match_rules(
     path: Option<&str>,
 ) -> Option<FaultVerdict> {
     for r in rules.iter_mut() {
-        if r.remaining == 0
-            || !r.fault.matches(op, path)
-            || r.client.as_deref().is_some_and(|c| c != client)
+        if r.client.as_deref().is_none_or(|c| c == client)
+            && r.when.matches(op, path, None)
+            && r.tally.fires(&r.when, |_| true)
         {
-            continue;
+            return Some(r.verdict);
         }
-        r.matched += 1;
-        if r.fault.nth.is_some_and(|n| n != r.matched) {
-            continue;
-        }
-        r.remaining -= 1;
-        r.fired += 1;
-        return Some(r.fault.verdict);
     }
     None
 }
@@ -275,17 +277,11 @@ impl Proxies {
     /// Installs a request fault: every verdict the mock has, with the
     /// mock's meaning (see [`FaultVerdict`]).
     pub(crate) fn request_fault(&self, fault: &RequestFault, client: Option<&str>) {
-        lock(&self.shared.rules).push(RequestRule {
-            fault: fault.clone(),
-            client: client.map(str::to_string),
-            remaining: fault.times,
-            matched: 0,
-            fired: 0,
-        });
+        lock(&self.shared.rules).push(RequestRule::new(fault, client));
     }
 
     pub(crate) fn faults_fired(&self) -> u64 {
-        lock(&self.shared.rules).iter().map(|r| r.fired).sum()
+        lock(&self.shared.rules).iter().map(|r| r.tally.fired).sum()
     }
 
     /// Ends the client's session by takeover; true once the server
