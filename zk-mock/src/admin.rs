@@ -192,7 +192,7 @@ async fn session_verb(
     let done = match verb.as_str() {
         "expire" => c.expire_session(id),
         "disconnect" => c.disconnect(id),
-        "stall" => c.stall(id),
+        "stall" => c.stall(id).map(crate::Stall::forget).is_some(),
         "resume" => c.resume(id),
         other => {
             return Err(not_found(format!(

@@ -89,7 +89,7 @@ mod watch;
 pub use compat::{Compat, UnknownCompat};
 pub use error::Error;
 pub use four_letter::{VERSION, VERSION_3_9};
-pub use mock::{Control, Metrics, Refusal, RuleGuard, Times, ZkMock, ZkMockBuilder};
+pub use mock::{Control, Metrics, Refusal, RuleGuard, Stall, Times, ZkMock, ZkMockBuilder};
 pub use session::password_for;
 #[cfg(feature = "tls")]
 pub use tls::Tls;

@@ -341,10 +341,12 @@ impl Control {
         conns.len()
     }
 
-    /// Stalls a session: its replies, pings and notifications are held and
-    /// nothing more is read from it; a reconnect for it waits too. The client
-    /// times out and retries; if the stall outlasts the session timeout, the
-    /// session expires. False if there is no such session.
+    /// Stalls a session until the returned guard is dropped: its replies,
+    /// pings and notifications are held and nothing more is read from it; a
+    /// reconnect for it waits too. The client times out and retries; if the
+    /// stall outlasts the session timeout, the session expires. `None` if
+    /// there is no such session. [`Stall::forget`] keeps it stalled until
+    /// [`resume`](Self::resume) (or its expiry).
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -353,7 +355,7 @@ impl Control {
     /// use zk_mock::{client::RawClient, proto::*};
     /// let zk = zk_mock::ZkMock::start().await;
     /// let mut c = RawClient::connect(zk.addr(), 10_000).await?;
-    /// zk.stall(c.session_id);
+    /// let stall = zk.stall(c.session_id).expect("a live session");
     /// let sync = RequestHeader { xid: 1, op_type: OpCode::Sync as i32 };
     /// let mut frame = bytes::BytesMut::new();
     /// zk_mock::codec::Record::encode(&sync, &mut frame);
@@ -361,17 +363,24 @@ impl Control {
     /// c.send_frame(&frame).await?;
     /// c.set_read_timeout(Duration::from_millis(200));
     /// assert!(c.read_frame().await.is_err(), "held while stalled");
-    /// zk.resume(c.session_id);
+    /// drop(stall); // resumes
     /// c.set_read_timeout(Duration::from_secs(5));
     /// assert!(c.next_reply().await?.is_some(), "delivered on resume");
     /// # Ok(())
     /// # }
     /// ```
-    pub fn stall(&self, id: i64) -> bool {
-        self.state().stall(id)
+    #[must_use = "dropping the guard resumes the session at once; Stall::forget keeps it stalled"]
+    pub fn stall(&self, id: i64) -> Option<Stall> {
+        self.state().stall(id).then(|| Stall {
+            shared: Arc::downgrade(&self.shared),
+            session: id,
+            keep: false,
+        })
     }
 
-    /// Ends a stall: what was held is delivered. False if it was not stalled.
+    /// Ends a stall (a forgotten [`Stall`] guard's, or a
+    /// [`Verdict::Stall`](crate::fault::Verdict::Stall) rule's): what was
+    /// held is delivered. False if it was not stalled.
     pub fn resume(&self, id: i64) -> bool {
         self.state().resume(id)
     }
@@ -817,6 +826,39 @@ impl Drop for RuleGuard {
             if !std::thread::panicking() {
                 panic!("{message}");
             }
+        }
+    }
+}
+
+/// Holds a session's traffic ([`ZkMock::stall`]) until dropped.
+#[derive(Debug)]
+#[must_use = "dropping the guard resumes the session at once"]
+pub struct Stall {
+    shared: Weak<Mutex<State>>,
+    session: i64,
+    keep: bool,
+}
+
+impl Stall {
+    /// The stalled session.
+    pub fn session(&self) -> i64 {
+        self.session
+    }
+
+    /// Leaves the session stalled: until [`ZkMock::resume`], or until it
+    /// expires.
+    pub fn forget(mut self) {
+        self.keep = true;
+    }
+}
+
+impl Drop for Stall {
+    fn drop(&mut self) {
+        if self.keep {
+            return;
+        }
+        if let Some(s) = self.shared.upgrade() {
+            lock(&s).resume(self.session);
         }
     }
 }

@@ -163,7 +163,8 @@ impl Target {
 
     pub(crate) fn stall(&self, client: &str, session: i64) -> bool {
         match self {
-            Target::Mock(m) => m.zk.stall(session),
+            // Held until `resume`, which the step's timer calls.
+            Target::Mock(m) => m.zk.stall(session).map(zk_mock::Stall::forget).is_some(),
             Target::Real(r) => r.stall(client),
         }
     }

@@ -90,14 +90,14 @@ async fn a_partitioned_holder_learns_of_its_loss_and_is_fenced() {
         });
         watching(&zk, dir, &[b_session]).await;
 
-        assert!(zk.stall(session(&a)));
+        let stall = zk.stall(session(&a)).expect("a's session");
         assert!(zk.expire_session(session(&a)));
         let (_lock, g) = tokio::time::timeout(PATIENCE, waiter)
             .await
             .unwrap_or_else(|_| panic!("{kind:?}: the waiter was left behind"))
             .unwrap();
         assert!(g.fencing_token() > guard.fencing_token(), "{kind:?}");
-        zk.resume(session(&a));
+        drop(stall);
         tokio::time::timeout(PATIENCE, guard.lost_signal())
             .await
             .unwrap_or_else(|_| panic!("{kind:?}: the old holder never learned of the loss"));
@@ -122,12 +122,12 @@ async fn a_release_reports_a_loss_the_holder_had_not_heard_of() {
         let (a, admin) = (client(&zk).await, client(&zk).await);
         let lock = AnyLock::new(kind, a.clone(), dir);
         let guard = lock.acquire().await.unwrap();
-        assert!(zk.stall(session(&a)));
+        let stall = zk.stall(session(&a)).expect("a's session");
         admin.delete(guard.path(), None).await.unwrap();
         assert!(!guard.is_lost(), "{kind:?}: the notification is held back");
         let release = tokio::spawn(guard.release());
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        zk.resume(session(&a));
+        drop(stall);
         let released = tokio::time::timeout(PATIENCE, release)
             .await
             .unwrap_or_else(|_| panic!("{kind:?}: release hangs"))
@@ -147,7 +147,7 @@ async fn a_release_after_an_unheard_expiry_reports_the_loss() {
         let a = client(&zk).await;
         let lock = AnyLock::new(kind, a.clone(), dir);
         let guard = lock.acquire().await.unwrap();
-        assert!(zk.stall(session(&a)));
+        let _stall = zk.stall(session(&a)).expect("a's session");
         assert!(zk.expire_session(session(&a)));
         assert!(!guard.is_lost(), "{kind:?}: the holder cannot have heard");
         let released = tokio::time::timeout(PATIENCE, guard.release())

@@ -208,7 +208,7 @@ async fn a_stall_past_the_timeout_on_the_manual_clock_expires_the_session_like_a
     let observer = connect(&mock).await;
     let (_, _, gone) = observer.get_and_watch_data("/stalled").await.unwrap();
     let id = victim.session_id().0;
-    assert!(mock.stall(id));
+    let _stall = mock.stall(id).expect("a live session");
     assert!(mock.snapshot().sessions[&id].stalled);
     mock.advance(Duration::from_secs(60));
     assert!(!mock.session_ids().contains(&id), "expired while stalled");
@@ -275,7 +275,7 @@ async fn a_short_stall_holds_replies_and_resume_delivers_them_in_order() {
     let mock = start_mock().await;
     let mut c = raw(&mock).await;
     raw_create_ok(&mut c, "/s", 0).await;
-    mock.stall(c.session_id);
+    let stall = mock.stall(c.session_id).expect("a live session");
     // Two pipelined reads: both held.
     for xid in [100, 101] {
         let body = zk_mock::codec::Record::to_bytes(&path_watch("/s", false));
@@ -295,7 +295,7 @@ async fn a_short_stall_holds_replies_and_resume_delivers_them_in_order() {
         c.read_frame().await.is_err(),
         "nothing arrives while stalled"
     );
-    assert!(mock.resume(c.session_id));
+    drop(stall);
     c.set_read_timeout(QUICK);
     let r1 = c.next_reply().await.unwrap().unwrap();
     let r2 = c.next_reply().await.unwrap().unwrap();
@@ -526,7 +526,7 @@ async fn a_stall_that_outlasts_the_timeout_in_real_time_expires_the_session() {
     let (mock, client) = fast_session().await;
     client.create("/held", b"", &ephemeral()).await.unwrap();
     let id = client.session_id().0;
-    mock.stall(id);
+    let _stall = mock.stall(id).expect("a live session");
     wait_state(&client, SessionState::Expired).await;
     assert!(!mock.session_ids().contains(&id));
     assert!(!mock.snapshot().tree.contains_key("/held"));
