@@ -36,9 +36,10 @@ use crate::Compat;
 /// # }
 /// ```
 ///
-/// Every control and introspection method lives on [`Control`], which
-/// `ZkMock` dereferences to; [`ZkMock::control`] hands out a cheap clone for
-/// other tasks and threads.
+/// Its methods control and inspect the server: fault rules and verbs, the
+/// session clock, the recorder, snapshots and metrics. [`ZkMock::control`]
+/// hands out a [`Control`], a cheap clone with the same methods, for other
+/// tasks and threads.
 #[derive(Debug)]
 pub struct ZkMock {
     control: Control,
@@ -56,14 +57,6 @@ pub struct Control {
     secure_addr: Option<SocketAddr>,
     seed: u64,
     shared: Shared,
-}
-
-impl std::ops::Deref for ZkMock {
-    type Target = Control;
-
-    fn deref(&self) -> &Control {
-        &self.control
-    }
 }
 
 /// Counters and gauges of a running server.
@@ -146,28 +139,27 @@ impl Drop for ZkMock {
 }
 
 impl Control {
-    /// The address the server listens on.
+    /// As [`ZkMock::addr`].
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
 
-    /// The connect string to hand to a client, e.g. `127.0.0.1:40123`.
+    /// As [`ZkMock::connect_string`].
     pub fn connect_string(&self) -> String {
         self.addr.to_string()
     }
 
-    /// Where TLS clients connect, if [`ZkMockBuilder::tls`] turned it on.
+    /// As [`ZkMock::secure_addr`].
     pub fn secure_addr(&self) -> Option<SocketAddr> {
         self.secure_addr
     }
 
-    /// The connect string of the secure port, if TLS is on.
+    /// As [`ZkMock::secure_connect_string`].
     pub fn secure_connect_string(&self) -> Option<String> {
         self.secure_addr.map(|a| a.to_string())
     }
 
-    /// The seed every random choice of this server comes from; pass it to
-    /// [`ZkMockBuilder::seed`] to replay a run.
+    /// As [`ZkMock::seed`].
     pub fn seed(&self) -> u64 {
         self.seed
     }
@@ -176,17 +168,298 @@ impl Control {
         lock(&self.shared)
     }
 
-    /// The last processed zxid.
+    /// As [`ZkMock::last_zxid`].
     pub fn last_zxid(&self) -> i64 {
         self.state().tree.last_zxid()
     }
 
-    /// Ids of the live sessions, in ascending order.
+    /// As [`ZkMock::session_ids`].
     pub fn session_ids(&self) -> Vec<i64> {
         let st = self.state();
         let mut ids: Vec<i64> = st.sessions.iter().map(|s| s.id).collect();
         ids.sort_unstable();
         ids
+    }
+
+    /// As [`ZkMock::ephemerals`].
+    pub fn ephemerals(&self, session: i64) -> Vec<(String, i64)> {
+        let st = self.state();
+        let mut v: Vec<(String, i64)> = st
+            .tree
+            .ephemerals_of(session)
+            .filter_map(|p| st.tree.get(p).map(|n| (p.to_string(), n.czxid)))
+            .collect();
+        v.sort_by_key(|(_, z)| *z);
+        v
+    }
+
+    /// As [`ZkMock::set_expiry_cleanup_delay`].
+    pub fn set_expiry_cleanup_delay(&self, delay: Duration) {
+        self.state().settings.expiry_cleanup_delay_ms = delay.as_millis() as u64;
+    }
+
+    /// As [`ZkMock::connection_count`].
+    pub fn connection_count(&self) -> usize {
+        self.state().conns.len()
+    }
+
+    // ---- faults -------------------------------------------------------------
+
+    /// As [`ZkMock::rule`].
+    pub fn rule(&self, rule: Rule) -> RuleGuard {
+        match self.try_rule(rule) {
+            Ok(g) => g,
+            Err(e) => panic!("zk-mock (seed {}): invalid rule: {e}", self.seed),
+        }
+    }
+
+    /// As [`ZkMock::try_rule`].
+    pub fn try_rule(&self, rule: Rule) -> Result<RuleGuard, String> {
+        rule.validate()?;
+        let id = self.state().rules.install(rule);
+        Ok(RuleGuard {
+            shared: Arc::downgrade(&self.shared),
+            id,
+            seed: self.seed,
+            keep: false,
+            expect: None,
+        })
+    }
+
+    /// As [`ZkMock::remove_rule`].
+    pub fn remove_rule(&self, id: u64) -> bool {
+        self.state().rules.remove(id)
+    }
+
+    /// As [`ZkMock::rules`].
+    pub fn rules(&self) -> Vec<(u64, Rule, u64)> {
+        self.state().rules.list()
+    }
+
+    /// As [`ZkMock::expire_session`].
+    pub fn expire_session(&self, id: i64) -> bool {
+        self.state().expire(id)
+    }
+
+    /// As [`ZkMock::expire_all`].
+    pub fn expire_all(&self) -> usize {
+        let mut st = self.state();
+        let ids: Vec<i64> = st.sessions.iter().map(|s| s.id).collect();
+        ids.into_iter().filter(|id| st.expire(*id)).count()
+    }
+
+    /// As [`ZkMock::disconnect`].
+    pub fn disconnect(&self, id: i64) -> bool {
+        let mut st = self.state();
+        match st.sessions.get(id).and_then(|s| s.conn) {
+            Some(conn) => {
+                st.close_conn(conn);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// As [`ZkMock::disconnect_all`].
+    pub fn disconnect_all(&self) -> usize {
+        let mut st = self.state();
+        let conns: Vec<_> = st.conns.keys().copied().collect();
+        for c in &conns {
+            st.close_conn(*c);
+        }
+        conns.len()
+    }
+
+    /// As [`ZkMock::stall`].
+    #[must_use = "dropping the guard resumes the session at once; Stall::forget keeps it stalled"]
+    pub fn stall(&self, id: i64) -> Option<Stall> {
+        self.state().stall(id).then(|| Stall {
+            shared: Arc::downgrade(&self.shared),
+            session: id,
+            keep: false,
+        })
+    }
+
+    /// As [`ZkMock::resume`].
+    pub fn resume(&self, id: i64) -> bool {
+        self.state().resume(id)
+    }
+
+    /// As [`ZkMock::refuse_connections`].
+    pub fn refuse_connections(&self) -> Refusal {
+        self.state().refusing = true;
+        Refusal {
+            shared: Arc::downgrade(&self.shared),
+        }
+    }
+
+    /// As [`ZkMock::accept_connections`].
+    pub fn accept_connections(&self) {
+        self.state().refusing = false;
+    }
+
+    /// As [`ZkMock::set_sequence_counter`].
+    pub fn set_sequence_counter(&self, parent: &str, next: i32) -> bool {
+        self.state().tree.set_sequence_counter(parent, next)
+    }
+
+    // ---- clock --------------------------------------------------------------
+
+    /// As [`ZkMock::advance`].
+    pub fn advance(&self, by: Duration) {
+        let mut st = self.state();
+        st.clock.advance(by);
+        st.expire_due();
+        st.check_containers_due();
+    }
+
+    /// As [`ZkMock::clock_ms`].
+    pub fn clock_ms(&self) -> u64 {
+        self.state().clock.now_ms()
+    }
+
+    /// As [`ZkMock::check_containers`].
+    pub fn check_containers(&self) -> usize {
+        self.state().check_containers()
+    }
+
+    /// As [`ZkMock::compat`].
+    pub fn compat(&self) -> Compat {
+        self.state().settings.compat
+    }
+
+    /// As [`ZkMock::clock_mode`].
+    pub fn clock_mode(&self) -> ClockMode {
+        self.state().clock.mode()
+    }
+
+    // ---- introspection ------------------------------------------------------
+
+    /// As [`ZkMock::recorded`].
+    pub fn recorded(&self) -> Recording {
+        let st = self.state();
+        st.recorder.snapshot(st.seed)
+    }
+
+    /// As [`ZkMock::requests`].
+    pub fn requests(&self) -> Requests {
+        self.state().recorder.requests()
+    }
+
+    /// As [`ZkMock::notifications`].
+    pub fn notifications(&self) -> Notifications {
+        self.state().recorder.notifications()
+    }
+
+    /// As [`ZkMock::changes`].
+    pub fn changes(&self) -> Vec<crate::record::ChangeRecord> {
+        self.state().recorder.changes()
+    }
+
+    /// As [`ZkMock::clear_recording`].
+    pub fn clear_recording(&self) {
+        self.state().recorder.clear();
+    }
+
+    /// As [`ZkMock::snapshot`].
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::of(&self.state())
+    }
+
+    /// As [`ZkMock::metrics`].
+    pub fn metrics(&self) -> Metrics {
+        let st = self.state();
+        Metrics {
+            sessions: st.sessions.iter().count(),
+            connections: st.conns.len(),
+            znodes: st.tree.node_count(),
+            watches: st.watches.count(),
+            ephemerals: st
+                .sessions
+                .iter()
+                .map(|s| st.tree.ephemerals_of(s.id).count())
+                .sum(),
+            last_zxid: st.tree.last_zxid(),
+            packets_received: st.packets_received,
+            packets_sent: st.packets_sent,
+            totals: st.recorder.total(),
+            rules: st.rules.list().len(),
+            outbox_bytes: st
+                .conns
+                .values()
+                .map(|c| c.queued.load(std::sync::atomic::Ordering::Relaxed))
+                .sum(),
+            slow_readers_closed: st.slow_readers_closed,
+        }
+    }
+
+    /// As [`ZkMock::wait_until`].
+    pub async fn wait_until(
+        &self,
+        timeout: Duration,
+        mut done: impl FnMut(&Recording) -> bool,
+    ) -> Result<Recording, String> {
+        let mut changes = self.state().changes.subscribe();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let rec = self.recorded();
+            if done(&rec) {
+                return Ok(rec);
+            }
+            match tokio::time::timeout_at(deadline, changes.changed()).await {
+                Ok(Ok(())) => {}
+                _ => {
+                    let rec = self.recorded();
+                    if done(&rec) {
+                        return Ok(rec);
+                    }
+                    return Err(format!(
+                        "zk-mock (seed {}): condition not met within {timeout:?}\n{rec}",
+                        self.seed
+                    ));
+                }
+            }
+        }
+    }
+}
+
+impl ZkMock {
+    // The controls (the same as `Control`'s, which other tasks can hold).
+
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.control.addr()
+    }
+
+    /// The connect string to hand to a client, e.g. `127.0.0.1:40123`.
+    pub fn connect_string(&self) -> String {
+        self.control.connect_string()
+    }
+
+    /// Where TLS clients connect, if [`ZkMockBuilder::tls`] turned it on.
+    pub fn secure_addr(&self) -> Option<SocketAddr> {
+        self.control.secure_addr()
+    }
+
+    /// The connect string of the secure port, if TLS is on.
+    pub fn secure_connect_string(&self) -> Option<String> {
+        self.control.secure_connect_string()
+    }
+
+    /// The seed every random choice of this server comes from; pass it to
+    /// [`ZkMockBuilder::seed`] to replay a run.
+    pub fn seed(&self) -> u64 {
+        self.control.seed()
+    }
+
+    /// The last processed zxid.
+    pub fn last_zxid(&self) -> i64 {
+        self.control.last_zxid()
+    }
+
+    /// Ids of the live sessions, in ascending order.
+    pub fn session_ids(&self) -> Vec<i64> {
+        self.control.session_ids()
     }
 
     /// The ephemeral nodes a session owns, with each node's czxid, in
@@ -201,28 +474,19 @@ impl Control {
     /// # }
     /// ```
     pub fn ephemerals(&self, session: i64) -> Vec<(String, i64)> {
-        let st = self.state();
-        let mut v: Vec<(String, i64)> = st
-            .tree
-            .ephemerals_of(session)
-            .filter_map(|p| st.tree.get(p).map(|n| (p.to_string(), n.czxid)))
-            .collect();
-        v.sort_by_key(|(_, z)| *z);
-        v
+        self.control.ephemerals(session)
     }
 
     /// Sets the delay of the ephemeral cleanup of sessions expired from now
     /// on ([`ZkMockBuilder::expiry_cleanup_delay`]).
     pub fn set_expiry_cleanup_delay(&self, delay: Duration) {
-        self.state().settings.expiry_cleanup_delay_ms = delay.as_millis() as u64;
+        self.control.set_expiry_cleanup_delay(delay)
     }
 
     /// Number of open client connections.
     pub fn connection_count(&self) -> usize {
-        self.state().conns.len()
+        self.control.connection_count()
     }
-
-    // ---- faults -------------------------------------------------------------
 
     /// Installs a fault rule after the ones already installed. Rules are
     /// evaluated in install order; the first that fires decides. The rule is
@@ -245,10 +509,7 @@ impl Control {
     /// # Panics
     /// If the rule is invalid (see [`Rule::validate`]); [`try_rule`](Self::try_rule) returns the error instead.
     pub fn rule(&self, rule: Rule) -> RuleGuard {
-        match self.try_rule(rule) {
-            Ok(g) => g,
-            Err(e) => panic!("zk-mock (seed {}): invalid rule: {e}", self.seed),
-        }
+        self.control.rule(rule)
     }
 
     /// [`rule`](Self::rule) that reports an invalid rule as an error.
@@ -256,25 +517,17 @@ impl Control {
     /// # Errors
     /// The message of [`Rule::validate`].
     pub fn try_rule(&self, rule: Rule) -> Result<RuleGuard, String> {
-        rule.validate()?;
-        let id = self.state().rules.install(rule);
-        Ok(RuleGuard {
-            shared: Arc::downgrade(&self.shared),
-            id,
-            seed: self.seed,
-            keep: false,
-            expect: None,
-        })
+        self.control.try_rule(rule)
     }
 
     /// Removes a rule by id (for rules whose guard was forgotten); false if unknown.
     pub fn remove_rule(&self, id: u64) -> bool {
-        self.state().rules.remove(id)
+        self.control.remove_rule(id)
     }
 
     /// The installed rules: (id, rule, times fired), in evaluation order.
     pub fn rules(&self) -> Vec<(u64, Rule, u64)> {
-        self.state().rules.list()
+        self.control.rules()
     }
 
     /// Expires a session now, exactly as the server's own expiry does: its
@@ -296,14 +549,12 @@ impl Control {
     /// # }
     /// ```
     pub fn expire_session(&self, id: i64) -> bool {
-        self.state().expire(id)
+        self.control.expire_session(id)
     }
 
     /// Expires every session; returns how many.
     pub fn expire_all(&self) -> usize {
-        let mut st = self.state();
-        let ids: Vec<i64> = st.sessions.iter().map(|s| s.id).collect();
-        ids.into_iter().filter(|id| st.expire(*id)).count()
+        self.control.expire_all()
     }
 
     /// Closes a session's connection (the session lives on: the client sees
@@ -321,24 +572,12 @@ impl Control {
     /// # }
     /// ```
     pub fn disconnect(&self, id: i64) -> bool {
-        let mut st = self.state();
-        match st.sessions.get(id).and_then(|s| s.conn) {
-            Some(conn) => {
-                st.close_conn(conn);
-                true
-            }
-            None => false,
-        }
+        self.control.disconnect(id)
     }
 
     /// Closes every client connection; returns how many.
     pub fn disconnect_all(&self) -> usize {
-        let mut st = self.state();
-        let conns: Vec<_> = st.conns.keys().copied().collect();
-        for c in &conns {
-            st.close_conn(*c);
-        }
-        conns.len()
+        self.control.disconnect_all()
     }
 
     /// Stalls a session until the returned guard is dropped: its replies,
@@ -371,18 +610,14 @@ impl Control {
     /// ```
     #[must_use = "dropping the guard resumes the session at once; Stall::forget keeps it stalled"]
     pub fn stall(&self, id: i64) -> Option<Stall> {
-        self.state().stall(id).then(|| Stall {
-            shared: Arc::downgrade(&self.shared),
-            session: id,
-            keep: false,
-        })
+        self.control.stall(id)
     }
 
     /// Ends a stall (a forgotten [`Stall`] guard's, or a
     /// [`Verdict::Stall`](crate::fault::Verdict::Stall) rule's): what was
     /// held is delivered. False if it was not stalled.
     pub fn resume(&self, id: i64) -> bool {
-        self.state().resume(id)
+        self.control.resume(id)
     }
 
     /// Closes new connections as soon as they are accepted until the guard is
@@ -401,15 +636,12 @@ impl Control {
     /// # }
     /// ```
     pub fn refuse_connections(&self) -> Refusal {
-        self.state().refusing = true;
-        Refusal {
-            shared: Arc::downgrade(&self.shared),
-        }
+        self.control.refuse_connections()
     }
 
     /// Accepts connections again.
     pub fn accept_connections(&self) {
-        self.state().refusing = false;
+        self.control.accept_connections()
     }
 
     /// Sets the next sequential suffix under `parent` (ZooKeeper's stored
@@ -433,10 +665,8 @@ impl Control {
     /// # }
     /// ```
     pub fn set_sequence_counter(&self, parent: &str, next: i32) -> bool {
-        self.state().tree.set_sequence_counter(parent, next)
+        self.control.set_sequence_counter(parent, next)
     }
-
-    // ---- clock --------------------------------------------------------------
 
     /// Moves the session clock forward, then expires every session whose
     /// deadline has passed, before returning. With [`ClockMode::Manual`] this
@@ -457,15 +687,12 @@ impl Control {
     /// # }
     /// ```
     pub fn advance(&self, by: Duration) {
-        let mut st = self.state();
-        st.clock.advance(by);
-        st.expire_due();
-        st.check_containers_due();
+        self.control.advance(by)
     }
 
     /// The session clock, in ms since the server started.
     pub fn clock_ms(&self) -> u64 {
-        self.state().clock.now_ms()
+        self.control.clock_ms()
     }
 
     /// Runs the container check now (as the background check does every
@@ -473,20 +700,18 @@ impl Control {
     /// deletes every empty container that once had a child and every
     /// childless TTL node older than its TTL; returns how many it deleted.
     pub fn check_containers(&self) -> usize {
-        self.state().check_containers()
+        self.control.check_containers()
     }
 
     /// The ZooKeeper release the server imitates.
     pub fn compat(&self) -> Compat {
-        self.state().settings.compat
+        self.control.compat()
     }
 
     /// Which clock the server runs on.
     pub fn clock_mode(&self) -> ClockMode {
-        self.state().clock.mode()
+        self.control.clock_mode()
     }
-
-    // ---- introspection ------------------------------------------------------
 
     /// Everything recorded so far, as an owned copy.
     ///
@@ -505,13 +730,12 @@ impl Control {
     /// # }
     /// ```
     pub fn recorded(&self) -> Recording {
-        let st = self.state();
-        st.recorder.snapshot(st.seed)
+        self.control.recorded()
     }
 
     /// The recorded requests.
     pub fn requests(&self) -> Requests {
-        self.state().recorder.requests()
+        self.control.requests()
     }
 
     /// The recorded notifications.
@@ -526,19 +750,19 @@ impl Control {
     /// # }
     /// ```
     pub fn notifications(&self) -> Notifications {
-        self.state().recorder.notifications()
+        self.control.notifications()
     }
 
     /// The recorded changes to the tree (creates, deletes, setData), in
     /// commit order, each with its zxid and the session that caused it:
     /// the history an invariant checker replays.
     pub fn changes(&self) -> Vec<crate::record::ChangeRecord> {
-        self.state().recorder.changes()
+        self.control.changes()
     }
 
     /// Forgets everything recorded so far (the counters too).
     pub fn clear_recording(&self) {
-        self.state().recorder.clear();
+        self.control.clear_recording()
     }
 
     /// The tree, sessions and watches, as an owned, printable copy.
@@ -553,7 +777,7 @@ impl Control {
     /// # }
     /// ```
     pub fn snapshot(&self) -> Snapshot {
-        Snapshot::of(&self.state())
+        self.control.snapshot()
     }
 
     /// Counters and gauges.
@@ -566,29 +790,7 @@ impl Control {
     /// # }
     /// ```
     pub fn metrics(&self) -> Metrics {
-        let st = self.state();
-        Metrics {
-            sessions: st.sessions.iter().count(),
-            connections: st.conns.len(),
-            znodes: st.tree.node_count(),
-            watches: st.watches.count(),
-            ephemerals: st
-                .sessions
-                .iter()
-                .map(|s| st.tree.ephemerals_of(s.id).count())
-                .sum(),
-            last_zxid: st.tree.last_zxid(),
-            packets_received: st.packets_received,
-            packets_sent: st.packets_sent,
-            totals: st.recorder.total(),
-            rules: st.rules.list().len(),
-            outbox_bytes: st
-                .conns
-                .values()
-                .map(|c| c.queued.load(std::sync::atomic::Ordering::Relaxed))
-                .sum(),
-            slow_readers_closed: st.slow_readers_closed,
-        }
+        self.control.metrics()
     }
 
     /// Waits until `done` holds for the recording, checking after every
@@ -613,29 +815,9 @@ impl Control {
     pub async fn wait_until(
         &self,
         timeout: Duration,
-        mut done: impl FnMut(&Recording) -> bool,
+        done: impl FnMut(&Recording) -> bool,
     ) -> Result<Recording, String> {
-        let mut changes = self.state().changes.subscribe();
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            let rec = self.recorded();
-            if done(&rec) {
-                return Ok(rec);
-            }
-            match tokio::time::timeout_at(deadline, changes.changed()).await {
-                Ok(Ok(())) => {}
-                _ => {
-                    let rec = self.recorded();
-                    if done(&rec) {
-                        return Ok(rec);
-                    }
-                    return Err(format!(
-                        "zk-mock (seed {}): condition not met within {timeout:?}\n{rec}",
-                        self.seed
-                    ));
-                }
-            }
-        }
+        self.control.wait_until(timeout, done).await
     }
 }
 
