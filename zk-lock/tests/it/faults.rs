@@ -429,8 +429,17 @@ async fn shed_requests_are_sent_again() {
             "{kind:?}"
         );
         // The holder's own watch read was shed too, and it still holds.
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        assert!(reads.fired() >= 1, "{kind:?}: no read was shed");
+        // The guard's watch read runs on its own task: wait for it to be shed
+        // (and sent again after the pause).
+        let shed_read = async {
+            while reads.fired() < 2 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        tokio::time::timeout(PATIENCE, shed_read)
+            .await
+            .unwrap_or_else(|_| panic!("{kind:?}: the guard's reads were not shed"));
+        tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(
             !guard.is_lost(),
             "{kind:?}: a shed read was taken for a loss"

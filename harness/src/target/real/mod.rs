@@ -667,15 +667,13 @@ mod tests {
         .unwrap();
         c.send_frame(&exists_request(51, "/h")).await.unwrap();
         // The server applied the create while its reply is held.
-        let mut applied = false;
-        for _ in 0..50 {
-            if exists(&zk, "/h/lock/slow").await {
-                applied = true;
-                break;
+        let applied = tokio::time::timeout(Duration::from_secs(5), async {
+            while !exists(&zk, "/h/lock/slow").await {
+                tokio::time::sleep(Duration::from_millis(5)).await;
             }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        assert!(applied, "the create reached the server");
+        })
+        .await;
+        assert!(applied.is_ok(), "the create reached the server");
         let first = c.next_reply().await.unwrap().unwrap();
         let second = c.next_reply().await.unwrap().unwrap();
         assert!(sent.elapsed() >= hold, "held for {:?}", sent.elapsed());
