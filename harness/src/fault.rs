@@ -23,18 +23,6 @@ pub enum FaultVerdict {
     Delay(Duration),
 }
 
-impl FaultVerdict {
-    /// The step's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            FaultVerdict::LoseReply => "lose_reply",
-            FaultVerdict::DropRequest => "drop_request",
-            FaultVerdict::Fail(_) => "fail",
-            FaultVerdict::Delay(_) => "delay",
-        }
-    }
-}
-
 /// A request fault, resolved from a timeline step.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestFault {

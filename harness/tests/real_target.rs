@@ -231,6 +231,10 @@ invariants:
     failed.sort_unstable();
     assert_eq!(failed, vec!["holder", "waiter.0", "waiter.1"]);
     assert_eq!(reached(&o, "delay").len(), 2);
+    // Each fired on the real server's traffic: the holder's delete and each
+    // waiter's first create shed, each waiter's first getData held.
+    let fired = o.record.as_ref().and_then(|r| r.request_faults_fired);
+    assert_eq!(fired, Some(5), "faults fired");
     // Every shed request was sent again: all three got the lock in turn.
     assert_eq!(o.stats.acquisitions, 3);
     assert_eq!(o.handoffs.len(), 3, "{:#?}", o.handoffs);

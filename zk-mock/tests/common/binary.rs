@@ -9,6 +9,9 @@ use std::process::{Child, Command, Stdio};
 pub(crate) struct Binary {
     pub(crate) child: Child,
     pub(crate) addr: SocketAddr,
+    /// The admin interface's address and announcement, with `--admin-port`.
+    #[allow(dead_code)]
+    pub(crate) admin: Option<(SocketAddr, String)>,
 }
 
 impl Drop for Binary {
@@ -21,21 +24,47 @@ impl Drop for Binary {
 /// Starts the binary on a free port with `args`; returns once its first
 /// line ("zk-mock listening on ADDR (seed N)") says where it serves.
 pub(crate) fn spawn(args: &[&str]) -> Binary {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_zk-mock"))
-        .args(["--port", "0"])
+    spawn_with(args, None)
+}
+
+/// [`spawn`] with `ZK_MOCK_ADMIN_TOKEN` set to `admin_token` (and cleared
+/// without one). With `--admin-port` in `args`, it also waits for the admin
+/// interface's announcement ("zk-mock admin interface on http://ADDR …").
+/// The rest of the binary's output is read and dropped, so it never writes
+/// into a closed pipe.
+pub(crate) fn spawn_with(args: &[&str], admin_token: Option<&str>) -> Binary {
+    const ADMIN: &str = "zk-mock admin interface on http://";
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zk-mock"));
+    cmd.args(["--port", "0"])
         .args(args)
+        .env_remove("ZK_MOCK_ADMIN_TOKEN")
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("zk-mock binary starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+        .stderr(Stdio::null());
+    if let Some(t) = admin_token {
+        cmd.env("ZK_MOCK_ADMIN_TOKEN", t);
+    }
+    let mut child = cmd.spawn().expect("zk-mock binary starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map_while(Result::ok);
+    let line = lines.next().unwrap_or_default();
     let addr = line
         .split_whitespace()
         .nth(3)
         .and_then(|a| a.parse().ok())
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
-    Binary { child, addr }
+    let admin = args.contains(&"--admin-port").then(|| {
+        let line = lines
+            .by_ref()
+            .find(|l| l.starts_with(ADMIN))
+            .expect("the admin interface is announced");
+        let addr = line[ADMIN.len()..]
+            .split_whitespace()
+            .next()
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected line {line:?}"));
+        (addr, line)
+    });
+    std::thread::spawn(move || lines.for_each(drop));
+    Binary { child, addr, admin }
 }

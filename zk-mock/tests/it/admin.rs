@@ -11,6 +11,7 @@ use zk_mock::clock::ClockMode;
 use zk_mock::ZkMock;
 use zookeeper_client::Error;
 
+use crate::process::{spawn_with, Binary};
 use crate::support::*;
 
 /// One request on a fresh connection: (status, parsed JSON body or Null).
@@ -272,56 +273,22 @@ async fn with_a_token_every_request_must_carry_it() {
     assert_eq!(s, 401);
 }
 
-/// The binary with an admin port: its admin address and announcement.
-struct AdminBinary {
-    child: std::process::Child,
-    admin: SocketAddr,
-    line: String,
-}
-
-impl Drop for AdminBinary {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn admin_binary(args: &[&str], token: Option<&str>) -> AdminBinary {
-    use std::io::BufRead;
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_zk-mock"));
-    cmd.args(["--port", "0", "--admin-port", "0"])
-        .args(args)
-        .env_remove("ZK_MOCK_ADMIN_TOKEN")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null());
-    if let Some(t) = token {
-        cmd.env("ZK_MOCK_ADMIN_TOKEN", t);
-    }
-    let mut child = cmd.spawn().expect("zk-mock binary starts");
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let line = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .find(|l| l.starts_with("zk-mock admin interface on http://"))
-        .expect("the admin interface is announced");
-    // Keep reading, so the binary never writes into a closed pipe.
-    std::thread::spawn(move || lines.for_each(drop));
-    let admin = line["zk-mock admin interface on http://".len()..]
-        .split_whitespace()
-        .next()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected line {line:?}"));
-    AdminBinary { child, admin, line }
+/// The binary with a free admin port: its admin address and announcement.
+fn admin_binary(args: &[&str], token: Option<&str>) -> (Binary, SocketAddr, String) {
+    let args: Vec<&str> = ["--admin-port", "0"].iter().chain(args).copied().collect();
+    let b = spawn_with(&args, token);
+    let (admin, line) = b.admin.clone().expect("--admin-port was given");
+    (b, admin, line)
 }
 
 #[tokio::test]
 async fn the_binary_keeps_the_admin_interface_on_loopback_whatever_the_client_host() {
-    let b = admin_binary(&["--host", "0.0.0.0"], None);
-    assert!(b.admin.ip().is_loopback(), "{}", b.line);
-    let (s, _) = http(b.admin, "GET", "/sessions", None).await;
+    let (_b, admin, line) = admin_binary(&["--host", "0.0.0.0"], None);
+    assert!(admin.ip().is_loopback(), "{line}");
+    let (s, _) = http(admin, "GET", "/sessions", None).await;
     assert_eq!(s, 200);
-    let moved = admin_binary(&["--admin-host", "0.0.0.0"], Some("t0ken"));
-    assert!(moved.admin.ip().is_unspecified(), "{}", moved.line);
+    let (_moved, admin, line) = admin_binary(&["--admin-host", "0.0.0.0"], Some("t0ken"));
+    assert!(admin.ip().is_unspecified(), "{line}");
 }
 
 #[tokio::test]
@@ -330,9 +297,9 @@ async fn the_binary_takes_its_admin_token_from_the_flag_or_the_environment() {
         (&["--admin-token", "t0ken"][..], None),
         (&[][..], Some("t0ken")),
     ] {
-        let b = admin_binary(args, env);
-        assert!(b.line.contains("bearer token required"), "{}", b.line);
-        let local = SocketAddr::from(([127, 0, 0, 1], b.admin.port()));
+        let (_b, admin, line) = admin_binary(args, env);
+        assert!(line.contains("bearer token required"), "{line}");
+        let local = SocketAddr::from(([127, 0, 0, 1], admin.port()));
         let ((s, _), _) = http_as(local, None, "GET", "/sessions", None).await;
         assert_eq!(s, 401, "{args:?} {env:?}");
         let ((s, _), _) = http_as(local, Some("t0ken"), "GET", "/sessions", None).await;

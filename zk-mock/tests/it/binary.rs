@@ -11,9 +11,7 @@ use zookeeper_client::{Acls, Client, CreateMode, Error, EventType};
 
 use crate::support::*;
 
-#[path = "../common/binary.rs"]
-mod process;
-use process::spawn;
+use crate::process::spawn;
 
 async fn four_letter(addr: SocketAddr, word: &[u8]) -> String {
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();

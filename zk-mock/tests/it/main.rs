@@ -15,6 +15,8 @@ mod hostile;
 mod mocks;
 mod multi;
 mod persistent;
+#[path = "../common/binary.rs"]
+mod process;
 mod sessions;
 mod stat;
 mod support;

@@ -490,6 +490,17 @@ mod tests {
         assert!(r.header.err == 0 || r.header.err == -110, "{r:?}");
     }
 
+    /// A mock, the proxies in front of it, client "a" through its proxy,
+    /// and the lock directory `/h/lock`.
+    async fn lock_dir_through_a_proxy() -> (zk_mock::ZkMock, Proxies, RawClient) {
+        let zk = zk_mock::ZkMock::start().await;
+        let p = Proxies::new(zk.addr());
+        let mut c = raw(&p, "a").await;
+        mkdir(&mut c, "/h").await;
+        mkdir(&mut c, "/h/lock").await;
+        (zk, p, c)
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_proxy_forwards_and_remembers_the_session() {
         let zk = zk_mock::ZkMock::start().await;
@@ -539,11 +550,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn lose_reply_applies_the_request_and_drop_request_does_not() {
-        let zk = zk_mock::ZkMock::start().await;
-        let p = Proxies::new(zk.addr());
-        let mut c = raw(&p, "a").await;
-        mkdir(&mut c, "/h").await;
-        mkdir(&mut c, "/h/lock").await;
+        let (zk, p, mut c) = lock_dir_through_a_proxy().await;
         p.request_fault(&fault("create", 1, true), Some("a"));
         let req = CreateRequest {
             flags: 0,
@@ -597,11 +604,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn fail_answers_for_the_server_in_the_connections_order() {
-        let zk = zk_mock::ZkMock::start().await;
-        let p = Proxies::new(zk.addr());
-        let mut c = raw(&p, "a").await;
-        mkdir(&mut c, "/h").await;
-        mkdir(&mut c, "/h/lock").await;
+        let (zk, p, mut c) = lock_dir_through_a_proxy().await;
         let seen = c.last_zxid;
         // Nothing outstanding: the proxy answers at once, with the newest
         // zxid the connection has seen, and the server never sees it.
@@ -647,11 +650,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn delay_applies_at_once_and_holds_the_reply_and_what_follows() {
-        let zk = zk_mock::ZkMock::start().await;
-        let p = Proxies::new(zk.addr());
-        let mut c = raw(&p, "a").await;
-        mkdir(&mut c, "/h").await;
-        mkdir(&mut c, "/h/lock").await;
+        let (zk, p, mut c) = lock_dir_through_a_proxy().await;
         let hold = Duration::from_millis(600);
         p.request_fault(&with_verdict("create", FaultVerdict::Delay(hold)), None);
         let sent = std::time::Instant::now();
