@@ -15,9 +15,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zk_lock::{
-    HerdLock, LockError, LockGuard, NaiveLock, PredecessorLock, ReadWriteLock, ReentrantLock,
-};
+use zk_lock::{Lock, LockError, Strategy};
 use zk_mock::real::RealZk;
 use zk_mock::ZkMock;
 use zookeeper_client as zk;
@@ -157,17 +155,17 @@ pub async fn connect_many(cs: &str, n: usize) -> Result<Vec<zk::Client>, BoxErro
 /// The recipes, in the exclusive form each offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Recipe {
-    /// `NaiveLock`.
+    /// [`Strategy::Naive`].
     Naive,
-    /// `HerdLock`.
+    /// [`Strategy::Herd`].
     Herd,
-    /// `PredecessorLock`.
+    /// [`Strategy::Predecessor`].
     Predecessor,
-    /// `ReentrantLock`.
+    /// The predecessor strategy, reentrant.
     Reentrant,
-    /// `ReadWriteLock::new_herd`, writers.
+    /// The herd read/write lock's writers.
     RwHerd,
-    /// `ReadWriteLock::new`, writers.
+    /// The predecessor read/write lock's writers.
     RwPredecessor,
 }
 
@@ -198,60 +196,22 @@ impl Recipe {
     pub fn is_herd(self) -> bool {
         matches!(self, Recipe::Naive | Recipe::Herd | Recipe::RwHerd)
     }
-}
 
-#[derive(Debug)]
-#[allow(clippy::large_enum_variant)] // one per contender: not worth boxing
-enum AnyLock {
-    Naive(NaiveLock),
-    Herd(HerdLock),
-    Predecessor(PredecessorLock),
-    Reentrant(ReentrantLock),
-    Rw(ReadWriteLock),
-}
-
-enum Held {
-    Guard(LockGuard),
-    Reentrant,
-}
-
-impl AnyLock {
-    fn new(r: Recipe, c: zk::Client, dir: &str) -> Result<AnyLock, LockError> {
-        Ok(match r {
-            Recipe::Naive => AnyLock::Naive(NaiveLock::new(c, dir)?),
-            Recipe::Herd => AnyLock::Herd(HerdLock::new(c, dir)?),
-            Recipe::Predecessor => AnyLock::Predecessor(PredecessorLock::new(c, dir)?),
-            Recipe::Reentrant => AnyLock::Reentrant(ReentrantLock::new(c, dir)?),
-            Recipe::RwHerd => AnyLock::Rw(ReadWriteLock::new_herd(c, dir)?),
-            Recipe::RwPredecessor => AnyLock::Rw(ReadWriteLock::new(c, dir)?),
-        })
-    }
-    async fn acquire(&self) -> Result<Held, LockError> {
-        Ok(match self {
-            AnyLock::Naive(l) => Held::Guard(l.acquire().await?),
-            AnyLock::Herd(l) => Held::Guard(l.acquire().await?),
-            AnyLock::Predecessor(l) => Held::Guard(l.acquire().await?),
-            AnyLock::Rw(l) => Held::Guard(l.write().await?),
-            AnyLock::Reentrant(l) => {
-                l.acquire().await?;
-                Held::Reentrant
-            }
-        })
-    }
-    async fn release(&self, h: Held) -> Result<(), LockError> {
-        match (self, h) {
-            (_, Held::Guard(g)) => g.release().await,
-            (AnyLock::Reentrant(l), Held::Reentrant) => l.release().await,
-            _ => Ok(()),
-        }
-    }
-    fn metrics(&self) -> zk_lock::LockMetrics {
+    /// The exclusive lock this recipe names: for the read/write forms,
+    /// the write side.
+    pub fn lock(self, client: zk::Client, dir: &str) -> Result<Lock, LockError> {
+        let builder = Lock::builder(client, dir);
         match self {
-            AnyLock::Naive(l) => l.metrics(),
-            AnyLock::Herd(l) => l.metrics(),
-            AnyLock::Predecessor(l) => l.metrics(),
-            AnyLock::Reentrant(l) => l.metrics(),
-            AnyLock::Rw(l) => l.metrics(),
+            Recipe::Naive => builder.strategy(Strategy::Naive).build(),
+            Recipe::Herd => builder.strategy(Strategy::Herd).build(),
+            Recipe::Predecessor => builder.build(),
+            Recipe::Reentrant => builder.reentrant(true).build(),
+            Recipe::RwHerd => Ok(builder
+                .strategy(Strategy::Herd)
+                .read_write()?
+                .writer()
+                .clone()),
+            Recipe::RwPredecessor => Ok(builder.read_write()?.writer().clone()),
         }
     }
 }
@@ -333,7 +293,7 @@ struct Pacer {
     probe: Probe,
     counters: bool,
     herd_children: bool,
-    locks: std::collections::HashMap<i64, Arc<AnyLock>>,
+    locks: std::collections::HashMap<i64, Lock>,
     baseline: std::sync::Mutex<std::collections::HashMap<i64, u64>>,
 }
 
@@ -344,7 +304,7 @@ impl Pacer {
         dir: &str,
         pace: Pace,
         sessions: &[i64],
-        locks: &[Arc<AnyLock>],
+        locks: &[Lock],
     ) -> Pacer {
         let probe = match server {
             Server::Mock(m) => Probe::Mock(m.control()),
@@ -497,9 +457,9 @@ pub async fn lock_experiment(
     let cs = server.connect_string();
     let clients = connect_many(&cs, n).await?;
     let sessions: Vec<i64> = clients.iter().map(|c| c.session_id().0).collect();
-    let locks: Vec<Arc<AnyLock>> = clients
+    let locks: Vec<Lock> = clients
         .iter()
-        .map(|c| AnyLock::new(recipe, c.clone(), dir).map(Arc::new))
+        .map(|c| recipe.lock(c.clone(), dir))
         .collect::<Result<_, _>>()?;
     let first = locks[0].acquire().await?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Instant, Instant)>();
@@ -523,7 +483,7 @@ pub async fn lock_experiment(
                 w.iter().copied().collect()
             };
             pacer.before_release(&rest).await?;
-            l.release(held).await?;
+            held.release().await?;
             let _ = tx.send((i, acquired, Instant::now()));
             Ok::<(), BoxError>(())
         }));
@@ -538,7 +498,7 @@ pub async fn lock_experiment(
     });
     // The clients' counters from here on: the hand-offs only (arrivals
     // wake herd waiters too, as many times as timing decides).
-    let sum = |locks: &[Arc<AnyLock>]| {
+    let sum = |locks: &[Lock]| {
         locks.iter().map(|l| l.metrics()).fold([0u64; 4], |a, m| {
             [
                 a[0] + m.notifications,
@@ -550,7 +510,7 @@ pub async fn lock_experiment(
     };
     let before = sum(&locks);
     let start = Instant::now();
-    locks[0].release(first).await?;
+    first.release().await?;
     let mut events = vec![(0usize, start, Instant::now())];
     while let Some(e) = rx.recv().await {
         events.push(e);

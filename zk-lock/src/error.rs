@@ -1,51 +1,65 @@
-//! [`LockError`], the one error type of every recipe.
+//! [`LockError`], the one error type of every lock.
 
 use zookeeper_client as zk;
 
 /// Why a lock operation failed.
 ///
 /// `Clone + PartialEq` so that tests and callers can match and compare
-/// errors; [`LockError::Zk`] carries the client error unchanged.
+/// errors. Every path converts a client error the same way, through
+/// `From<zookeeper_client::Error>`: the session's end is always
+/// [`SessionExpired`](Self::SessionExpired), a connection failure always
+/// [`ConnectionLoss`](Self::ConnectionLoss), anything else
+/// [`Zk`](Self::Zk), unchanged.
 #[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LockError {
-    /// A ZooKeeper call failed with an error the recipe does not handle
-    /// itself (ConnectionLoss, and the client's error for a connection it
-    /// dropped, are retried, never surfaced).
+    /// A ZooKeeper call failed with an error the lock does not handle
+    /// itself (NoAuth, for example).
     #[error("zookeeper: {0}")]
-    Zk(#[from] zk::Error),
-    /// [`acquire_timeout`](crate::PredecessorLock::acquire_timeout) gave up;
-    /// the contender's node has been deleted.
-    #[error("lock not acquired within the timeout")]
-    Timeout,
-    /// The session expired while waiting: the contender's node is gone with it.
+    Zk(zk::Error),
+    /// The session expired (or was closed) while waiting: the contender's
+    /// node is gone with it. `zk::Error::SessionExpired` from any call
+    /// becomes this.
     #[error("session expired while waiting for the lock")]
     SessionExpired,
+    /// The connection failed under a request and the lock could not retry
+    /// it. The locks retry ConnectionLoss, and the error
+    /// `zookeeper-client` 0.11 gives requests in flight when it drops a
+    /// connection itself, until the session ends; this only surfaces
+    /// from a client error that bypasses those retries.
+    #[error("connection lost: {0}")]
+    ConnectionLoss(zk::Error),
+    /// [`acquire_timeout`](crate::Lock::acquire_timeout) gave up; the
+    /// contender's node has been deleted.
+    #[error("lock not acquired within the timeout")]
+    Timeout,
     /// The contender's own node disappeared while it waited (someone deleted
     /// it, or the session behind it expired).
     #[error("own lock node {0} vanished while waiting")]
     NodeVanished(String),
-    /// [`ReentrantLock::release`](crate::ReentrantLock::release) without a matching acquire.
-    #[error("the lock is not held through this handle")]
-    NotHeld,
     /// The held lock has been lost (session expired or node deleted): a
-    /// re-entry was refused (release it and acquire anew), or a release found
-    /// the lock already gone (see [`LockGuard::release`](crate::LockGuard::release)).
+    /// re-entry was refused (release every guard and acquire anew), or a
+    /// release found the lock already gone (see
+    /// [`LockGuard::release`](crate::LockGuard::release)).
     #[error("the held lock has been lost")]
     Lost,
     /// The lock directory is not a valid absolute path.
     #[error("invalid lock directory {0:?}")]
     InvalidDir(String),
+    /// The builder's options do not describe a lock this crate has, such as
+    /// a naive read/write lock.
+    #[error("unsupported lock options: {0}")]
+    Unsupported(&'static str),
 }
 
 /// Results of this crate.
 pub type Result<T, E = LockError> = std::result::Result<T, E>;
 
-impl LockError {
-    /// Maps the client's SessionExpired onto [`LockError::SessionExpired`].
-    pub(crate) fn from_zk(err: zk::Error) -> LockError {
+impl From<zk::Error> for LockError {
+    fn from(err: zk::Error) -> LockError {
         match err {
             zk::Error::SessionExpired => LockError::SessionExpired,
+            err if crate::node::connection_lost(&err) => LockError::ConnectionLoss(err),
             err => LockError::Zk(err),
         }
     }

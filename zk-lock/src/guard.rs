@@ -1,6 +1,8 @@
 //! [`LockGuard`]: a held lock, its fencing token, its state (held,
 //! suspended, lost), and its release.
 
+use std::sync::Arc;
+
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use zookeeper_client as zk;
@@ -11,10 +13,12 @@ use crate::node::{self, Owned};
 /// What the holder of a [`LockGuard`] can know about its lock.
 ///
 /// `Held` and `Suspended` alternate as the client loses and regains its
-/// connection; `Lost` is final. This is Curator's `ConnectionState`
+/// connection; `Lost` and `Released` are final, and only a
+/// [`GuardMonitor`] sees `Released`. This is Curator's `ConnectionState`
 /// advice (SUSPENDED: stop acting as the holder until RECONNECTED or
 /// LOST; apache/curator#985, CURATOR-465) as a value the holder can watch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum GuardState {
     /// Connected, and the lock node is this guard's.
     Held,
@@ -26,6 +30,9 @@ pub enum GuardState {
     /// The lock is gone: the session expired or was closed, or the node was
     /// deleted by someone else.
     Lost,
+    /// The guard was released, or dropped (for a reentrant lock: every
+    /// guard of the hold) while the lock was not lost.
+    Released,
 }
 
 /// A held lock.
@@ -35,90 +42,150 @@ pub enum GuardState {
 ///   with every acquisition of the lock, so a resource that remembers the
 ///   highest token it has seen can refuse a holder that lost the lock
 ///   without noticing (Curator issue 727).
-/// * A background task keeps a getData watch on the lock node; the
-///   [`lost`](Self::lost) signal fires when the node is deleted by anyone
-///   but [`release`](Self::release), or the session expires or is closed.
-///   This is one server-side watch per holder; when the holder deletes its
-///   node, any notification of it goes to the holder itself, never to a waiter.
-/// * The same task follows the client's session state: [`state`](Self::state)
-///   turns [`GuardState::Suspended`] when the client is disconnected and
-///   back to [`GuardState::Held`] when it has reconnected to the same session
-///   and read the node back (one getData, without a watch).
+/// * A background task keeps a getData watch on the lock node and follows
+///   the client's session state. [`state`](Self::state) is a snapshot of
+///   what it knows: [`GuardState::Held`]; [`GuardState::Suspended`] while
+///   the client is disconnected, back to `Held` once it has reconnected to
+///   the same session and read the node back (one getData, without a
+///   watch); and finally [`GuardState::Lost`] when the node is deleted by
+///   anyone but [`release`](Self::release), or the session expires or is
+///   closed. [`lost`](Self::lost) completes at that moment. Another task
+///   follows the same states through a [`GuardMonitor`]. This is one
+///   server-side watch per holder; when the holder deletes its node, any
+///   notification of it goes to the holder itself, never to a waiter.
+/// * A reentrant lock ([`LockBuilder::reentrant`](crate::LockBuilder::reentrant))
+///   hands every re-entry a guard of its own for the same node: the node is
+///   deleted when the last of them is released or dropped.
 /// * Dropping the guard without `release` deletes the node from a spawned
 ///   task (best effort: needs a Tokio runtime); call `release` to know when
 ///   the lock is free.
 #[derive(Debug)]
+#[must_use = "dropping the guard releases the lock in the background"]
 pub struct LockGuard {
+    hold: Arc<Hold>,
+}
+
+/// One node held: shared by the guards of a reentrant lock's entries.
+#[derive(Debug)]
+pub(crate) struct Hold {
     client: zk::Client,
     node: Owned,
-    lost: watch::Receiver<bool>,
+    signals: Signals,
     state: watch::Receiver<GuardState>,
     task: JoinHandle<()>,
     released: bool,
 }
 
-impl LockGuard {
-    pub(crate) fn new(client: zk::Client, node: Owned) -> LockGuard {
-        let (lost_tx, lost) = watch::channel(false);
+impl Hold {
+    pub(crate) fn new(client: zk::Client, node: Owned) -> Hold {
         let (state_tx, state) = watch::channel(GuardState::Held);
-        let signals = Signals {
-            lost: lost_tx,
-            state: state_tx,
-        };
-        let task = tokio::spawn(watch_node(client.clone(), node.clone(), signals));
-        LockGuard {
+        let signals = Signals(Arc::new(state_tx));
+        let task = tokio::spawn(watch_node(client.clone(), node.clone(), signals.clone()));
+        Hold {
             client,
             node,
-            lost,
+            signals,
             state,
             task,
             released: false,
         }
     }
 
+    /// Stops the watching task and tells the monitors: `Released`, unless
+    /// the lock was lost first.
+    fn stop(&mut self) {
+        self.task.abort();
+        self.signals.0.send_if_modified(|s| match s {
+            GuardState::Lost | GuardState::Released => false,
+            _ => {
+                *s = GuardState::Released;
+                true
+            }
+        });
+    }
+
+    pub(crate) fn state(&self) -> GuardState {
+        *self.state.borrow()
+    }
+
+    async fn release(mut self) -> Result<()> {
+        self.released = true;
+        // Whether the watching task has seen the loss already: it stops here.
+        let lost = self.state() == GuardState::Lost;
+        self.stop();
+        match node::delete_until_gone(&self.client, &self.node).await? {
+            _ if lost => Err(LockError::Lost),
+            node::Gone::Lost => Err(LockError::Lost),
+            node::Gone::Deleted => Ok(()),
+        }
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        if self.released {
+            return;
+        }
+        self.stop();
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let client = self.client.clone();
+            let node = self.node.clone();
+            rt.spawn(async move {
+                let _ = node::delete_until_gone(&client, &node).await;
+            });
+        }
+    }
+}
+
+impl LockGuard {
+    pub(crate) fn new(hold: Arc<Hold>) -> LockGuard {
+        LockGuard { hold }
+    }
+
+    /// The hold this guard shares (a reentrant lock keeps a weak reference).
+    pub(crate) fn hold(&self) -> &Arc<Hold> {
+        &self.hold
+    }
+
     /// The lock node's path.
     pub fn path(&self) -> &str {
-        &self.node.path
+        &self.hold.node.path
     }
 
     /// The fencing token: the lock node's czxid, unique and increasing per acquisition.
     pub fn fencing_token(&self) -> i64 {
-        self.node.czxid
+        self.hold.node.czxid
     }
 
-    /// A receiver whose value turns `true` once the lock is lost; select on
-    /// `changed()` or use [`LockGuard::lost_signal`].
-    pub fn lost(&self) -> watch::Receiver<bool> {
-        self.lost.clone()
-    }
-
-    /// A receiver of the lock's [`GuardState`]: `Held`, `Suspended` while
-    /// the client is disconnected, and finally `Lost`. Select on
-    /// `changed()`, or `wait_for` a state. [`lost`](Self::lost) turns `true`
-    /// exactly when this turns `Lost`.
-    pub fn state(&self) -> watch::Receiver<GuardState> {
-        self.state.clone()
-    }
-
-    /// Whether the loss of the lock has been observed.
-    pub fn is_lost(&self) -> bool {
-        *self.lost.borrow()
+    /// What is known of the lock now: `Held`, `Suspended` while the client
+    /// is disconnected, or `Lost` (final).
+    pub fn state(&self) -> GuardState {
+        self.hold.state()
     }
 
     /// Completes when the lock is lost (session expired or closed, node
-    /// deleted by someone else). Never completes while the lock is held.
+    /// deleted by someone else): at once if it is lost already. Never
+    /// completes while the lock is held or suspended.
     ///
     /// # Cancellation safety
-    /// Cancellation safe: it only reads a watch channel.
-    pub async fn lost_signal(&self) {
-        let mut rx = self.lost.clone();
-        // The sender lives as long as the watching task; if it ended without
-        // sending (it cannot), treat the lock as lost.
-        let _ = rx.wait_for(|lost| *lost).await;
+    /// Cancellation safe: it only reads the state.
+    pub async fn lost(&self) {
+        lost(self.hold.state.clone()).await
+    }
+
+    /// A handle on this guard's state for another task: it follows `Held`,
+    /// `Suspended` and `Lost` without owning the guard. Its
+    /// [`changed`](GuardMonitor::changed) reports the changes after this call.
+    pub fn monitor(&self) -> GuardMonitor {
+        let mut state = self.hold.state.clone();
+        state.borrow_and_update();
+        GuardMonitor { state }
     }
 
     /// Releases the lock: deletes the node and retries through
-    /// ConnectionLoss until the node is provably gone.
+    /// ConnectionLoss until the node is provably gone. For a reentrant
+    /// lock, only the release of the last guard of a hold deletes the node;
+    /// the others return at once.
     ///
     /// # Notable errors
     /// * [`LockError::Lost`](crate::LockError::Lost): the lock had been lost
@@ -131,52 +198,88 @@ impl LockGuard {
     ///   expire on the server an instant before the holder's last act, and
     ///   the loss then reaches the holder only through this error. Curator's
     ///   `release()` and kazoo's `Lock.release()` raise their session-expired
-    ///   errors in the same case.
+    ///   errors in the same case. A reentrant entry's release answers `Lost`
+    ///   too once the hold is lost.
     /// * [`LockError::Zk`](crate::LockError::Zk) for errors other than
     ///   ConnectionLoss, NoNode and SessionExpired (e.g. NoAuth).
     ///
     /// # Cancellation safety
     /// Not cancellation safe: a cancelled release may leave the node in
     /// place while the guard is gone; it is then deleted when the session ends.
-    pub async fn release(mut self) -> Result<()> {
-        self.released = true;
-        // Whether the watching task has seen the loss already: it stops here.
-        let lost = *self.lost.borrow();
-        self.task.abort();
-        match node::delete_until_gone(&self.client, &self.node).await? {
-            _ if lost => Err(LockError::Lost),
-            node::Gone::Lost => Err(LockError::Lost),
-            node::Gone::Deleted => Ok(()),
+    pub async fn release(self) -> Result<()> {
+        let lost = self.state() == GuardState::Lost;
+        // Exactly one of the hold's guards gets it, even when several
+        // release at once.
+        match Arc::into_inner(self.hold) {
+            Some(hold) => hold.release().await,
+            None if lost => Err(LockError::Lost),
+            None => Ok(()),
         }
     }
 }
 
-impl Drop for LockGuard {
-    fn drop(&mut self) {
-        self.task.abort();
-        if self.released {
-            return;
-        }
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            let client = self.client.clone();
-            let node = self.node.clone();
-            rt.spawn(async move {
-                let _ = node::delete_until_gone(&client, &node).await;
-            });
+/// Follows a [`LockGuard`]'s state from another task ([`LockGuard::monitor`]).
+///
+/// Besides the guard's own states it sees the end of the hold:
+/// [`GuardState::Released`] once the guard is released or dropped.
+#[derive(Debug, Clone)]
+pub struct GuardMonitor {
+    state: watch::Receiver<GuardState>,
+}
+
+impl GuardMonitor {
+    /// The guard's state now.
+    pub fn state(&self) -> GuardState {
+        *self.state.borrow()
+    }
+
+    /// Completes when the lock is lost. Never completes while the lock is
+    /// held or suspended, nor after a release that came first.
+    ///
+    /// # Cancellation safety
+    /// Cancellation safe.
+    pub async fn lost(&self) {
+        lost(self.state.clone()).await
+    }
+
+    /// Waits for the next change of state this monitor has not reported
+    /// yet, and returns the new state. Once the state is final (`Lost` or
+    /// `Released`) and reported, it never completes again.
+    ///
+    /// # Cancellation safety
+    /// Cancellation safe: a change is reported by the call that completes.
+    pub async fn changed(&mut self) -> GuardState {
+        match self.state.changed().await {
+            Ok(()) => *self.state.borrow_and_update(),
+            // The hold is gone, its final state reported already.
+            Err(_) => std::future::pending().await,
         }
     }
 }
 
-/// The guard task's two outputs; `Lost` is sent on both when it ends.
-struct Signals {
-    lost: watch::Sender<bool>,
-    state: watch::Sender<GuardState>,
+/// Completes when `state` is `Lost`; never after `Released`.
+async fn lost(mut state: watch::Receiver<GuardState>) {
+    match state
+        .wait_for(|s| matches!(s, GuardState::Lost | GuardState::Released))
+        .await
+    {
+        Ok(s) if *s == GuardState::Lost => {}
+        _ => std::future::pending().await,
+    }
 }
+
+/// The guard task's output; `Lost` is sent when it ends.
+#[derive(Debug, Clone)]
+struct Signals(Arc<watch::Sender<GuardState>>);
 
 impl Signals {
+    /// Moves to `to`, unless the state is final already (a task aborted
+    /// at its release may still be running a step on another thread).
     fn set(&self, to: GuardState) {
-        self.state
-            .send_if_modified(|s| std::mem::replace(s, to) != to);
+        self.0.send_if_modified(|s| match s {
+            GuardState::Lost | GuardState::Released => false,
+            s => std::mem::replace(s, to) != to,
+        });
     }
 }
 
@@ -288,5 +391,4 @@ async fn watch_node(client: zk::Client, node: Owned, signals: Signals) {
         }
     }
     signals.set(GuardState::Lost);
-    let _ = signals.lost.send(true);
 }

@@ -1,34 +1,112 @@
 //! # zk-lock
 //!
-//! The ZooKeeper lock recipes the literature teaches (exclusive locks in
-//! naive, herd and predecessor form, a reentrant lock, and a read/write
-//! lock in herd and predecessor form) on the [`zookeeper_client`] crate,
-//! each correct under connection loss and session expiry, side by side so
-//! their costs can be compared.
+//! The ZooKeeper lock recipes the literature teaches, on the
+//! [`zookeeper_client`] crate, each correct under connection loss, shed
+//! requests and session expiry, behind one API: a [`Lock`] (a mutex) and an
+//! [`RwLock`], both made by one builder, both handing out one [`LockGuard`].
 //!
-//! | recipe | nodes | a waiter watches | one release wakes |
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use zk_lock::{GuardState, Lock, LockError};
+//!
+//! let zk = zk_mock::ZkMock::start().await;
+//! let client = zookeeper_client::Client::connect(&zk.connect_string()).await?;
+//! let lock = Lock::builder(client.clone(), "/locks/report").build()?;
+//!
+//! let guard = lock.acquire().await?;
+//! let token = guard.fencing_token(); // hand it to the guarded resource
+//! assert_eq!(guard.state(), GuardState::Held);
+//! assert!(lock.try_acquire().await?.is_none(), "not reentrant: held already");
+//! guard.release().await?;
+//!
+//! // Another contender, with a deadline.
+//! let other = Lock::builder(client.clone(), "/locks/report").build()?;
+//! let again = other.acquire_timeout(Duration::from_secs(5)).await?;
+//! assert!(again.fencing_token() > token);
+//!
+//! // The holder learns of a loss: here its session is expired on the server.
+//! zk.expire_session(client.session_id().0);
+//! again.lost().await;
+//! assert_eq!(again.state(), GuardState::Lost);
+//! assert_eq!(again.release().await, Err(LockError::Lost));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ## Options
+//! [`Lock::builder`] takes the client and the lock directory; the lock's
+//! nodes are the directory's children. Its options:
+//!
+//! | option | values | default |
+//! |---|---|---|
+//! | [`strategy`](LockBuilder::strategy) | [`Strategy::Predecessor`], [`Strategy::Herd`], [`Strategy::Naive`] | predecessor |
+//! | [`layout`](LockBuilder::layout) | [`Layout::Curator`], [`Layout::Kazoo`] (node names shared with those clients) | Curator |
+//! | [`reentrant`](LockBuilder::reentrant) | `true`: the handle re-enters a lock it holds | `false` |
+//!
+//! [`build`](LockBuilder::build) makes the mutex,
+//! [`read_write`](LockBuilder::read_write) the read/write lock, whose
+//! [`reader`](RwLock::reader) and [`writer`](RwLock::writer) sides are
+//! [`Lock`]s too. Every acquisition is `acquire()`, `try_acquire()` or
+//! `acquire_timeout(d)` on a [`Lock`] ([`RwLock::read`] and
+//! [`RwLock::write`] are short for the first), and every one hands out a
+//! [`LockGuard`]:
+//! * [`release`](LockGuard::release), async, retried until the node is
+//!   provably gone, and the place where a loss the holder had not heard of
+//!   is reported ([`LockError::Lost`]);
+//! * [`state`](LockGuard::state), a snapshot ([`GuardState`]: held,
+//!   suspended while the client is disconnected, lost);
+//! * [`lost`](LockGuard::lost), a future that completes when the lock is
+//!   lost, to `select!` against the work done under the lock;
+//! * [`monitor`](LockGuard::monitor), for another task that follows the
+//!   states;
+//! * [`fencing_token`](LockGuard::fencing_token), the lock node's czxid.
+//!
+//! [`LockMetrics`] counts, per lock, the watch notifications received, the
+//! children re-reads and the time spent waiting.
+//!
+//! | strategy | nodes | a waiter watches | one release wakes |
 //! |---|---|---|---|
-//! | [`PredecessorLock`] | `<dir>/_c_<uuid>-lock-<seq>`, ephemeral-sequential | its predecessor (getData) | 1 waiter |
-//! | [`HerdLock`] | `<dir>/_c_<uuid>-lock-<seq>`, ephemeral-sequential | `<dir>`'s children | every waiter |
-//! | [`NaiveLock`] | `<dir>/lock`, ephemeral | `<dir>/lock` (exists) | every waiter |
-//! | [`ReentrantLock`] | as [`PredecessorLock`], one node per owner | as [`PredecessorLock`] | 1 waiter |
-//! | [`ReadWriteLock::new`] | `<dir>/_c_<uuid>-read-<seq>` / `…-write-<seq>` | a reader: the last writer before it; a writer: its predecessor | the next writer, or the readers behind the writer |
-//! | [`ReadWriteLock::new_herd`] | as above | `<dir>`'s children | every waiter |
+//! | predecessor | `<dir>/_c_<uuid>-lock-<seq>`, ephemeral-sequential | its predecessor (getData) | 1 waiter |
+//! | herd | `<dir>/_c_<uuid>-lock-<seq>`, ephemeral-sequential | `<dir>`'s children | every waiter |
+//! | naive | `<dir>/lock`, ephemeral | `<dir>/lock` (exists) | every waiter |
+//! | predecessor, read/write | `<dir>/_c_<uuid>-read-<seq>` / `…-write-<seq>` | a reader: the last writer before it; a writer: its predecessor | the next writer, or the readers behind the writer |
+//! | herd, read/write | as above | `<dir>`'s children | every waiter |
 //!
-//! Every exclusive recipe offers `acquire()`, `try_acquire()` and
-//! `acquire_timeout(d)` (the read/write lock: `read`/`try_read`/`read_timeout`
-//! and `write`/`try_write`/`write_timeout`), and each hands out a
-//! [`LockGuard`] with an explicit async [`release`](LockGuard::release), a
-//! [`state`](LockGuard::state) ([`GuardState`]: held, suspended while the
-//! client is disconnected, lost), a [`lost`](LockGuard::lost) signal and a
-//! [`fencing_token`](LockGuard::fencing_token) (the lock node's czxid).
-//! [`LockMetrics`] counts, per recipe instance, the watch notifications
-//! received, the children re-reads and the time spent waiting.
+//! ## Compared with the locks of other clients
+//! | | zk-lock [`Lock`] | Curator `InterProcessMutex` | kazoo `Lock` | `zookeeper_client` [`Client::lock`](zookeeper_client::Client::lock) |
+//! |---|---|---|---|---|
+//! | entry point | `Lock::builder(client, dir)…build()` | `new InterProcessMutex(client, path)` | `client.Lock(path, identifier)` | `client.lock(LockPrefix, data, options)` |
+//! | held as | a [`LockGuard`] value | the thread's hold count | the `Lock` object's `is_acquired` | a `LockClient` value |
+//! | reentrant | per handle, opt-in; each entry a guard | per thread, always | no | no |
+//! | release | `guard.release().await`, retried until the node is provably gone; drop releases in the background | `release()`, a guaranteed delete (retried in the background if it fails) | `release()`, one delete through `KazooRetry` | drop: one background delete |
+//! | loss reported | [`state`](LockGuard::state), [`lost`](LockGuard::lost), and [`LockError::Lost`] from `release` | a `ConnectionStateListener` on the client | a `KazooState` listener on the client | not reported; its writes carry a check of the lock node and fail after a loss |
+//! | suspended (disconnected) | [`GuardState::Suspended`] on the guard | `SUSPENDED` on the client's listener | `SUSPENDED` on the client's listener | not reported |
+//! | strategies | predecessor, herd, naive | predecessor | predecessor | predecessor |
+//! | read/write | [`RwLock`] (kazoo's names with [`Layout::Kazoo`]) | `InterProcessReadWriteLock` | `ReadLock`/`WriteLock` | no |
+//! | shed request (THROTTLEDOP) | sent again after a backoff | thrown to the caller | raised to the caller | returned to the caller |
+//! | sequence past `i32::MAX` | ordered across the wrap | sorted as text | sorted as text | eleven-character suffixes ignored |
 //!
-//! The guard-based locks are not reentrant: acquiring again through the
-//! same handle queues behind oneself ([`PredecessorLock::try_acquire`]
-//! answers `None`). [`ReentrantLock`] counts re-entries per handle, as
-//! Curator's `InterProcessMutex` does, and deletes its node at the last release.
+//! Why zk-lock differs:
+//! * **One guard, owned.** Curator and kazoo keep the hold inside the lock
+//!   object and report loss through a listener on the whole client, which
+//!   callers must connect to the lock themselves (CURATOR-465, Curator
+//!   issue 727). A guard value ties the loss to the hold it concerns, and a
+//!   fencing token to hand to the resource. `zookeeper_client`'s
+//!   `LockClient` is a value too, but it says nothing of a loss, and its
+//!   background delete on drop is not retried.
+//! * **Reentrancy per handle, not per thread.** Async tasks move between
+//!   threads, so Curator's per-thread count has no meaning here; the owner
+//!   is the handle (and its clones), and each entry is a guard, so the
+//!   node goes with the last of them, as an `Arc` does. No mutex is held
+//!   across an await: [`Lock::hold_count`] answers at once even while an
+//!   acquisition queues.
+//! * **Three strategies behind one type**, so that the herd effect can be
+//!   measured against the recipe that avoids it with the same code.
+//! * **Errors mapped one way.** Every path turns the client's
+//!   SessionExpired into [`LockError::SessionExpired`] and a connection
+//!   failure into [`LockError::ConnectionLoss`] (`From<zookeeper_client::Error>`).
 //!
 //! ## Cost
 //! * Predecessor form: per release, one notification and one children read
@@ -95,7 +173,7 @@
 //!   reconnected to the same session and read the node back, or becomes
 //!   `Lost`. A holder that must never overlap with the next one stops
 //!   using the resource while suspended (and passes the fencing token).
-//! * **Session expiry**: the guard's lost signal fires (the getData watch
+//! * **Session expiry**: the guard's [`lost`](LockGuard::lost) future completes (the getData watch
 //!   on its own node reports NodeDeleted or the Expired session state);
 //!   waiters behind it are woken by the deletion of its ephemeral node.
 //!   A session can expire on the server an instant before the holder's last
@@ -107,7 +185,7 @@
 //!   loss fails); Curator and kazoo raise their session-expired errors from
 //!   `release` in the same case. Found by the harness's chaos scenarios
 //!   (`harness/chaos/`).
-//! * **Timeout and cancellation**: `acquire_timeout` deletes its node
+//! * **Timeout and cancellation**: [`Lock::acquire_timeout`] deletes its node
 //!   before returning [`LockError::Timeout`]; a dropped `acquire` future
 //!   deletes it from a spawned task.
 //! * Only the sequence suffix of `…lock-<seq>` (or `…read-`/`…write-`,
@@ -125,9 +203,9 @@
 //!
 //! ## Sharing a lock with other clients
 //! [`Layout::Curator`] (the default) names nodes as Apache Curator's
-//! `InterProcessMutex` and `zookeeper_client`'s own lock do; [`Layout::Kazoo`]
-//! (`PredecessorLock::with_layout`, `HerdLock::with_layout`,
-//! `ReadWriteLock::with_layout`, `ReadWriteLock::herd_with_layout`) names
+//! `InterProcessMutex` and `zookeeper_client`'s own lock do
+//! (`LockPrefix::new_curator(dir, "lock-")`, the predecessor recipe with the
+//! same names, so the two can share a directory); [`Layout::Kazoo`] names
 //! them `<uuid hex>__lock__<seq>` (exclusive and writers) and
 //! `<uuid hex>__rlock__<seq>` (readers) as kazoo's `Lock`, `WriteLock` and
 //! `ReadLock` do, so a Rust and a Python process can contend for one lock.
@@ -136,64 +214,16 @@
 //! `write-`) are this crate's own: Curator's `InterProcessReadWriteLock`
 //! uses `__READ__`/`__WRIT__` and does not share a lock with it.
 //!
-//! ## Differences from `zookeeper_client::Client::lock`
-//! The crate's own [`Client::lock`](zookeeper_client::Client::lock) with
-//! [`LockPrefix::new_curator(dir, "lock-")`](zookeeper_client::LockPrefix::new_curator)
-//! is the predecessor form with the same node names, so the two can share a
-//! directory. zk-lock builds on the same ideas and differs in:
-//! * the guard: `LockClient` only scopes writes to the lock path; it has
-//!   no lost signal and no release that retries through ConnectionLoss
-//!   (dropping it deletes the node once, best effort);
-//! * the prefix lookup after a lost reply also checks the ephemeral owner
-//!   for Curator-style prefixes (the crate checks it only for shared prefixes);
-//! * the sequence suffix is ordered across the counter's wrap past
-//!   `i32::MAX` (the crate's lock ignores `-2147483648`-style suffixes);
-//! * the herd and naive forms, the read/write lock, `try_acquire`, a
-//!   timeout that cleans up, and metrics, so the recipes can be compared.
-//!
-//! ## Example
-//! ```
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use std::time::Duration;
-//! use zk_lock::{GuardState, PredecessorLock};
-//!
-//! let zk = zk_mock::ZkMock::start().await;
-//! let client = zookeeper_client::Client::connect(&zk.connect_string()).await?;
-//! let lock = PredecessorLock::new(client.clone(), "/locks/report")?;
-//!
-//! let guard = lock.acquire().await?;
-//! let token = guard.fencing_token(); // hand it to the guarded resource
-//! assert!(token > 0);
-//! assert!(lock.try_acquire().await?.is_none(), "not reentrant: held already");
-//! assert!(!guard.is_lost());
-//! assert_eq!(*guard.state().borrow(), GuardState::Held);
-//! guard.release().await?;
-//!
-//! let again = lock.acquire_timeout(Duration::from_secs(5)).await?;
-//! assert!(again.fencing_token() > token);
-//! again.release().await?;
-//! # Ok(())
-//! # }
-//! ```
 
 mod error;
 mod guard;
-mod herd;
+mod lock;
 mod metrics;
 mod naive;
 mod node;
-mod predecessor;
-mod reentrant;
-mod rwlock;
 mod sequential;
 
 pub use error::{LockError, Result};
-pub use guard::{GuardState, LockGuard};
-pub use herd::HerdLock;
+pub use guard::{GuardMonitor, GuardState, LockGuard};
+pub use lock::{Layout, Lock, LockBuilder, RwLock, Strategy};
 pub use metrics::LockMetrics;
-pub use naive::NaiveLock;
-pub use predecessor::PredecessorLock;
-pub use reentrant::ReentrantLock;
-pub use rwlock::ReadWriteLock;
-pub use sequential::Layout;

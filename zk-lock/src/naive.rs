@@ -10,87 +10,44 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
 use zookeeper_client as zk;
 
 use crate::error::{LockError, Result};
-use crate::guard::LockGuard;
-use crate::metrics::{Counters, LockMetrics};
+use crate::lock::Wait;
+use crate::metrics::Counters;
 use crate::node::{connection_lost, find_by_data, retry, shed, Backoff, Owned, Pending, Target};
-use crate::sequential::{contender_id, ensure_dir, validate_dir};
+use crate::sequential::{contender_id, ensure_dir};
 
-/// See the [crate docs](crate) for costs and failure handling.
+/// The naive engine: the node `<dir>/lock`.
+///
+/// When the exists call finds the node already gone, its watch stays
+/// registered until the node is next created (by this contender's own
+/// retry, which is then notified of its own create).
 #[derive(Debug)]
-pub struct NaiveLock {
+pub(crate) struct Naive {
     client: zk::Client,
     dir: String,
     path: String,
     counters: Arc<Counters>,
 }
 
-impl NaiveLock {
-    /// A lock whose node is `<dir>/lock` (`dir` is created on first use).
-    ///
-    /// # Notable errors
-    /// * [`LockError::InvalidDir`] if `dir` is not an absolute path.
-    pub fn new(client: zk::Client, dir: &str) -> Result<Self> {
-        let dir = validate_dir(dir)?;
-        Ok(NaiveLock {
+impl Naive {
+    pub(crate) fn new(client: zk::Client, dir: String, counters: Arc<Counters>) -> Naive {
+        Naive {
             client,
             path: format!("{dir}/lock"),
             dir,
-            counters: Counters::new(),
-        })
-    }
-
-    /// The lock node's path, `<dir>/lock`.
-    pub fn path(&self) -> &str {
-        &self.path
-    }
-
-    /// This instance's counters (`children_reads` stays 0: this recipe never lists children).
-    pub fn metrics(&self) -> LockMetrics {
-        self.counters.snapshot()
-    }
-
-    /// Waits until the lock is held.
-    ///
-    /// # Notable errors
-    /// * [`LockError::SessionExpired`] if the session expired while waiting.
-    ///
-    /// # Notable behaviors
-    /// When the exists call finds the node already gone, its watch stays
-    /// registered until the node is next created (by this contender's own
-    /// retry, which is then notified of its own create).
-    ///
-    /// # Cancellation safety
-    /// Cancellation safe: a dropped future deletes the node if it turns out
-    /// to be ours (our id as data, our session as owner).
-    pub async fn acquire(&self) -> Result<LockGuard> {
-        match self.run(None, false).await? {
-            Some(guard) => Ok(guard),
-            None => Err(LockError::Timeout),
+            counters,
         }
     }
 
-    /// Takes the lock if `<dir>/lock` does not exist now.
-    pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
-        self.run(None, true).await
+    pub(crate) fn client(&self) -> &zk::Client {
+        &self.client
     }
 
-    /// [`acquire`](Self::acquire) with a deadline.
-    ///
-    /// # Notable errors
-    /// * [`LockError::Timeout`] after `timeout`, with no node of ours left.
-    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
-        match self.run(Some(Instant::now() + timeout), false).await? {
-            Some(guard) => Ok(guard),
-            None => Err(LockError::Timeout),
-        }
-    }
-
-    async fn run(&self, deadline: Option<Instant>, try_only: bool) -> Result<Option<LockGuard>> {
-        let start = std::time::Instant::now();
+    /// Acquires: `Ok(None)` when `wait` is [`Wait::Never`] and the node
+    /// exists, [`LockError::Timeout`] when a deadline passed.
+    pub(crate) async fn acquire(&self, wait: Wait) -> Result<Option<Owned>> {
         let id = contender_id().into_bytes();
         let mut pending = Pending::new(
             self.client.clone(),
@@ -99,20 +56,16 @@ impl NaiveLock {
                 id: id.clone(),
             },
         );
-        let attempt = self.attempt(&mut pending, &id, try_only);
-        let result = match deadline {
-            None => attempt.await,
-            Some(at) => tokio::time::timeout_at(at, attempt)
+        let attempt = self.attempt(&mut pending, &id, wait == Wait::Never);
+        let result = match wait {
+            Wait::Until(at) => tokio::time::timeout_at(at, attempt)
                 .await
                 .unwrap_or(Err(LockError::Timeout)),
+            Wait::Forever | Wait::Never => attempt.await,
         };
-        self.counters.waited(start.elapsed());
         match result {
             Ok(true) => match pending.disarm() {
-                Some(node) => {
-                    self.counters.acquired();
-                    Ok(Some(LockGuard::new(self.client.clone(), node)))
-                }
+                Some(node) => Ok(Some(node)),
                 None => Err(LockError::NodeVanished(self.path.clone())),
             },
             Ok(false) => {
@@ -171,10 +124,10 @@ impl NaiveLock {
                                 return Err(LockError::SessionExpired);
                             }
                         }
-                        Err(err) => return Err(LockError::from_zk(err)),
+                        Err(err) => return Err(err.into()),
                     }
                 }
-                Err(err) => return Err(LockError::from_zk(err)),
+                Err(err) => return Err(err.into()),
             }
         }
     }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use zookeeper_client as zk;
 
-use crate::error::{LockError, Result};
+use crate::error::Result;
 
 /// Pause before retrying a call that failed with ConnectionLoss; the client
 /// reconnects on its own meanwhile.
@@ -112,7 +112,7 @@ pub(crate) async fn delete_until_gone(client: &zk::Client, node: &Owned) -> Resu
                 backoff.wait().await;
                 continue;
             }
-            Err(err) => return Err(LockError::Zk(err)),
+            Err(err) => return Err(err.into()),
         }
         // The delete may or may not have been applied: look before deleting
         // again, as the path may by now name another contender's node.
@@ -121,7 +121,7 @@ pub(crate) async fn delete_until_gone(client: &zk::Client, node: &Owned) -> Resu
             Err(zk::Error::SessionExpired) => return Ok(Gone::Lost),
             Ok((_, stat)) if stat.czxid != node.czxid => return Ok(Gone::Deleted),
             Ok(_) => {}
-            Err(err) => return Err(LockError::Zk(err)),
+            Err(err) => return Err(err.into()),
         }
     }
 }
@@ -138,7 +138,7 @@ pub(crate) async fn find_protected(
         Ok(children) => children,
         // The directory is missing: so is any node in it.
         Err(zk::Error::NoNode) => return Ok(None),
-        Err(err) => return Err(LockError::from_zk(err)),
+        Err(err) => return Err(err.into()),
     };
     let session = client.session_id().0;
     for name in children.into_iter().filter(|c| c.starts_with(prefix)) {
@@ -151,7 +151,7 @@ pub(crate) async fn find_protected(
                 }))
             }
             Ok(_) | Err(zk::Error::NoNode) => {}
-            Err(err) => return Err(LockError::from_zk(err)),
+            Err(err) => return Err(err.into()),
         }
     }
     Ok(None)
@@ -172,7 +172,7 @@ pub(crate) async fn find_by_data(
             }))
         }
         Ok(_) | Err(zk::Error::NoNode) => Ok(None),
-        Err(err) => Err(LockError::from_zk(err)),
+        Err(err) => Err(err.into()),
     }
 }
 

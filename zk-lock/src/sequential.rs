@@ -1,15 +1,14 @@
-//! The engine shared by the two sequential exclusive locks: protected
-//! ephemeral-sequential nodes, ordering by sequence suffix, and the two
-//! ways of waiting (predecessor and herd).
+//! The engine of the sequential locks (exclusive, and both sides of the
+//! read/write lock): protected ephemeral-sequential nodes, ordering by
+//! sequence suffix, and the two ways of waiting (predecessor and herd).
 
 use std::sync::Arc;
 
-use tokio::time::Instant;
 use zookeeper_client as zk;
 
 use crate::error::{LockError, Result};
-use crate::guard::LockGuard;
-use crate::metrics::{Counters, LockMetrics};
+use crate::lock::{Layout, Wait};
+use crate::metrics::Counters;
 use crate::node::{connection_lost, find_protected, retry, shed, Backoff, Owned, Pending, Target};
 
 /// What a contender asks for; its name goes into its node's name:
@@ -23,19 +22,6 @@ pub(crate) enum Role {
     Read,
     /// A writer of the read/write lock.
     Write,
-}
-
-/// Which ecosystem's node names a sequential lock uses, so that processes
-/// using other clients can share one lock directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum Layout {
-    /// `_c_<uuid>-lock-<seq>`: Apache Curator's `InterProcessMutex` and
-    /// `zookeeper_client`'s `LockPrefix::new_curator(dir, "lock-")`.
-    #[default]
-    Curator,
-    /// `<uuid hex>__lock__<seq>`: kazoo's `Lock` (and `WriteLock`).
-    Kazoo,
 }
 
 impl Role {
@@ -65,6 +51,25 @@ pub(crate) enum Form {
     Predecessor,
     /// getChildren watch on the directory.
     Herd,
+}
+
+/// Which nodes of the directory take part in the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Family {
+    /// The exclusive lock's nodes (`lock-`, or kazoo's `__lock__`).
+    Exclusive,
+    /// The read/write lock's readers and writers.
+    ReadWrite,
+}
+
+impl Family {
+    /// The roles whose nodes order this family's contenders.
+    fn roles(self) -> &'static [Role] {
+        match self {
+            Family::Exclusive => &[Role::Exclusive],
+            Family::ReadWrite => &[Role::Write, Role::Read],
+        }
+    }
 }
 
 /// A fresh per-acquisition id: a random (v4) UUID, hyphenated.
@@ -100,19 +105,12 @@ struct Node {
     excludes_readers: bool,
 }
 
-pub(crate) fn validate_dir(dir: &str) -> Result<String> {
-    if !dir.starts_with('/') || dir.len() < 2 || dir.ends_with('/') || dir.contains("//") {
-        return Err(LockError::InvalidDir(dir.to_string()));
-    }
-    Ok(dir.to_string())
-}
-
 /// Creates `dir` (and its ancestors) as persistent nodes if missing.
 pub(crate) async fn ensure_dir(client: &zk::Client, dir: &str) -> Result<()> {
     let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
     match retry(client, || client.mkdir(dir, &opts)).await {
         Ok(()) | Err(zk::Error::NodeExists) => Ok(()),
-        Err(err) => Err(LockError::from_zk(err)),
+        Err(err) => Err(err.into()),
     }
 }
 
@@ -121,8 +119,7 @@ pub(crate) struct Sequential {
     client: zk::Client,
     dir: String,
     form: Form,
-    /// The read/write family (`read-`, `write-`) instead of `lock-`.
-    read_write: bool,
+    family: Family,
     layout: Layout,
     counters: Arc<Counters>,
 }
@@ -130,47 +127,29 @@ pub(crate) struct Sequential {
 impl Sequential {
     pub(crate) fn new(
         client: zk::Client,
-        dir: &str,
+        dir: String,
         form: Form,
-        read_write: bool,
+        family: Family,
         layout: Layout,
-    ) -> Result<Sequential> {
-        Ok(Sequential {
+        counters: Arc<Counters>,
+    ) -> Sequential {
+        Sequential {
             client,
-            dir: validate_dir(dir)?,
+            dir,
             form,
-            read_write,
+            family,
             layout,
-            counters: Counters::new(),
-        })
-    }
-
-    pub(crate) fn dir(&self) -> &str {
-        &self.dir
-    }
-
-    pub(crate) fn metrics(&self) -> LockMetrics {
-        self.counters.snapshot()
-    }
-
-    pub(crate) async fn acquire(&self, role: Role, deadline: Option<Instant>) -> Result<LockGuard> {
-        match self.run(role, deadline, false).await? {
-            Some(guard) => Ok(guard),
-            None => Err(LockError::Timeout),
+            counters,
         }
     }
 
-    pub(crate) async fn try_acquire(&self, role: Role) -> Result<Option<LockGuard>> {
-        self.run(role, None, true).await
+    pub(crate) fn client(&self) -> &zk::Client {
+        &self.client
     }
 
-    async fn run(
-        &self,
-        role: Role,
-        deadline: Option<Instant>,
-        try_only: bool,
-    ) -> Result<Option<LockGuard>> {
-        let start = std::time::Instant::now();
+    /// Acquires as `role`: `Ok(None)` when `wait` is [`Wait::Never`] and
+    /// the lock is busy, [`LockError::Timeout`] when a deadline passed.
+    pub(crate) async fn acquire(&self, role: Role, wait: Wait) -> Result<Option<Owned>> {
         let prefix = role.prefix(self.layout);
         let mut pending = Pending::new(
             self.client.clone(),
@@ -179,20 +158,16 @@ impl Sequential {
                 prefix: prefix.clone(),
             },
         );
-        let attempt = self.attempt(&mut pending, &prefix, role, try_only);
-        let result = match deadline {
-            None => attempt.await,
-            Some(at) => tokio::time::timeout_at(at, attempt)
+        let attempt = self.attempt(&mut pending, &prefix, role, wait == Wait::Never);
+        let result = match wait {
+            Wait::Until(at) => tokio::time::timeout_at(at, attempt)
                 .await
                 .unwrap_or(Err(LockError::Timeout)),
+            Wait::Forever | Wait::Never => attempt.await,
         };
-        self.counters.waited(start.elapsed());
         match result {
             Ok(true) => match pending.disarm() {
-                Some(node) => {
-                    self.counters.acquired();
-                    Ok(Some(LockGuard::new(self.client.clone(), node)))
-                }
+                Some(node) => Ok(Some(node)),
                 None => Err(LockError::NodeVanished(prefix)),
             },
             Ok(false) => {
@@ -247,7 +222,7 @@ impl Sequential {
                         return Ok(node);
                     }
                 }
-                Err(err) => return Err(LockError::from_zk(err)),
+                Err(err) => return Err(err.into()),
             }
         }
     }
@@ -257,12 +232,8 @@ impl Sequential {
         let mut nodes: Vec<Node> = children
             .into_iter()
             .filter_map(|name| {
-                let roles: &[Role] = if self.read_write {
-                    &[Role::Write, Role::Read]
-                } else {
-                    &[Role::Exclusive]
-                };
-                roles
+                self.family
+                    .roles()
                     .iter()
                     .find_map(|r| {
                         sequence_of(&name, r.name(self.layout)).map(|seq| (seq, *r != Role::Read))
@@ -307,9 +278,7 @@ impl Sequential {
                 // A holder drops the watcher, which removes its watch.
                 (Form::Herd, false) => {
                     let (children, watcher) =
-                        retry(client, || client.list_and_watch_children(&self.dir))
-                            .await
-                            .map_err(LockError::from_zk)?;
+                        retry(client, || client.list_and_watch_children(&self.dir)).await?;
                     self.counters.children_read(&children);
                     if self.blocker(children, own, role)?.is_none() {
                         return Ok(true);
@@ -317,9 +286,7 @@ impl Sequential {
                     watcher
                 }
                 _ => {
-                    let children = retry(client, || client.list_children(&self.dir))
-                        .await
-                        .map_err(LockError::from_zk)?;
+                    let children = retry(client, || client.list_children(&self.dir)).await?;
                     self.counters.children_read(&children);
                     let Some(blocker) = self.blocker(children, own, role)? else {
                         return Ok(true);
@@ -332,7 +299,7 @@ impl Sequential {
                     match retry(client, || client.get_and_watch_data(&pred)).await {
                         Ok((_, _, watcher)) => watcher,
                         Err(zk::Error::NoNode) => continue,
-                        Err(err) => return Err(LockError::from_zk(err)),
+                        Err(err) => return Err(err.into()),
                     }
                 }
             };

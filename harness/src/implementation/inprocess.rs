@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
-use zk_lock::{GuardState, LockError};
+use zk_lock::{GuardMonitor, GuardState, LockError};
 use zookeeper_client as zk;
 
 use super::protocol::{ConnState, Event, LockSpec, OpError};
@@ -27,9 +27,9 @@ pub const NAME: &str = "zk-lock";
 /// What the in-process host offers: every kind but the semaphore, and every recipe.
 pub fn offers() -> (BTreeMap<String, String>, Vec<String>) {
     let kinds = [
-        (Kind::Exclusive, "zk_lock::PredecessorLock"),
-        (Kind::ReadWrite, "zk_lock::ReadWriteLock"),
-        (Kind::Reentrant, "zk_lock::ReentrantLock"),
+        (Kind::Exclusive, "zk_lock::Lock"),
+        (Kind::ReadWrite, "zk_lock::RwLock"),
+        (Kind::Reentrant, "zk_lock::Lock (reentrant)"),
     ]
     .into_iter()
     .map(|(k, c)| (k.name().to_string(), c.to_string()))
@@ -49,7 +49,7 @@ struct Client {
     /// What the client holds, innermost entry last.
     held: tokio::sync::Mutex<Vec<Held>>,
     /// The newest entry's guard state, for the monitor.
-    guard: watch::Sender<Option<watch::Receiver<GuardState>>>,
+    guard: watch::Sender<Option<GuardMonitor>>,
     monitor: AbortHandle,
 }
 
@@ -97,9 +97,9 @@ pub fn zk_error(e: &zk::Error) -> OpError {
 /// A zk-lock error, classified.
 pub fn lock_error(e: &LockError) -> OpError {
     match e {
-        LockError::Zk(z) => zk_error(z),
-        LockError::NotHeld => OpError::definite("NotHeld", e.to_string()),
+        LockError::Zk(z) | LockError::ConnectionLoss(z) => zk_error(z),
         LockError::InvalidDir(_) => OpError::definite("InvalidDir", e.to_string()),
+        LockError::Unsupported(_) => OpError::definite("Unsupported", e.to_string()),
         LockError::SessionExpired => OpError::indefinite("SessionExpired", e.to_string()),
         LockError::Timeout => OpError::definite("Timeout", e.to_string()),
         LockError::Lost => OpError::definite("LockLost", e.to_string()),
@@ -208,7 +208,7 @@ impl Host {
         match c.lock.acquire(role, mode).await {
             Ok(Some(held)) => {
                 let node = held.path();
-                c.guard.send_replace(held.state());
+                c.guard.send_replace(held.monitor());
                 c.held.lock().await.push(held);
                 Ok(Acquired::Held {
                     node,
@@ -228,7 +228,7 @@ impl Host {
             return Err(OpError::definite("NotHeld", "the client holds nothing"));
         };
         let r = c.lock.release(held).await;
-        let rest = c.held.lock().await.last().and_then(Held::state);
+        let rest = c.held.lock().await.last().and_then(Held::monitor);
         c.guard.send_replace(rest);
         r.map_err(|e| lock_error(&e))
     }
@@ -298,7 +298,7 @@ impl Host {
 async fn monitor(
     name: String,
     zk: zk::Client,
-    mut guard: watch::Receiver<Option<watch::Receiver<GuardState>>>,
+    mut guard: watch::Receiver<Option<GuardMonitor>>,
     sink: EventSink,
 ) {
     let session = Some(zk.session_id().0);
@@ -309,16 +309,16 @@ async fn monitor(
         state: s,
         session,
     };
+    let lost = || Event::Lock {
+        client: name.clone(),
+        state: "lost".into(),
+    };
     let mut suspended = false;
-    let mut current: Option<watch::Receiver<GuardState>> = guard.borrow_and_update().clone();
+    let mut current: Option<GuardMonitor> = guard.borrow_and_update().clone();
     loop {
         let guard_changed = async {
             match current.as_mut() {
-                Some(g) => {
-                    if g.changed().await.is_err() {
-                        std::future::pending::<()>().await
-                    }
-                }
+                Some(g) => g.changed().await,
                 None => std::future::pending().await,
             }
         };
@@ -345,33 +345,35 @@ async fn monitor(
                     return;
                 }
                 current = guard.borrow_and_update().clone();
-                if let Some(g) = current.as_mut() {
+                if let Some(g) = current.as_ref() {
                     // A new entry starts from what its guard says now.
-                    match *g.borrow_and_update() {
+                    match g.state() {
                         GuardState::Held => suspended = false,
                         GuardState::Suspended => {
                             suspended = true;
                             sink(state(ConnState::Suspended));
                         }
-                        GuardState::Lost => sink(Event::Lock { client: name.clone(), state: "lost".into() }),
+                        GuardState::Lost => sink(lost()),
+                        _ => {}
                     }
                 }
             }
-            () = guard_changed => {
-                let now = current.as_mut().map(|g| *g.borrow_and_update());
+            now = guard_changed => {
                 match now {
-                    Some(GuardState::Suspended) if !suspended => {
+                    GuardState::Suspended if !suspended => {
                         suspended = true;
                         sink(state(ConnState::Suspended));
                     }
-                    Some(GuardState::Held) if suspended => {
+                    GuardState::Held if suspended => {
                         suspended = false;
                         sink(state(ConnState::Reconnected));
                     }
-                    Some(GuardState::Lost) => {
-                        sink(Event::Lock { client: name.clone(), state: "lost".into() });
+                    GuardState::Lost => {
+                        sink(lost());
                         current = None;
                     }
+                    // Released: the next entry, if any, comes on `guard`.
+                    GuardState::Released => current = None,
                     _ => {}
                 }
             }

@@ -2,38 +2,30 @@
 //! few broken on purpose so that negative scenarios can show the harness
 //! catching them.
 
-use tokio::sync::watch;
-use zk_lock::{
-    GuardState, HerdLock, Layout, LockError, LockGuard, NaiveLock, PredecessorLock, ReadWriteLock,
-    ReentrantLock,
-};
+use zk_lock::{GuardMonitor, Layout, LockError, LockGuard, Strategy};
 use zookeeper_client as zk;
 
+use crate::implementation::broken::{BrokenGuard, BrokenLock, Flaw};
+use crate::implementation::Mode;
 use crate::scenario::{LayoutName, Recipe, Role};
 
-use crate::implementation::Mode;
-
-/// A lock instance on one client (one per session: not worth boxing).
+/// A lock instance on one client.
 #[derive(Debug)]
-#[allow(clippy::large_enum_variant)]
 pub(crate) enum Lock {
-    Naive(NaiveLock),
-    Herd(HerdLock),
-    Predecessor(PredecessorLock),
-    Reentrant(ReentrantLock),
-    ReadWrite(ReadWriteLock),
-    Broken(crate::implementation::broken::BrokenLock),
+    /// zk-lock's: the side each role acquires (a mutex's two are one lock).
+    Zk {
+        read: zk_lock::Lock,
+        write: zk_lock::Lock,
+    },
+    Broken(BrokenLock),
 }
 
 /// A held lock.
 #[derive(Debug)]
 pub(crate) enum Held {
+    /// zk-lock's guard (a reentrant lock's entry has one too).
     Guard(LockGuard),
-    /// One entry of the reentrant lock.
-    Reentrant {
-        state: Option<watch::Receiver<GuardState>>,
-    },
-    Broken(crate::implementation::broken::BrokenGuard),
+    Broken(BrokenGuard),
 }
 
 impl Lock {
@@ -47,80 +39,56 @@ impl Lock {
             LayoutName::Curator => Layout::Curator,
             LayoutName::Kazoo => Layout::Kazoo,
         };
-        use crate::implementation::broken::{BrokenLock, Flaw};
+        let broken = |flaw| Lock::Broken(BrokenLock::new(client.clone(), dir, flaw));
+        let builder = zk_lock::Lock::builder(client.clone(), dir);
+        let mutex = |lock: zk_lock::Lock| Lock::Zk {
+            read: lock.clone(),
+            write: lock,
+        };
+        let rw = |rw: zk_lock::RwLock| Lock::Zk {
+            read: rw.reader().clone(),
+            write: rw.writer().clone(),
+        };
         Ok(match recipe {
-            Recipe::Naive => Lock::Naive(NaiveLock::new(client, dir)?),
-            Recipe::Herd => Lock::Herd(HerdLock::with_layout(client, dir, layout)?),
-            Recipe::Predecessor => {
-                Lock::Predecessor(PredecessorLock::with_layout(client, dir, layout)?)
-            }
-            Recipe::Reentrant => Lock::Reentrant(ReentrantLock::new(client, dir)?),
-            Recipe::RwHerd => Lock::ReadWrite(ReadWriteLock::new_herd(client, dir)?),
-            Recipe::RwPredecessor => Lock::ReadWrite(ReadWriteLock::new(client, dir)?),
-            Recipe::BrokenIgnoresConnectionLoss => {
-                Lock::Broken(BrokenLock::new(client, dir, Flaw::IgnoresConnectionLoss))
-            }
-            Recipe::BrokenNoRecheck => Lock::Broken(BrokenLock::new(client, dir, Flaw::NoRecheck)),
-            Recipe::BrokenNameSort => Lock::Broken(BrokenLock::new(client, dir, Flaw::NameSort)),
-            Recipe::BrokenReleaseOnce => {
-                Lock::Broken(BrokenLock::new(client, dir, Flaw::ReleaseOnce))
-            }
-            Recipe::BrokenTryCleanupOnce => {
-                Lock::Broken(BrokenLock::new(client, dir, Flaw::TryCleanupOnce))
-            }
+            // One node, `<dir>/lock`, whatever the layout.
+            Recipe::Naive => mutex(builder.strategy(Strategy::Naive).build()?),
+            Recipe::Herd => mutex(builder.strategy(Strategy::Herd).layout(layout).build()?),
+            Recipe::Predecessor => mutex(builder.layout(layout).build()?),
+            Recipe::Reentrant => mutex(builder.reentrant(true).layout(layout).build()?),
+            Recipe::RwHerd => rw(builder
+                .strategy(Strategy::Herd)
+                .layout(layout)
+                .read_write()?),
+            Recipe::RwPredecessor => rw(builder.layout(layout).read_write()?),
+            Recipe::BrokenIgnoresConnectionLoss => broken(Flaw::IgnoresConnectionLoss),
+            Recipe::BrokenNoRecheck => broken(Flaw::NoRecheck),
+            Recipe::BrokenNameSort => broken(Flaw::NameSort),
+            Recipe::BrokenReleaseOnce => broken(Flaw::ReleaseOnce),
+            Recipe::BrokenTryCleanupOnce => broken(Flaw::TryCleanupOnce),
         })
     }
 
-    /// Acquires; `Ok(None)`: the lock was busy (`Mode::Try`).
+    /// Acquires; `Ok(None)`: the lock was busy (`Mode::Try`). A reentrant
+    /// lock's second acquire while held re-enters (another guard, no
+    /// second node); the runner re-enters on purpose.
     pub(crate) async fn acquire(&self, role: Role, mode: Mode) -> Result<Option<Held>, LockError> {
-        fn wrap(r: Result<LockGuard, LockError>) -> Result<Option<Held>, LockError> {
-            r.map(|g| Some(Held::Guard(g)))
-        }
-        fn wrap_try(r: Result<Option<LockGuard>, LockError>) -> Result<Option<Held>, LockError> {
-            r.map(|g| g.map(Held::Guard))
-        }
-        match (self, mode) {
-            (Lock::Naive(l), Mode::Block) => wrap(l.acquire().await),
-            (Lock::Naive(l), Mode::Timeout(d)) => wrap(l.acquire_timeout(d).await),
-            (Lock::Naive(l), Mode::Try) => wrap_try(l.try_acquire().await),
-            (Lock::Herd(l), Mode::Block) => wrap(l.acquire().await),
-            (Lock::Herd(l), Mode::Timeout(d)) => wrap(l.acquire_timeout(d).await),
-            (Lock::Herd(l), Mode::Try) => wrap_try(l.try_acquire().await),
-            (Lock::Predecessor(l), Mode::Block) => wrap(l.acquire().await),
-            (Lock::Predecessor(l), Mode::Timeout(d)) => wrap(l.acquire_timeout(d).await),
-            (Lock::Predecessor(l), Mode::Try) => wrap_try(l.try_acquire().await),
-            (Lock::ReadWrite(l), mode) => match (role, mode) {
-                (Role::Read, Mode::Block) => wrap(l.read().await),
-                (Role::Read, Mode::Timeout(d)) => wrap(l.read_timeout(d).await),
-                (Role::Read, Mode::Try) => wrap_try(l.try_read().await),
-                (_, Mode::Block) => wrap(l.write().await),
-                (_, Mode::Timeout(d)) => wrap(l.write_timeout(d).await),
-                (_, Mode::Try) => wrap_try(l.try_write().await),
-            },
-            (Lock::Reentrant(l), mode) => {
-                // One entry per call: a second acquire while held re-enters
-                // (counted, no second node); the runner re-enters on purpose.
-                let entered = match mode {
-                    Mode::Block => l.acquire().await.map(|()| true),
-                    Mode::Timeout(d) => l.acquire_timeout(d).await.map(|()| true),
-                    Mode::Try => l.try_acquire().await,
-                }?;
-                if !entered {
-                    return Ok(None);
-                }
-                Ok(Some(Held::Reentrant {
-                    state: l.state().await,
-                }))
-            }
-            (Lock::Broken(l), mode) => l.acquire(mode).await.map(|g| g.map(Held::Broken)),
-        }
+        let lock = match self {
+            Lock::Zk { read, .. } if role == Role::Read => read,
+            Lock::Zk { write, .. } => write,
+            Lock::Broken(l) => return l.acquire(mode).await.map(|g| g.map(Held::Broken)),
+        };
+        let guard = match mode {
+            Mode::Block => Some(lock.acquire().await?),
+            Mode::Timeout(d) => Some(lock.acquire_timeout(d).await?),
+            Mode::Try => lock.try_acquire().await?,
+        };
+        Ok(guard.map(Held::Guard))
     }
 
     /// Releases what `held` holds.
     pub(crate) async fn release(&self, held: Held) -> Result<(), LockError> {
         match (self, held) {
             (_, Held::Guard(g)) => g.release().await,
-            (Lock::Reentrant(l), Held::Reentrant { .. }) => l.release().await,
             (Lock::Broken(l), Held::Broken(g)) => l.release(g).await,
             (_, held) => unreachable!("released through the wrong lock: {held:?}"),
         }
@@ -128,15 +96,13 @@ impl Lock {
 
     /// The instance's client-side counters: (notifications, children reads).
     pub(crate) fn counters(&self) -> (u64, u64) {
-        let m = match self {
-            Lock::Naive(l) => l.metrics(),
-            Lock::Herd(l) => l.metrics(),
-            Lock::Predecessor(l) => l.metrics(),
-            Lock::Reentrant(l) => l.metrics(),
-            Lock::ReadWrite(l) => l.metrics(),
-            Lock::Broken(l) => return l.counters(),
-        };
-        (m.notifications, m.children_reads)
+        match self {
+            Lock::Zk { write, .. } => {
+                let m = write.metrics();
+                (m.notifications, m.children_reads)
+            }
+            Lock::Broken(l) => l.counters(),
+        }
     }
 }
 
@@ -145,16 +111,14 @@ impl Held {
     pub(crate) fn path(&self) -> Option<String> {
         match self {
             Held::Guard(g) => Some(g.path().to_string()),
-            Held::Reentrant { .. } => None,
             Held::Broken(g) => g.path.clone(),
         }
     }
 
-    /// The guard's state signal (held, suspended, lost), if the recipe has one.
-    pub(crate) fn state(&self) -> Option<watch::Receiver<GuardState>> {
+    /// The guard's state (held, suspended, lost), if the recipe has one.
+    pub(crate) fn monitor(&self) -> Option<GuardMonitor> {
         match self {
-            Held::Guard(g) => Some(g.state()),
-            Held::Reentrant { state, .. } => state.clone(),
+            Held::Guard(g) => Some(g.monitor()),
             Held::Broken(_) => None,
         }
     }

@@ -22,7 +22,7 @@ async fn contend(kind: Kind) {
         let c = client(&zk).await;
         let (inside, max_inside) = (inside.clone(), max_inside.clone());
         tasks.push(tokio::spawn(async move {
-            let lock = AnyLock::new(kind, c.clone(), dir);
+            let lock = kind.lock(c.clone(), dir);
             let mut tokens = Vec::new();
             for _ in 0..ROUNDS {
                 let guard = lock.acquire().await.expect("acquire");

@@ -1,6 +1,6 @@
-//! Holder session expiry: the guard's lost signal fires and the next waiter acquires.
+//! Holder session expiry: the guard's lost future completes and the next waiter acquires.
 
-use zk_lock::LockError;
+use zk_lock::{GuardState, LockError};
 use zk_mock::ZkMock;
 
 use crate::support::*;
@@ -11,10 +11,10 @@ async fn expiry_is_observed_and_the_waiter_takes_over() {
         let zk = ZkMock::start().await;
         let dir = "/locks/expiry";
         let a = client(&zk).await;
-        let holder = AnyLock::new(kind, a.clone(), dir);
+        let holder = kind.lock(a.clone(), dir);
         let guard = holder.acquire().await.unwrap();
-        let mut lost = guard.lost();
-        assert!(!*lost.borrow_and_update());
+        let monitor = guard.monitor();
+        assert_eq!(monitor.state(), GuardState::Held);
         // Three waiters queue behind the holder; none may be left behind.
         let mut waiters = Vec::new();
         let mut sessions = Vec::new();
@@ -22,7 +22,7 @@ async fn expiry_is_observed_and_the_waiter_takes_over() {
             let b = client(&zk).await;
             sessions.push(session(&b));
             waiters.push(tokio::spawn(async move {
-                let lock = AnyLock::new(kind, b, dir);
+                let lock = kind.lock(b, dir);
                 let g = lock.acquire().await.expect("waiter acquires");
                 let token = g.fencing_token();
                 g.release().await.unwrap();
@@ -32,10 +32,15 @@ async fn expiry_is_observed_and_the_waiter_takes_over() {
         watching(&zk, dir, &sessions).await;
 
         assert!(zk.expire_session(session(&a)));
-        tokio::time::timeout(PATIENCE, guard.lost_signal())
+        tokio::time::timeout(PATIENCE, guard.lost())
             .await
             .unwrap_or_else(|_| panic!("{kind:?}: loss not observed"));
-        assert!(guard.is_lost() && *lost.borrow_and_update(), "{kind:?}");
+        assert_eq!(guard.state(), GuardState::Lost, "{kind:?}");
+        assert_eq!(
+            monitor.state(),
+            GuardState::Lost,
+            "{kind:?}: the monitor agrees"
+        );
         for waiter in waiters {
             let token = tokio::time::timeout(PATIENCE, waiter)
                 .await
@@ -59,11 +64,11 @@ async fn deleting_the_holders_node_is_observed_as_loss() {
         let zk = ZkMock::start().await;
         let dir = "/locks/stolen";
         let (a, admin) = (client(&zk).await, client(&zk).await);
-        let lock = AnyLock::new(kind, a, dir);
+        let lock = kind.lock(a, dir);
         let guard = lock.acquire().await.unwrap();
-        assert!(!guard.is_lost());
+        assert!(guard.state() != GuardState::Lost);
         admin.delete(guard.path(), None).await.unwrap();
-        tokio::time::timeout(PATIENCE, guard.lost_signal())
+        tokio::time::timeout(PATIENCE, guard.lost())
             .await
             .unwrap_or_else(|_| panic!("{kind:?}: loss not observed"));
         assert_eq!(guard.release().await, Err(LockError::Lost), "{kind:?}");
@@ -80,11 +85,11 @@ async fn a_partitioned_holder_learns_of_its_loss_and_is_fenced() {
         let zk = ZkMock::start().await;
         let dir = "/locks/partition";
         let (a, b) = (client(&zk).await, client(&zk).await);
-        let holder = AnyLock::new(kind, a.clone(), dir);
+        let holder = kind.lock(a.clone(), dir);
         let guard = holder.acquire().await.unwrap();
         let b_session = session(&b);
         let waiter = tokio::spawn(async move {
-            let lock = AnyLock::new(kind, b, dir);
+            let lock = kind.lock(b, dir);
             let g = lock.acquire().await.unwrap();
             (lock, g)
         });
@@ -98,10 +103,10 @@ async fn a_partitioned_holder_learns_of_its_loss_and_is_fenced() {
             .unwrap();
         assert!(g.fencing_token() > guard.fencing_token(), "{kind:?}");
         drop(stall);
-        tokio::time::timeout(PATIENCE, guard.lost_signal())
+        tokio::time::timeout(PATIENCE, guard.lost())
             .await
             .unwrap_or_else(|_| panic!("{kind:?}: the old holder never learned of the loss"));
-        assert!(!g.is_lost(), "{kind:?}");
+        assert!(g.state() != GuardState::Lost, "{kind:?}");
         assert_eq!(guard.release().await, Err(LockError::Lost), "{kind:?}");
         assert_eq!(children(&zk, dir), vec![g.path().to_string()], "{kind:?}");
         g.release().await.unwrap();
@@ -120,11 +125,14 @@ async fn a_release_reports_a_loss_the_holder_had_not_heard_of() {
         let zk = ZkMock::start().await;
         let dir = "/locks/unheard";
         let (a, admin) = (client(&zk).await, client(&zk).await);
-        let lock = AnyLock::new(kind, a.clone(), dir);
+        let lock = kind.lock(a.clone(), dir);
         let guard = lock.acquire().await.unwrap();
         let stall = zk.stall(session(&a)).expect("a's session");
         admin.delete(guard.path(), None).await.unwrap();
-        assert!(!guard.is_lost(), "{kind:?}: the notification is held back");
+        assert!(
+            guard.state() != GuardState::Lost,
+            "{kind:?}: the notification is held back"
+        );
         let release = tokio::spawn(guard.release());
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         drop(stall);
@@ -145,11 +153,14 @@ async fn a_release_after_an_unheard_expiry_reports_the_loss() {
         let zk = ZkMock::start().await;
         let dir = "/locks/unheard-expiry";
         let a = client(&zk).await;
-        let lock = AnyLock::new(kind, a.clone(), dir);
+        let lock = kind.lock(a.clone(), dir);
         let guard = lock.acquire().await.unwrap();
         let _stall = zk.stall(session(&a)).expect("a's session");
         assert!(zk.expire_session(session(&a)));
-        assert!(!guard.is_lost(), "{kind:?}: the holder cannot have heard");
+        assert!(
+            guard.state() != GuardState::Lost,
+            "{kind:?}: the holder cannot have heard"
+        );
         let released = tokio::time::timeout(PATIENCE, guard.release())
             .await
             .unwrap_or_else(|_| panic!("{kind:?}: release hangs"));

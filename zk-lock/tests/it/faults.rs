@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use zk_lock::GuardState;
 use zk_mock::fault::{OpFamily, Rule};
 use zk_mock::proto::OpCode;
 use zk_mock::ZkMock;
@@ -15,8 +16,8 @@ async fn lost_create_reply_leaves_no_orphan_and_no_phantom() {
         let zk = ZkMock::start().await;
         let dir = "/locks/lost-create";
         let (a, b) = (client(&zk).await, client(&zk).await);
-        let holder = AnyLock::new(kind, a.clone(), dir);
-        let other = AnyLock::new(kind, b.clone(), dir);
+        let holder = kind.lock(a.clone(), dir);
+        let other = kind.lock(b.clone(), dir);
         let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
         a.mkdir(dir, &persistent).await.unwrap();
         let rule = zk.rule(
@@ -66,7 +67,7 @@ async fn lost_reply_on_a_failed_create_is_survived() {
         let zk = ZkMock::start().await;
         let dir = "/locks/no-dir-yet";
         let a = client(&zk).await;
-        let lock = AnyLock::new(kind, a, dir);
+        let lock = kind.lock(a, dir);
         let rule = zk.rule(
             Rule::when()
                 .op(OpFamily::Create)
@@ -93,8 +94,8 @@ async fn lost_delete_reply_still_releases() {
         let zk = ZkMock::start().await;
         let dir = "/locks/lost-delete";
         let (a, b) = (client(&zk).await, client(&zk).await);
-        let holder = AnyLock::new(kind, a.clone(), dir);
-        let other = AnyLock::new(kind, b.clone(), dir);
+        let holder = kind.lock(a.clone(), dir);
+        let other = kind.lock(b.clone(), dir);
         let guard = holder.acquire().await.unwrap();
         let rule = zk.rule(
             Rule::when()
@@ -122,8 +123,8 @@ async fn timeout_and_cancel_clean_up_their_nodes() {
         let zk = ZkMock::start().await;
         let dir = "/locks/timeout";
         let (a, b) = (client(&zk).await, client(&zk).await);
-        let holder = AnyLock::new(kind, a, dir);
-        let waiter = AnyLock::new(kind, b.clone(), dir);
+        let holder = kind.lock(a, dir);
+        let waiter = kind.lock(b.clone(), dir);
         let guard = holder.acquire().await.unwrap();
         let err = waiter
             .acquire_timeout(std::time::Duration::from_millis(50))
@@ -154,17 +155,17 @@ async fn retried_release_never_deletes_the_next_holders_node() {
     let zk = ZkMock::start().await;
     let dir = "/locks/naive-handover";
     let (a, b) = (client(&zk).await, client(&zk).await);
-    let holder = AnyLock::new(Kind::Naive, a.clone(), dir);
+    let holder = Kind::Naive.lock(a.clone(), dir);
     let guard = holder.acquire().await.unwrap();
     let (tx, rx) = tokio::sync::oneshot::channel();
     let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
     let waiter = tokio::spawn(async move {
-        let lock = AnyLock::new(Kind::Naive, b, dir);
+        let lock = Kind::Naive.lock(b, dir);
         let g = lock.acquire().await.unwrap();
         tx.send((g.fencing_token(), g.path().to_string())).unwrap();
         done_rx.await.unwrap();
         assert!(
-            !g.is_lost(),
+            g.state() != GuardState::Lost,
             "the old holder's retry deleted the new holder's node"
         );
         g.release().await.unwrap();
@@ -222,10 +223,10 @@ async fn a_cancelled_acquire_deletes_its_node() {
         let zk = ZkMock::start().await;
         let dir = "/locks/cancel";
         let (a, b) = (client(&zk).await, client(&zk).await);
-        let holder = AnyLock::new(kind, a.clone(), dir);
+        let holder = kind.lock(a.clone(), dir);
         let guard = holder.acquire().await.unwrap();
         let waiter = tokio::spawn(async move {
-            let lock = AnyLock::new(kind, b, dir);
+            let lock = kind.lock(b, dir);
             let _ = lock.acquire().await;
         });
         let waiter_session = zk
@@ -279,7 +280,7 @@ async fn a_create_reply_held_past_the_client_timeout_is_treated_as_lost() {
                 .nth(1)
                 .delay(Duration::from_millis(1500)),
         );
-        let lock = AnyLock::new(kind, a.clone(), dir);
+        let lock = kind.lock(a.clone(), dir);
         let guard = lock.acquire().await.expect("acquire through a held reply");
         assert_eq!(rule.fired(), 1, "{kind:?}");
         drop(rule);
@@ -332,7 +333,7 @@ async fn a_node_with_our_prefix_owned_by_another_session_is_not_ours() {
         );
         let refusal = zk.refuse_connections();
         let contender = tokio::spawn(async move {
-            let lock = AnyLock::new(kind, a, dir);
+            let lock = kind.lock(a, dir);
             let g = lock.acquire().await.unwrap();
             (lock, g)
         });
@@ -403,8 +404,8 @@ async fn shed_requests_are_sent_again() {
         let zk = ZkMock::start().await;
         let dir = "/locks/shed";
         let (a, b) = (client(&zk).await, client(&zk).await);
-        let holder = AnyLock::new(kind, a.clone(), dir);
-        let other = AnyLock::new(kind, b.clone(), dir);
+        let holder = kind.lock(a.clone(), dir);
+        let other = kind.lock(b.clone(), dir);
         let under = format!("{dir}/**");
         let shed = |family| {
             zk.rule(
@@ -441,7 +442,7 @@ async fn shed_requests_are_sent_again() {
             .unwrap_or_else(|_| panic!("{kind:?}: the guard's reads were not shed"));
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(
-            !guard.is_lost(),
+            guard.state() != GuardState::Lost,
             "{kind:?}: a shed read was taken for a loss"
         );
         assert!(other.try_acquire().await.unwrap().is_none(), "{kind:?}");

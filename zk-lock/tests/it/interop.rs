@@ -21,7 +21,7 @@ async fn sequential_locks_exclude_the_crates_own_lock() {
         let zk = ZkMock::start().await;
         let dir = "/locks/interop";
         let (theirs_client, ours_client) = (client(&zk).await, client(&zk).await);
-        let ours = AnyLock::new(kind, ours_client.clone(), dir);
+        let ours = kind.lock(ours_client.clone(), dir);
 
         // Theirs holds: ours must wait, and gets it when theirs lets go.
         let theirs = crate_lock(&theirs_client, dir).await;

@@ -4,7 +4,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 
-use zk_lock::{HerdLock, Layout, LockGuard, PredecessorLock, ReadWriteLock, Result};
+use zk_lock::{Layout, Lock, RwLock, Strategy};
 use zk_mock::ZkMock;
 
 use crate::support::*;
@@ -72,23 +72,11 @@ async fn exit_ok(mut child: Child) {
     assert!(status.success());
 }
 
-enum Ours {
-    Predecessor(PredecessorLock),
-    Herd(HerdLock),
-}
-
-impl Ours {
-    async fn acquire(&self) -> Result<LockGuard> {
-        match self {
-            Ours::Predecessor(l) => l.acquire().await,
-            Ours::Herd(l) => l.acquire().await,
-        }
-    }
-    async fn try_acquire(&self) -> Result<Option<LockGuard>> {
-        match self {
-            Ours::Predecessor(l) => l.try_acquire().await,
-            Ours::Herd(l) => l.try_acquire().await,
-        }
+fn strategy(herd: bool) -> Strategy {
+    if herd {
+        Strategy::Herd
+    } else {
+        Strategy::Predecessor
     }
 }
 
@@ -98,11 +86,11 @@ async fn kazoo_layout_shares_the_lock_with_kazoo() {
         let zk = ZkMock::start().await;
         let dir = "/locks/kazoo";
         let c = client(&zk).await;
-        let ours = if herd {
-            Ours::Herd(HerdLock::with_layout(c.clone(), dir, Layout::Kazoo).unwrap())
-        } else {
-            Ours::Predecessor(PredecessorLock::with_layout(c.clone(), dir, Layout::Kazoo).unwrap())
-        };
+        let ours = Lock::builder(c.clone(), dir)
+            .strategy(strategy(herd))
+            .layout(Layout::Kazoo)
+            .build()
+            .unwrap();
 
         // kazoo holds: ours waits until kazoo releases.
         let mut holder = kazoo(&zk, dir, "hold");
@@ -144,12 +132,12 @@ async fn kazoo_layout_shares_the_lock_with_kazoo() {
     }
 }
 
-fn kazoo_rw(herd: bool, c: zookeeper_client::Client, dir: &str) -> ReadWriteLock {
-    if herd {
-        ReadWriteLock::herd_with_layout(c, dir, Layout::Kazoo).unwrap()
-    } else {
-        ReadWriteLock::with_layout(c, dir, Layout::Kazoo).unwrap()
-    }
+fn kazoo_rw(herd: bool, c: zookeeper_client::Client, dir: &str) -> RwLock {
+    Lock::builder(c, dir)
+        .strategy(strategy(herd))
+        .layout(Layout::Kazoo)
+        .read_write()
+        .unwrap()
 }
 
 /// Waits until a session other than `ours` watches something under `dir`.
@@ -215,8 +203,14 @@ async fn kazoo_writer_excludes_rust_readers() {
 
         let mut writer = kazoo_as(&zk, dir, "hold", "write");
         assert_eq!(line(&mut writer).await, "held");
-        assert!(ours.try_read().await.unwrap().is_none(), "herd={herd}");
-        assert!(ours.try_write().await.unwrap().is_none(), "herd={herd}");
+        assert!(
+            ours.reader().try_acquire().await.unwrap().is_none(),
+            "herd={herd}"
+        );
+        assert!(
+            ours.writer().try_acquire().await.unwrap().is_none(),
+            "herd={herd}"
+        );
         let reader = tokio::spawn(async move {
             let g = ours.read().await.unwrap();
             (ours, g)
@@ -232,9 +226,17 @@ async fn kazoo_writer_excludes_rust_readers() {
 
         let mut reader = kazoo_as(&zk, dir, "hold", "read");
         assert_eq!(line(&mut reader).await, "held");
-        let shared = ours.try_read().await.unwrap().expect("readers share");
+        let shared = ours
+            .reader()
+            .try_acquire()
+            .await
+            .unwrap()
+            .expect("readers share");
         shared.release().await.unwrap();
-        assert!(ours.try_write().await.unwrap().is_none(), "herd={herd}");
+        assert!(
+            ours.writer().try_acquire().await.unwrap().is_none(),
+            "herd={herd}"
+        );
         let writer = tokio::spawn(async move { ours.write().await.unwrap() });
         watching(&zk, dir, &[session(&c)]).await;
         reader.stdin.take().unwrap().write_all(b"go\n").unwrap();

@@ -14,7 +14,7 @@ async fn first_release(kind: Kind) -> (usize, u64, u64) {
     let zk = ZkMock::start().await;
     let dir = "/locks/profile";
     let h = client(&zk).await;
-    let holder = AnyLock::new(kind, h.clone(), dir);
+    let holder = kind.lock(h.clone(), dir);
     let guard = holder.acquire().await.unwrap();
     let mut sessions = Vec::new();
     let mut tasks = Vec::new();
@@ -22,7 +22,7 @@ async fn first_release(kind: Kind) -> (usize, u64, u64) {
         let c = client(&zk).await;
         sessions.push(session(&c));
         tasks.push(tokio::spawn(async move {
-            let lock = AnyLock::new(kind, c, dir);
+            let lock = kind.lock(c, dir);
             lock.acquire().await.unwrap().release().await.unwrap();
             lock.metrics()
         }));

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use zk_lock::{GuardState, LockError, ReadWriteLock};
+use zk_lock::{GuardState, Lock, LockError, RwLock, Strategy};
 use zk_mock::fault::{OpFamily, Rule};
 use zk_mock::proto::OpCode;
 use zk_mock::ZkMock;
@@ -13,12 +13,16 @@ use zookeeper_client::{Acls, Client, CreateMode};
 
 use crate::support::*;
 
-fn rw(herd: bool, c: Client, dir: &str) -> ReadWriteLock {
-    if herd {
-        ReadWriteLock::new_herd(c, dir).unwrap()
+fn rw(herd: bool, c: Client, dir: &str) -> RwLock {
+    let strategy = if herd {
+        Strategy::Herd
     } else {
-        ReadWriteLock::new(c, dir).unwrap()
-    }
+        Strategy::Predecessor
+    };
+    Lock::builder(c, dir)
+        .strategy(strategy)
+        .read_write()
+        .unwrap()
 }
 
 #[tokio::test]
@@ -29,14 +33,36 @@ async fn readers_share_and_writers_exclude() {
         let (a, b, c) = (client(&zk).await, client(&zk).await, client(&zk).await);
         let (la, lb, lc) = (rw(herd, a, dir), rw(herd, b, dir), rw(herd, c, dir));
         let r1 = la.read().await.unwrap();
-        let r2 = lb.try_read().await.unwrap().expect("readers share");
-        assert!(lc.try_write().await.unwrap().is_none(), "herd={herd}");
+        let r2 = lb
+            .reader()
+            .try_acquire()
+            .await
+            .unwrap()
+            .expect("readers share");
+        assert!(
+            lc.writer().try_acquire().await.unwrap().is_none(),
+            "herd={herd}"
+        );
         r1.release().await.unwrap();
-        assert!(lc.try_write().await.unwrap().is_none(), "herd={herd}");
+        assert!(
+            lc.writer().try_acquire().await.unwrap().is_none(),
+            "herd={herd}"
+        );
         r2.release().await.unwrap();
-        let w = lc.try_write().await.unwrap().expect("free for a writer");
-        assert!(la.try_read().await.unwrap().is_none(), "herd={herd}");
-        assert!(lb.try_write().await.unwrap().is_none(), "herd={herd}");
+        let w = lc
+            .writer()
+            .try_acquire()
+            .await
+            .unwrap()
+            .expect("free for a writer");
+        assert!(
+            la.reader().try_acquire().await.unwrap().is_none(),
+            "herd={herd}"
+        );
+        assert!(
+            lb.writer().try_acquire().await.unwrap().is_none(),
+            "herd={herd}"
+        );
         assert_eq!(children(&zk, dir).len(), 1, "herd={herd}");
         w.release().await.unwrap();
         assert!(children(&zk, dir).is_empty(), "herd={herd}");
@@ -225,7 +251,10 @@ async fn a_readers_lost_create_reply_leaves_no_orphan_and_no_phantom() {
         assert_eq!(node.stat.ephemeral_owner, session(&a), "herd={herd}");
         assert_eq!(node.stat.czxid, g.fencing_token(), "herd={herd}");
         // No phantom: the read lock really is held.
-        assert!(writer.try_write().await.unwrap().is_none(), "herd={herd}");
+        assert!(
+            writer.writer().try_acquire().await.unwrap().is_none(),
+            "herd={herd}"
+        );
         // And its release, through a lost delete reply too, frees it.
         let lose_delete = zk.rule(
             Rule::when()
@@ -238,7 +267,8 @@ async fn a_readers_lost_create_reply_leaves_no_orphan_and_no_phantom() {
         assert_eq!(lose_delete.fired(), 1, "herd={herd}");
         assert!(children(&zk, dir).is_empty(), "herd={herd}: orphan left");
         let w = writer
-            .try_write()
+            .writer()
+            .try_acquire()
             .await
             .unwrap()
             .expect("free after release");
@@ -271,7 +301,7 @@ async fn a_waiting_readers_expiry_returns_session_expired_and_leaves_no_node() {
             vec![w.path().to_string()],
             "herd={herd}"
         );
-        assert!(!w.is_lost(), "herd={herd}");
+        assert!(w.state() != GuardState::Lost, "herd={herd}");
         w.release().await.unwrap();
         no_watches_left(&zk).await;
     }
@@ -287,7 +317,7 @@ async fn a_holding_readers_expiry_hands_the_lock_to_the_queued_writer() {
         let dir = "/locks/rw-reader-holder-expiry";
         let (a, b) = (client(&zk).await, client(&zk).await);
         let r = rw(herd, a.clone(), dir).read().await.unwrap();
-        let mut state = r.state();
+        let monitor = r.monitor();
         let b_session = session(&b);
         let writer = tokio::spawn(async move {
             let lock = rw(herd, b, dir);
@@ -296,10 +326,10 @@ async fn a_holding_readers_expiry_hands_the_lock_to_the_queued_writer() {
         });
         watching(&zk, dir, &[b_session]).await;
         assert!(zk.expire_session(session(&a)));
-        tokio::time::timeout(PATIENCE, r.lost_signal())
+        tokio::time::timeout(PATIENCE, r.lost())
             .await
             .unwrap_or_else(|_| panic!("herd={herd}: the reader never learned of the loss"));
-        assert_eq!(*state.borrow_and_update(), GuardState::Lost, "herd={herd}");
+        assert_eq!(monitor.state(), GuardState::Lost, "herd={herd}");
         let (_lock, w) = tokio::time::timeout(PATIENCE, writer)
             .await
             .unwrap_or_else(|_| panic!("herd={herd}: the writer was left behind"))
@@ -329,7 +359,8 @@ async fn read_timeout_deletes_the_readers_node() {
         let w = rw(herd, b, dir).write().await.unwrap();
         let reader = rw(herd, a, dir);
         let err = reader
-            .read_timeout(Duration::from_millis(50))
+            .reader()
+            .acquire_timeout(Duration::from_millis(50))
             .await
             .unwrap_err();
         assert_eq!(err, LockError::Timeout, "herd={herd}");
@@ -338,7 +369,10 @@ async fn read_timeout_deletes_the_readers_node() {
             vec![w.path().to_string()],
             "herd={herd}"
         );
-        assert!(reader.try_read().await.unwrap().is_none(), "herd={herd}");
+        assert!(
+            reader.reader().try_acquire().await.unwrap().is_none(),
+            "herd={herd}"
+        );
         assert_eq!(
             children(&zk, dir),
             vec![w.path().to_string()],
@@ -355,7 +389,8 @@ async fn read_timeout_deletes_the_readers_node() {
         assert_eq!(reads, 3, "herd={herd}: the writer's and two readers'");
         w.release().await.unwrap();
         let r = reader
-            .try_read()
+            .reader()
+            .try_acquire()
             .await
             .unwrap()
             .expect("free after the writer");

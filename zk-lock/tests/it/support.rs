@@ -1,76 +1,38 @@
-//! Shared helpers: one lock type over the three recipes, clients, and waits.
+//! Shared helpers: the lock kinds, clients, and waits.
 
 use std::time::Duration;
 
-use zk_lock::{
-    HerdLock, LockGuard, LockMetrics, NaiveLock, PredecessorLock, ReadWriteLock, Result,
-};
+use zk_lock::{Lock, Strategy};
 use zk_mock::ZkMock;
 use zookeeper_client::Client;
 
 /// Generous bound for events that should happen in milliseconds.
 pub(crate) const PATIENCE: Duration = Duration::from_secs(10);
 
+/// The exclusive locks the tests run every case on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
     Predecessor,
     Herd,
     Naive,
-    /// The read/write lock's write side (predecessor form): exclusive too.
+    /// The read/write lock's write side (predecessor strategy): exclusive too.
     Writer,
 }
 
 pub(crate) const ALL: [Kind; 4] = [Kind::Predecessor, Kind::Herd, Kind::Naive, Kind::Writer];
 pub(crate) const SEQUENTIAL: [Kind; 2] = [Kind::Predecessor, Kind::Herd];
 
-#[derive(Debug)]
-pub(crate) enum AnyLock {
-    Predecessor(PredecessorLock),
-    Herd(HerdLock),
-    Naive(NaiveLock),
-    Writer(ReadWriteLock),
-}
-
-impl AnyLock {
-    pub(crate) fn new(kind: Kind, client: Client, dir: &str) -> AnyLock {
-        match kind {
-            Kind::Predecessor => AnyLock::Predecessor(PredecessorLock::new(client, dir).unwrap()),
-            Kind::Herd => AnyLock::Herd(HerdLock::new(client, dir).unwrap()),
-            Kind::Naive => AnyLock::Naive(NaiveLock::new(client, dir).unwrap()),
-            Kind::Writer => AnyLock::Writer(ReadWriteLock::new(client, dir).unwrap()),
-        }
-    }
-    pub(crate) async fn acquire(&self) -> Result<LockGuard> {
+impl Kind {
+    /// A lock of this kind on `dir`.
+    pub(crate) fn lock(self, client: Client, dir: &str) -> Lock {
+        let builder = Lock::builder(client, dir);
         match self {
-            AnyLock::Predecessor(l) => l.acquire().await,
-            AnyLock::Herd(l) => l.acquire().await,
-            AnyLock::Naive(l) => l.acquire().await,
-            AnyLock::Writer(l) => l.write().await,
+            Kind::Predecessor => builder.build(),
+            Kind::Herd => builder.strategy(Strategy::Herd).build(),
+            Kind::Naive => builder.strategy(Strategy::Naive).build(),
+            Kind::Writer => builder.read_write().map(|rw| rw.writer().clone()),
         }
-    }
-    pub(crate) async fn try_acquire(&self) -> Result<Option<LockGuard>> {
-        match self {
-            AnyLock::Predecessor(l) => l.try_acquire().await,
-            AnyLock::Herd(l) => l.try_acquire().await,
-            AnyLock::Naive(l) => l.try_acquire().await,
-            AnyLock::Writer(l) => l.try_write().await,
-        }
-    }
-    pub(crate) async fn acquire_timeout(&self, d: Duration) -> Result<LockGuard> {
-        match self {
-            AnyLock::Predecessor(l) => l.acquire_timeout(d).await,
-            AnyLock::Herd(l) => l.acquire_timeout(d).await,
-            AnyLock::Naive(l) => l.acquire_timeout(d).await,
-            AnyLock::Writer(l) => l.write_timeout(d).await,
-        }
-    }
-    pub(crate) fn metrics(&self) -> LockMetrics {
-        match self {
-            AnyLock::Predecessor(l) => l.metrics(),
-            AnyLock::Herd(l) => l.metrics(),
-            AnyLock::Naive(l) => l.metrics(),
-            AnyLock::Writer(l) => l.metrics(),
-        }
+        .unwrap()
     }
 }
 

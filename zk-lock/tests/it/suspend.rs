@@ -4,8 +4,7 @@
 
 use std::time::Duration;
 
-use tokio::sync::watch;
-use zk_lock::GuardState;
+use zk_lock::{GuardMonitor, GuardState};
 use zk_mock::proto::OpCode;
 use zk_mock::record::SessionEvent;
 use zk_mock::ZkMock;
@@ -13,14 +12,15 @@ use zookeeper_client::Client;
 
 use crate::support::*;
 
-async fn reaches(state: &mut watch::Receiver<GuardState>, want: GuardState, what: &str) {
-    let reached = tokio::time::timeout(PATIENCE, state.wait_for(|s| *s == want))
-        .await
-        .map(|r| r.is_ok());
-    match reached {
-        Ok(true) => {}
-        Ok(false) => panic!("{what}: the guard's task ended without reporting Lost"),
-        Err(_) => panic!("{what}: never {want:?}, still {:?}", *state.borrow()),
+async fn reaches(monitor: &mut GuardMonitor, want: GuardState, what: &str) {
+    let reached = tokio::time::timeout(PATIENCE, async {
+        while monitor.state() != want {
+            monitor.changed().await;
+        }
+    })
+    .await;
+    if reached.is_err() {
+        panic!("{what}: never {want:?}, still {:?}", monitor.state());
     }
 }
 
@@ -31,17 +31,20 @@ async fn a_disconnected_holder_is_suspended_then_held_again_then_lost_on_expiry(
         let zk = ZkMock::start().await;
         let dir = "/locks/suspend";
         let a = client(&zk).await;
-        let lock = AnyLock::new(kind, a.clone(), dir);
+        let lock = kind.lock(a.clone(), dir);
         let guard = lock.acquire().await.unwrap();
-        let mut state = guard.state();
-        assert_eq!(*state.borrow_and_update(), GuardState::Held, "{what}");
+        let mut state = guard.monitor();
+        assert_eq!(state.state(), GuardState::Held, "{what}");
 
         // Cut the connection and keep the client out: it cannot know
         // whether it still holds the lock.
         let refusal = zk.refuse_connections();
         assert!(zk.disconnect(session(&a)), "{what}");
         reaches(&mut state, GuardState::Suspended, &what).await;
-        assert!(!guard.is_lost(), "{what}: suspended is not lost");
+        assert!(
+            guard.state() != GuardState::Lost,
+            "{what}: suspended is not lost"
+        );
 
         // Back within the session: the node is still its own.
         drop(refusal);
@@ -68,11 +71,14 @@ async fn a_disconnected_holder_is_suspended_then_held_again_then_lost_on_expiry(
             reads.iter().any(|r| r.seq > reattached && r.err == 0),
             "{what}\n{recording}"
         );
-        assert!(!guard.is_lost(), "{what}");
+        assert!(guard.state() != GuardState::Lost, "{what}");
 
         assert!(zk.expire_session(session(&a)));
         reaches(&mut state, GuardState::Lost, &what).await;
-        assert!(guard.is_lost(), "{what}: lost() agrees with state()");
+        assert!(
+            guard.state() == GuardState::Lost,
+            "{what}: the monitor agrees with state()"
+        );
         assert_eq!(
             guard.release().await,
             Err(zk_lock::LockError::Lost),
@@ -92,31 +98,29 @@ async fn a_node_deleted_while_suspended_is_lost_on_reconnect() {
         let zk = ZkMock::start().await;
         let dir = "/locks/suspend-deleted";
         let (a, admin) = (client(&zk).await, client(&zk).await);
-        let lock = AnyLock::new(kind, a.clone(), dir);
+        let lock = kind.lock(a.clone(), dir);
         let guard = lock.acquire().await.unwrap();
-        let mut state = guard.state();
+        let mut state = guard.monitor();
         let refusal = zk.refuse_connections();
         assert!(zk.disconnect(session(&a)));
         reaches(&mut state, GuardState::Suspended, &what).await;
         admin.delete(guard.path(), None).await.unwrap();
         let mut seen = Vec::new();
-        let mut follow = guard.state();
-        follow.borrow_and_update();
+        let mut follow = guard.monitor();
         let log = tokio::spawn(async move {
-            while follow.changed().await.is_ok() {
-                let s = *follow.borrow_and_update();
+            loop {
+                let s = follow.changed().await;
                 seen.push(s);
                 if s == GuardState::Lost {
-                    break;
+                    break seen;
                 }
             }
-            seen
         });
         drop(refusal);
         reaches(&mut state, GuardState::Lost, &what).await;
         let seen = tokio::time::timeout(PATIENCE, log).await.unwrap().unwrap();
         assert_eq!(seen, vec![GuardState::Lost], "{what}: never Held again");
-        assert!(guard.is_lost(), "{what}");
+        assert!(guard.state() == GuardState::Lost, "{what}");
         assert!(
             zk.session_ids().contains(&session(&a)),
             "{what}: same session"
@@ -144,15 +148,15 @@ async fn a_stalled_holder_is_suspended_and_held_again_after_resume() {
         .connect(&zk.connect_string())
         .await
         .unwrap();
-    let lock = AnyLock::new(Kind::Predecessor, a.clone(), "/locks/stall");
+    let lock = Kind::Predecessor.lock(a.clone(), "/locks/stall");
     let guard = lock.acquire().await.unwrap();
-    let mut state = guard.state();
+    let mut state = guard.monitor();
     let stall = zk.stall(session(&a)).expect("a's session");
     reaches(&mut state, GuardState::Suspended, "stalled").await;
     drop(stall);
     reaches(&mut state, GuardState::Held, "resumed").await;
     assert_eq!(zk.session_ids(), vec![session(&a)], "the session survived");
-    assert!(!guard.is_lost());
+    assert!(guard.state() != GuardState::Lost);
     guard.release().await.unwrap();
     no_watches_left(&zk).await;
 }

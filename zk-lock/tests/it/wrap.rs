@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use zk_lock::{LockGuard, ReadWriteLock};
+use zk_lock::{Lock, LockGuard, RwLock, Strategy};
 use zk_mock::ZkMock;
 use zookeeper_client::{Acls, Client, CreateMode};
 
@@ -37,7 +37,7 @@ async fn exclusive_locks_serve_the_queue_in_order_across_the_wrap() {
     for kind in [Kind::Predecessor, Kind::Herd, Kind::Writer] {
         let dir = "/locks/wrap";
         let (zk, c) = near_the_wrap(dir).await;
-        let holder = AnyLock::new(kind, c, dir);
+        let holder = kind.lock(c, dir);
         let guard = holder.acquire().await.unwrap();
         let mut created = vec![guard.path().to_string()];
         let order = Arc::new(Mutex::new(Vec::new()));
@@ -48,7 +48,7 @@ async fn exclusive_locks_serve_the_queue_in_order_across_the_wrap() {
             let s = session(&w);
             let (order, inside) = (order.clone(), inside.clone());
             tasks.push(tokio::spawn(async move {
-                let lock = AnyLock::new(kind, w, dir);
+                let lock = kind.lock(w, dir);
                 let g = lock.acquire().await.expect("acquire across the wrap");
                 {
                     let mut n = inside.lock().unwrap();
@@ -98,7 +98,7 @@ enum Side {
     Write,
 }
 
-async fn take(lock: &ReadWriteLock, side: Side) -> LockGuard {
+async fn take(lock: &RwLock, side: Side) -> LockGuard {
     match side {
         Side::Read => lock.read().await,
         Side::Write => lock.write().await,
@@ -117,12 +117,16 @@ async fn read_write_locks_keep_their_order_across_the_wrap() {
     for herd in [false, true] {
         let dir = "/locks/wrap-rw";
         let (zk, c) = near_the_wrap(dir).await;
+        let strategy = if herd {
+            Strategy::Herd
+        } else {
+            Strategy::Predecessor
+        };
         let rw = |c| {
-            if herd {
-                ReadWriteLock::new_herd(c, dir).unwrap()
-            } else {
-                ReadWriteLock::new(c, dir).unwrap()
-            }
+            Lock::builder(c, dir)
+                .strategy(strategy)
+                .read_write()
+                .unwrap()
         };
         let guard = rw(c).write().await.unwrap();
         let mut created = vec![guard.path().to_string()];
