@@ -1,0 +1,433 @@
+//! [`ZkMockBuilder`]: the settings of a server, and its start.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use tokio::sync::watch;
+
+use crate::clock::{Clock, ClockMode};
+use crate::codec::DEFAULT_MAX_PACKET;
+use crate::error::Error;
+use crate::record::{Recorder, DEFAULT_CAPACITY};
+use crate::server;
+use crate::session::SessionManager;
+use crate::state::{Settings, Shared, State};
+use crate::Compat;
+
+use super::{Control, ZkMock};
+
+/// Settings for a [`ZkMock`]; every setter consumes and returns the builder.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use zk_mock::clock::ClockMode;
+/// let zk = zk_mock::ZkMock::builder().tick_time(500).clock(ClockMode::Manual).seed(42).start().await.unwrap();
+/// assert_eq!(zk.seed(), 42);
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct ZkMockBuilder {
+    addr: SocketAddr,
+    tick_time: u64,
+    min_session_timeout: Option<i32>,
+    max_session_timeout: Option<i32>,
+    max_packet: usize,
+    super_digest: Option<String>,
+    clock: ClockMode,
+    seed: Option<u64>,
+    record: bool,
+    recorder_capacity: usize,
+    listen_backlog: u32,
+    worker_threads: usize,
+    compat: Compat,
+    container_check_interval: Duration,
+    extended_types: bool,
+    reconfig_enabled: bool,
+    #[cfg(feature = "tls")]
+    tls: Option<crate::tls::Tls>,
+    secure_port: u16,
+    max_outbox: usize,
+    expiry_cleanup_delay: Duration,
+}
+
+impl Default for ZkMockBuilder {
+    fn default() -> Self {
+        ZkMockBuilder {
+            addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            tick_time: 2000,
+            min_session_timeout: None,
+            max_session_timeout: None,
+            max_packet: DEFAULT_MAX_PACKET,
+            super_digest: None,
+            clock: ClockMode::Real,
+            seed: None,
+            record: true,
+            recorder_capacity: DEFAULT_CAPACITY,
+            listen_backlog: 1024,
+            worker_threads: 1,
+            compat: Compat::V3_8,
+            container_check_interval: Duration::from_secs(60),
+            extended_types: false,
+            reconfig_enabled: false,
+            #[cfg(feature = "tls")]
+            tls: None,
+            secure_port: 0,
+            max_outbox: 128 << 20,
+            expiry_cleanup_delay: Duration::ZERO,
+        }
+    }
+}
+
+impl ZkMockBuilder {
+    /// Where to listen; the default is `127.0.0.1:0` (a free loopback port).
+    pub fn listen(mut self, addr: SocketAddr) -> Self {
+        self.addr = addr;
+        self
+    }
+
+    /// Sets the listen backlog: how many connections the kernel queues
+    /// before the server accepts them (default 1024, as tokio's; a burst of
+    /// connects larger than the backlog waits for SYN retransmits, about 1 s;
+    /// ZooKeeper's `clientPortListenBacklog`).
+    pub fn listen_backlog(mut self, connections: u32) -> Self {
+        self.listen_backlog = connections.max(1);
+        self
+    }
+
+    /// Which ZooKeeper release to imitate where 3.8 and 3.9 differ (default
+    /// 3.8); see [`Compat`] for every difference.
+    pub fn compat(mut self, compat: Compat) -> Self {
+        self.compat = compat;
+        self
+    }
+
+    /// How often the container check deletes empty containers and expired
+    /// TTL nodes (ZooKeeper's `znode.container.checkIntervalMs`, default
+    /// 60 s; tests want about a second). The check goes by the session
+    /// clock: on a manual clock it runs when [`Control::advance`] passes its
+    /// time, and [`Control::check_containers`] runs it at once either way.
+    pub fn container_check_interval(mut self, every: Duration) -> Self {
+        self.container_check_interval = every.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Allows TTL nodes (ZooKeeper's `zookeeper.extendedTypesEnabled`,
+    /// default off, when createTTL and the TTL create modes answer
+    /// UNIMPLEMENTED).
+    pub fn extended_types(mut self, enabled: bool) -> Self {
+        self.extended_types = enabled;
+        self
+    }
+
+    /// Also serve TLS clients on a second port (ZooKeeper's
+    /// `secureClientPort`), on the same host as the plain port:
+    /// [`ZkMock::secure_addr`] tells where. See [`Tls`](crate::Tls).
+    ///
+    /// Needs the `tls` feature (rustls with ring).
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, tls: crate::tls::Tls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// The secure port to listen on (default 0: a free one). Only with
+    /// [`tls`](Self::tls).
+    pub fn secure_port(mut self, port: u16) -> Self {
+        self.secure_port = port;
+        self
+    }
+
+    /// How many bytes of replies and notifications may wait for one
+    /// client to read them (default 128 MiB). A client past it is a slow
+    /// reader: its connection is closed (its session lives on, as after any
+    /// disconnect) instead of the server buffering without limit. A stalled
+    /// connection (a `stall` fault) holds its frames and is exempt.
+    pub fn max_outbox_bytes(mut self, bytes: usize) -> Self {
+        self.max_outbox = bytes.max(1);
+        self
+    }
+
+    /// Delays the ephemeral cleanup of sessions the server expires (default
+    /// none). The session ends at once — its connection is closed and a
+    /// re-attach is told it expired — but its closeSession transaction, which
+    /// deletes its ephemeral nodes, is applied this much later on the
+    /// session clock. A client that reconnects with a new session meanwhile
+    /// sees its old session's nodes, as it would through a server that has
+    /// not yet applied the expiry (CURATOR-604). Also
+    /// [`Control::set_expiry_cleanup_delay`].
+    pub fn expiry_cleanup_delay(mut self, delay: Duration) -> Self {
+        self.expiry_cleanup_delay = delay;
+        self
+    }
+
+    /// ZooKeeper's `reconfigEnabled` (default off). A standalone server
+    /// cannot reconfigure either way; the setting only changes its answer to
+    /// reconfig (16): RECONFIGDISABLED when off, UNIMPLEMENTED when on (what
+    /// kazoo's test harness, which turns it on, sees).
+    pub fn reconfig_enabled(mut self, enabled: bool) -> Self {
+        self.reconfig_enabled = enabled;
+        self
+    }
+
+    /// Threads serving connections (default 1: one thread, a current-thread
+    /// Tokio runtime, the cheapest to start). More threads serve more
+    /// sessions in parallel when the clients have cores to spare; the data
+    /// tree stays one short critical section per request either way, so
+    /// every ordering guarantee holds with any number.
+    pub fn worker_threads(mut self, threads: usize) -> Self {
+        self.worker_threads = threads.max(1);
+        self
+    }
+
+    /// ZooKeeper's `tickTime` in ms (default 2000): session deadlines round up
+    /// to it and the default timeout bounds are 2 and 20 ticks.
+    pub fn tick_time(mut self, ms: u64) -> Self {
+        self.tick_time = ms;
+        self
+    }
+
+    /// `minSessionTimeout` in ms (default 2 × tickTime).
+    pub fn min_session_timeout(mut self, ms: i32) -> Self {
+        self.min_session_timeout = Some(ms);
+        self
+    }
+
+    /// `maxSessionTimeout` in ms (default 20 × tickTime).
+    pub fn max_session_timeout(mut self, ms: i32) -> Self {
+        self.max_session_timeout = Some(ms);
+        self
+    }
+
+    /// `jute.maxbuffer`: the largest frame accepted (default 0xfffff bytes).
+    /// A larger length prefix closes the connection with no reply.
+    pub fn max_packet_size(mut self, bytes: usize) -> Self {
+        self.max_packet = bytes;
+        self
+    }
+
+    /// `zookeeper.DigestAuthenticationProvider.superDigest`: a connection that
+    /// authenticates with digest credentials hashing to this `user:hash`
+    /// value is a super user and passes every ACL check.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// // `super:test` hashes to this value (see `zk_mock::acl::digest`).
+    /// let zk = zk_mock::ZkMock::builder().super_digest("super:D/InIHSb7yEEbrWz8b9l71RjZJU=").start().await.unwrap();
+    /// # drop(zk);
+    /// # }
+    /// ```
+    pub fn super_digest(mut self, user_hash: impl Into<String>) -> Self {
+        self.super_digest = Some(user_hash.into());
+        self
+    }
+
+    /// The session clock: real time (default) or [`ClockMode::Manual`], where
+    /// only [`ZkMock::advance`] moves it.
+    pub fn clock(mut self, mode: ClockMode) -> Self {
+        self.clock = mode;
+        self
+    }
+
+    /// The seed of every random choice (probabilistic fault rules). Without
+    /// one, a seed is drawn from the time; [`ZkMock::seed`] tells which.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Whether the recorder keeps a log (default true). Counters are kept either way.
+    pub fn record(mut self, on: bool) -> Self {
+        self.record = on;
+        self
+    }
+
+    /// How many records of each kind the recorder keeps before dropping the
+    /// oldest (default 100,000).
+    pub fn recorder_capacity(mut self, records: usize) -> Self {
+        self.recorder_capacity = records;
+        self
+    }
+
+    /// Binds the listener and starts the server.
+    ///
+    /// # Errors
+    /// [`Error::Bind`] if the address cannot be bound, [`Error::Runtime`] if
+    /// the server thread cannot start, [`Error::Config`] for contradictory settings.
+    pub async fn start(self) -> Result<ZkMock, Error> {
+        self.start_blocking()
+    }
+
+    /// [`start`](Self::start) for callers outside an async context (the binary).
+    ///
+    /// # Errors
+    /// As for [`start`](Self::start).
+    pub fn start_blocking(self) -> Result<ZkMock, Error> {
+        let (min, max) = self.session_timeouts()?;
+        let bind_err = |source| Error::Bind {
+            addr: self.addr,
+            source,
+        };
+        let listener = bind(self.addr, self.listen_backlog).map_err(bind_err)?;
+        let addr = listener.local_addr().map_err(bind_err)?;
+        let secure = self.secure_listener()?;
+        let secure_addr = secure.as_ref().map(|(_, _, a)| *a);
+        let (state, seed) = self.new_state(addr.port(), min, max);
+        let shared: Shared = Arc::new(Mutex::new(state));
+        let (tx, rx) = watch::channel(false);
+        let runtime = if self.worker_threads > 1 {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(self.worker_threads)
+                .thread_name(format!("zk-mock-{}-worker", addr.port()))
+                .enable_all()
+                .build()
+        } else {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+        }
+        .map_err(Error::Runtime)?;
+        let handle = runtime.handle().clone();
+        let server_state = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("zk-mock-{}", addr.port()))
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let secure = match secure.map(|(l, acceptor, _)| {
+                        tokio::net::TcpListener::from_std(l).map(|l| (l, acceptor))
+                    }) {
+                        None => None,
+                        Some(Ok(s)) => Some(s),
+                        Some(Err(e)) => {
+                            tracing::error!(%e, "cannot register the secure listener");
+                            return;
+                        }
+                    };
+                    match tokio::net::TcpListener::from_std(listener) {
+                        Ok(l) => server::run(l, secure, server_state, rx).await,
+                        Err(e) => tracing::error!(%e, "cannot register listener"),
+                    }
+                });
+                // Dropping the runtime cancels every connection task and closes its socket.
+            })
+            .map_err(Error::Runtime)?;
+        tracing::info!(%addr, ?secure_addr, seed, "zk-mock listening");
+        Ok(ZkMock {
+            control: Control {
+                addr,
+                secure_addr,
+                seed,
+                shared,
+            },
+            handle,
+            shutdown: tx,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl ZkMockBuilder {
+    /// The secure port's listener, acceptor and address, if TLS is on.
+    #[cfg(feature = "tls")]
+    fn secure_listener(
+        &self,
+    ) -> Result<Option<(std::net::TcpListener, server::Acceptor, SocketAddr)>, Error> {
+        let Some(tls) = &self.tls else {
+            return Ok(None);
+        };
+        let acceptor = tls.acceptor()?;
+        let want = SocketAddr::new(self.addr.ip(), self.secure_port);
+        let secure_err = |source| Error::Bind { addr: want, source };
+        let l = bind(want, self.listen_backlog).map_err(secure_err)?;
+        let a = l.local_addr().map_err(secure_err)?;
+        Ok(Some((l, acceptor, a)))
+    }
+
+    /// Without the `tls` feature there is no secure port.
+    #[cfg(not(feature = "tls"))]
+    #[allow(clippy::unnecessary_wraps)]
+    fn secure_listener(
+        &self,
+    ) -> Result<Option<(std::net::TcpListener, server::Acceptor, SocketAddr)>, Error> {
+        Ok(None)
+    }
+
+    /// The negotiable session timeout range: the settings', or 2 and 20
+    /// ticks as ZooKeeper's defaults.
+    fn session_timeouts(&self) -> Result<(i32, i32), Error> {
+        if self.tick_time == 0 {
+            return Err(Error::Config("tick time must be positive".into()));
+        }
+        let tick = i32::try_from(self.tick_time)
+            .map_err(|_| Error::Config("tick time too large".into()))?;
+        let min = self.min_session_timeout.unwrap_or(tick.saturating_mul(2));
+        let max = self.max_session_timeout.unwrap_or(tick.saturating_mul(20));
+        if min > max {
+            return Err(Error::Config(format!(
+                "min session timeout {min} > max {max}"
+            )));
+        }
+        Ok((min, max))
+    }
+
+    /// The server state these settings describe for a server on `port`,
+    /// without starting anything (the fuzzing harness uses it as is).
+    pub(crate) fn state_for(&self, port: u16) -> Result<(State, u64), Error> {
+        let (min, max) = self.session_timeouts()?;
+        Ok(self.new_state(port, min, max))
+    }
+
+    /// The server state these settings describe, and its seed.
+    fn new_state(&self, port: u16, min: i32, max: i32) -> (State, u64) {
+        let seed = self.seed.unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        });
+        let clock = Clock::new(self.clock);
+        // Session ids have ZooKeeper's layout (server id 1, 40 bits of a ms
+        // clock, a 16-bit counter); with an explicit seed the clock bits come
+        // from the seed, so a replayed run sees the same ids.
+        let id_ms = self.seed.unwrap_or(clock.wall_ms() as u64);
+        let sessions = SessionManager::new(id_ms, self.tick_time, min, max);
+        let settings = Settings {
+            tick_time: self.tick_time,
+            max_packet: self.max_packet,
+            super_digest: self.super_digest.clone(),
+            client_port: port,
+            min_session_timeout: min,
+            max_session_timeout: max,
+            compat: self.compat,
+            container_check_interval_ms: self.container_check_interval.as_millis() as u64,
+            extended_types: self.extended_types,
+            reconfig_enabled: self.reconfig_enabled,
+            max_outbox: self.max_outbox,
+            expiry_cleanup_delay_ms: self.expiry_cleanup_delay.as_millis() as u64,
+        };
+        let recorder = Recorder::new(self.record, self.recorder_capacity);
+        let state = State::new(
+            clock,
+            sessions,
+            settings,
+            recorder,
+            seed,
+            SmallRng::seed_from_u64(seed),
+        );
+        (state, seed)
+    }
+}
+
+/// A non-blocking listener with an explicit backlog (std's `bind` uses 128).
+fn bind(addr: SocketAddr, backlog: u32) -> std::io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(i32::try_from(backlog).unwrap_or(i32::MAX))?;
+    socket.set_nonblocking(true)?;
+    Ok(socket.into())
+}
