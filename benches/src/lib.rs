@@ -528,7 +528,7 @@ pub async fn lock_experiment(
     // than the deleter's (each holder's own node watch fires to itself).
     let server_notifications = match (server.mock_handle(), release_after) {
         (Some(m), Some(after)) => {
-            let deleters: std::collections::HashMap<i64, i64> = m
+            let deleters: std::collections::HashMap<i64, zk_mock::SessionId> = m
                 .changes()
                 .iter()
                 .filter(|c| c.zxid > after && c.path.starts_with(dir))

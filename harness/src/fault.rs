@@ -120,7 +120,7 @@ mod tests {
         let rule = f.to_rule(Some(7));
         assert_eq!(rule.when, f.when(Some(7)));
         assert_eq!(rule.when.ops.len(), 4);
-        assert_eq!(rule.when.session, Some(7));
+        assert_eq!(rule.when.session, Some(zk_mock::SessionId(7)));
         assert_eq!(rule.verdict, zk_mock::fault::Verdict::LoseReply);
     }
 }

@@ -44,7 +44,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::fault::Rule;
-use crate::proto::OpCode;
+use crate::proto::{EventType, OpCode};
+use crate::record::{NotificationRecord, RequestRecord};
 use crate::{Control, Error, ZkMock};
 
 type ApiResult = Result<Response, ApiError>;
@@ -65,12 +66,9 @@ fn not_found(msg: impl Into<String>) -> ApiError {
     ApiError(StatusCode::NOT_FOUND, msg.into())
 }
 
-fn session_id(text: &str) -> Result<i64, ApiError> {
-    crate::fault::parse_session_id(text).ok_or_else(|| {
-        bad(format!(
-            "session id {text:?} is not a decimal or 0x-hex integer"
-        ))
-    })
+fn session_id(text: &str) -> Result<crate::SessionId, ApiError> {
+    text.parse()
+        .map_err(|e: crate::BadSessionId| bad(e.to_string()))
 }
 
 fn ok(v: impl Serialize) -> ApiResult {
@@ -314,20 +312,28 @@ async fn requests(
             "requests filter by session, path and op; event is for notifications",
         ));
     }
-    let mut r = c.requests();
-    if let Some(s) = &f.session {
-        r = r.by_session(session_id(s)?);
-    }
-    if let Some(p) = &f.path {
-        r = r.by_path(p);
-    }
-    if let Some(op) = &f.op {
-        let code = OpCode::from_name(op)
-            .or_else(|| op.parse().ok().and_then(OpCode::from_i32))
-            .ok_or_else(|| bad(format!("unknown op {op:?}")))?;
-        r = r.op(code);
-    }
-    ok(r)
+    let session = f.session.as_deref().map(session_id).transpose()?;
+    let op = match &f.op {
+        Some(op) => Some(
+            OpCode::from_name(op)
+                .or_else(|| op.parse().ok().and_then(OpCode::from_i32))
+                .ok_or_else(|| bad(format!("unknown op {op:?}")))?,
+        ),
+        None => None,
+    };
+    let picked: Vec<RequestRecord> = c.inspect(|log| {
+        log.requests()
+            .filter(|r| session.is_none_or(|s| r.session == s))
+            .filter(|r| {
+                f.path
+                    .as_deref()
+                    .is_none_or(|p| r.path.as_deref() == Some(p))
+            })
+            .filter(|r| op.is_none_or(|o| r.op_code == o as i32))
+            .cloned()
+            .collect()
+    });
+    ok(picked)
 }
 
 async fn notifications(
@@ -340,24 +346,28 @@ async fn notifications(
             "notifications filter by session, path and event; op is for requests",
         ));
     }
-    let mut n = c.notifications();
-    if let Some(s) = &f.session {
-        n = n.to_session(session_id(s)?);
-    }
-    if let Some(p) = &f.path {
-        n = n.by_path(p);
-    }
-    if let Some(e) = &f.event {
-        let t = match e.as_str() {
-            "NodeCreated" | "created" | "1" => 1,
-            "NodeDeleted" | "deleted" | "2" => 2,
-            "NodeDataChanged" | "data_changed" | "changed" | "3" => 3,
-            "NodeChildrenChanged" | "children_changed" | "4" => 4,
-            other => return Err(bad(format!("unknown event {other:?}: NodeCreated, NodeDeleted, NodeDataChanged or NodeChildrenChanged"))),
-        };
-        n = n.event(t);
-    }
-    ok(n)
+    let session = f.session.as_deref().map(session_id).transpose()?;
+    let event = match f.event.as_deref() {
+        None => None,
+        Some("NodeCreated" | "created" | "1") => Some(EventType::NodeCreated),
+        Some("NodeDeleted" | "deleted" | "2") => Some(EventType::NodeDeleted),
+        Some("NodeDataChanged" | "data_changed" | "changed" | "3") => {
+            Some(EventType::NodeDataChanged)
+        }
+        Some("NodeChildrenChanged" | "children_changed" | "4") => {
+            Some(EventType::NodeChildrenChanged)
+        }
+        Some(other) => return Err(bad(format!("unknown event {other:?}: NodeCreated, NodeDeleted, NodeDataChanged or NodeChildrenChanged"))),
+    };
+    let picked: Vec<NotificationRecord> = c.inspect(|log| {
+        log.notifications()
+            .filter(|n| session.is_none_or(|s| n.session == s))
+            .filter(|n| f.path.as_deref().is_none_or(|p| n.path == p))
+            .filter(|n| event.is_none_or(|e| n.event_type == e as i32))
+            .cloned()
+            .collect()
+    });
+    ok(picked)
 }
 
 async fn clear(State(c): State<Control>) -> ApiResult {

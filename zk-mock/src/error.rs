@@ -20,3 +20,18 @@ pub enum Error {
     #[error("invalid configuration: {0}")]
     Config(String),
 }
+
+/// [`ZkMock::wait_until`](crate::ZkMock::wait_until)'s condition did not
+/// hold within its timeout. It prints the server's seed (to replay the run
+/// with [`ZkMockBuilder::seed`](crate::ZkMockBuilder::seed)) and the
+/// recording as it stood.
+#[derive(Debug, thiserror::Error)]
+#[error("zk-mock (seed {seed}): condition not met within {timeout:?}\n{recording}")]
+pub struct WaitTimeout {
+    /// The server's seed.
+    pub seed: u64,
+    /// How long it waited.
+    pub timeout: std::time::Duration,
+    /// Everything recorded, when it gave up.
+    pub recording: Box<crate::record::Recording>,
+}

@@ -11,6 +11,7 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::proto::{ErrorCode, OpCode};
+use crate::SessionId;
 
 /// What happens to a request a rule matches.
 ///
@@ -341,7 +342,7 @@ pub struct Match {
     /// The path criterion.
     pub path: Option<PathMatch>,
     /// Only this session's requests.
-    pub session: Option<i64>,
+    pub session: Option<SessionId>,
     /// Fire only on the n-th request that meets the criteria above (1-based).
     pub nth: Option<u64>,
     /// Fire at most this many times.
@@ -393,8 +394,8 @@ impl Match {
         self
     }
     /// Only this session.
-    pub fn session(mut self, id: i64) -> Self {
-        self.session = Some(id);
+    pub fn session(mut self, id: impl Into<SessionId>) -> Self {
+        self.session = Some(id.into());
         self
     }
     /// Fire only on the n-th match (1-based).
@@ -447,7 +448,7 @@ impl Match {
 
     /// Whether a request (op code, path, session) meets the criteria; `nth`,
     /// `times` and `probability` are [`Tally::fires`]'s to judge.
-    pub fn matches(&self, op: i32, path: Option<&str>, session: Option<i64>) -> bool {
+    pub fn matches(&self, op: i32, path: Option<&str>, session: Option<SessionId>) -> bool {
         let op_ok = if self.ops.is_empty() {
             op != OpCode::Ping as i32
         } else {
@@ -582,7 +583,7 @@ struct RuleJson {
         deserialize_with = "session_id::deserialize",
         skip_serializing_if = "Option::is_none"
     )]
-    session: Option<i64>,
+    session: Option<SessionId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     nth: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -692,21 +693,15 @@ impl RuleSet {
         rng: &mut SmallRng,
     ) -> Option<Verdict> {
         for r in &mut self.rules {
-            if r.rule.when.matches(req.op, req.path, Some(req.session))
+            if r.rule
+                .when
+                .matches(req.op, req.path, Some(SessionId(req.session)))
                 && r.tally.fires(&r.rule.when, |p| rng.random_bool(p))
             {
                 return Some(r.rule.verdict);
             }
         }
         None
-    }
-}
-
-/// A session id as clients print it: decimal, or `0x` hex.
-pub(crate) fn parse_session_id(text: &str) -> Option<i64> {
-    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(hex, 16).ok().map(|v| v as i64),
-        None => text.parse::<i64>().ok(),
     }
 }
 
@@ -722,13 +717,13 @@ mod session_id {
         Text(String),
     }
 
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<crate::SessionId>, D::Error> {
         match Option::<NumberOrText>::deserialize(d)? {
             None => Ok(None),
-            Some(NumberOrText::Number(n)) => Ok(Some(n)),
-            Some(NumberOrText::Text(t)) => super::parse_session_id(&t).map(Some).ok_or_else(|| {
-                D::Error::custom(format!("session {t:?} is not a decimal or 0x-hex integer"))
-            }),
+            Some(NumberOrText::Number(n)) => Ok(Some(crate::SessionId(n))),
+            Some(NumberOrText::Text(t)) => t.parse().map(Some).map_err(D::Error::custom),
         }
     }
 }
@@ -943,7 +938,11 @@ mod tests {
                 r#"{{"session":{session},"verdict":{{"type":"lose_reply"}}}}"#
             ))
             .unwrap();
-            assert_eq!(r.when.session, Some(0x0100_0000_0000_0001), "{session}");
+            assert_eq!(
+                r.when.session,
+                Some(SessionId(0x0100_0000_0000_0001)),
+                "{session}"
+            );
         }
         assert!(serde_json::from_str::<Rule>(
             r#"{"session":"0xzz","verdict":{"type":"lose_reply"}}"#

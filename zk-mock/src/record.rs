@@ -2,15 +2,37 @@
 //! dropped, or faulted) and of every watch registration and notification,
 //! plus unbounded per-session and per-path counters.
 //!
-//! Everything handed out is an owned copy ([`Recording`], [`Requests`],
-//! [`Notifications`]); nothing refers into live server state.
+//! Queries are iterators: [`RequestQuery`] and [`NotificationQuery`] add
+//! typed filters to any iterator of records, so nothing is copied to
+//! narrow a query down. They run over a [`RecordView`] of the live log
+//! ([`ZkMock::inspect`](crate::ZkMock::inspect), nothing copied) or over an
+//! owned [`Recording`] ([`ZkMock::recorded`](crate::ZkMock::recorded)).
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! use zk_mock::proto::{ErrorCode, EventType};
+//! use zk_mock::fault::OpFamily;
+//! use zk_mock::record::{NotificationQuery, RequestQuery};
+//! let zk = zk_mock::ZkMock::start().await;
+//! // ... clients run ...
+//! let (failed_creates, deletions) = zk.inspect(|log| {
+//!     let failed = log.requests().op(OpFamily::Create).error(ErrorCode::NodeExists).count();
+//!     let deleted = log.notifications().under("/locks/").event(EventType::NodeDeleted).count();
+//!     (failed, deleted)
+//! });
+//! # assert_eq!((failed_creates, deletions), (0, 0));
+//! # }
+//! ```
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 
 use serde::Serialize;
 
-use crate::proto::OpCode;
+use crate::fault::OpFamily;
+use crate::proto::{ErrorCode, EventType, OpCode};
+use crate::SessionId;
 
 /// Default number of records of each kind kept before the oldest are dropped.
 pub const DEFAULT_CAPACITY: usize = 100_000;
@@ -40,7 +62,7 @@ pub struct RequestRecord {
     /// Session-clock ms when it was handled.
     pub at_ms: u64,
     /// The session.
-    pub session: i64,
+    pub session: SessionId,
     /// The request's xid.
     pub xid: i32,
     /// The op code as sent.
@@ -65,7 +87,7 @@ pub struct WatchRecord {
     /// Session-clock ms.
     pub at_ms: u64,
     /// The session that registered it.
-    pub session: i64,
+    pub session: SessionId,
     /// The watched path.
     pub path: String,
     /// The kind of watch.
@@ -80,7 +102,7 @@ pub struct NotificationRecord {
     /// Session-clock ms.
     pub at_ms: u64,
     /// The session notified.
-    pub session: i64,
+    pub session: SessionId,
     /// The event's path.
     pub path: String,
     /// The kind of watch that fired.
@@ -119,7 +141,7 @@ pub struct SessionRecord {
     /// Session-clock ms.
     pub at_ms: u64,
     /// The session.
-    pub session: i64,
+    pub session: SessionId,
     /// What happened.
     pub event: SessionEvent,
     /// The zxid of the transaction, for Created, Closed and Expired (else the last zxid).
@@ -150,7 +172,7 @@ pub struct ChangeRecord {
     /// The zxid of the transaction.
     pub zxid: i64,
     /// The session whose request (or whose expiry or close) made the change.
-    pub session: i64,
+    pub session: SessionId,
     /// The node's path (the full name, sequence suffix included).
     pub path: String,
     /// What happened to it.
@@ -314,7 +336,7 @@ impl Recorder {
         let r = RequestRecord {
             seq,
             at_ms,
-            session,
+            session: SessionId(session),
             xid,
             op_code,
             op,
@@ -335,7 +357,7 @@ impl Recorder {
         let r = WatchRecord {
             seq,
             at_ms,
-            session,
+            session: SessionId(session),
             path: path.to_string(),
             kind,
         };
@@ -359,7 +381,7 @@ impl Recorder {
         let r = NotificationRecord {
             seq,
             at_ms,
-            session,
+            session: SessionId(session),
             path: path.to_string(),
             kind,
             event_type,
@@ -379,7 +401,7 @@ impl Recorder {
         let r = SessionRecord {
             seq,
             at_ms,
-            session,
+            session: SessionId(session),
             event,
             zxid,
         };
@@ -407,7 +429,7 @@ impl Recorder {
             seq,
             at_ms,
             zxid,
-            session,
+            session: SessionId(session),
             path: path.to_string(),
             kind,
         };
@@ -441,7 +463,11 @@ impl Recorder {
             sessions: self.sessions.iter().cloned().collect(),
             changes: self.changes.iter().cloned().collect(),
             dropped: self.dropped,
-            per_session: self.per_session.clone(),
+            per_session: self
+                .per_session
+                .iter()
+                .map(|(id, c)| (SessionId(*id), *c))
+                .collect(),
             per_path: self.per_path.clone(),
             total: self.total,
         }
@@ -479,7 +505,7 @@ pub struct Recording {
     pub dropped: u64,
     /// Totals per session: every live session's, and those of the last
     /// [`RETAINED_ENDED`] sessions that were closed or expired.
-    pub per_session: BTreeMap<i64, Counters>,
+    pub per_session: BTreeMap<SessionId, Counters>,
     /// Totals per path: every path's, except those deleted (and not created
     /// again) before the last [`RETAINED_ENDED`] deletions.
     pub per_path: BTreeMap<String, Counters>,
@@ -600,106 +626,294 @@ impl fmt::Display for Recording {
 
 /// `EventType`'s name for a wire value.
 pub fn event_name(t: i32) -> &'static str {
-    match t {
-        1 => "NodeCreated",
-        2 => "NodeDeleted",
-        3 => "NodeDataChanged",
-        4 => "NodeChildrenChanged",
-        _ => "Unknown",
+    EventType::from_i32(t).map_or("Unknown", EventType::name)
+}
+
+impl RequestRecord {
+    /// The op code, if the server knows it.
+    pub fn opcode(&self) -> Option<OpCode> {
+        OpCode::from_i32(self.op_code)
+    }
+
+    /// The error answered ([`ErrorCode::Ok`] on success), if the code is known.
+    pub fn error(&self) -> Option<ErrorCode> {
+        ErrorCode::from_i32(self.err)
     }
 }
 
-/// Recorded requests, with filters that narrow them down.
+impl NotificationRecord {
+    /// The event type, if the code is known.
+    pub fn event(&self) -> Option<EventType> {
+        EventType::from_i32(self.event_type)
+    }
+}
+
+/// Which requests an op filter keeps: one op code, or a family of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpFilter {
+    /// Exactly this op code.
+    Code(OpCode),
+    /// Every op code of the family ([`OpFamily::Create`]: create, create2,
+    /// createContainer, createTTL).
+    Family(OpFamily),
+}
+
+impl OpFilter {
+    fn keeps(self, op_code: i32) -> bool {
+        match self {
+            OpFilter::Code(c) => c as i32 == op_code,
+            OpFilter::Family(f) => f.codes().iter().any(|c| *c as i32 == op_code),
+        }
+    }
+}
+
+impl From<OpCode> for OpFilter {
+    fn from(c: OpCode) -> OpFilter {
+        OpFilter::Code(c)
+    }
+}
+
+impl From<OpFamily> for OpFilter {
+    fn from(f: OpFamily) -> OpFilter {
+        OpFilter::Family(f)
+    }
+}
+
+/// Typed filters for any iterator of [`RequestRecord`]s: they narrow the
+/// query lazily, without copying a record.
 ///
 /// ```
-/// # use zk_mock::record::Requests;
-/// # let requests = Requests::default();
-/// let failed_creates = requests.op(zk_mock::proto::OpCode::Create).errors().count();
-/// # assert_eq!(failed_creates, 0);
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use zk_mock::{fault::OpFamily, proto::ErrorCode, record::RequestQuery};
+/// let zk = zk_mock::ZkMock::start().await;
+/// let recording = zk.recorded();
+/// let failed: Vec<_> = recording
+///     .requests
+///     .iter()
+///     .op(OpFamily::Create)
+///     .under("/locks/")
+///     .errors()
+///     .collect();
+/// assert!(failed.is_empty());
+/// assert_eq!(recording.requests.iter().error(ErrorCode::NoNode).count(), 0);
+/// # }
 /// ```
+pub trait RequestQuery<'a>: Iterator<Item = &'a RequestRecord> + Sized {
+    /// Only this session's.
+    fn by_session(self, id: impl Into<SessionId>) -> impl Iterator<Item = &'a RequestRecord> {
+        let id = id.into();
+        self.filter(move |r| r.session == id)
+    }
+    /// Only those naming exactly this path.
+    fn by_path(self, path: impl AsRef<str>) -> impl Iterator<Item = &'a RequestRecord> {
+        self.filter(move |r| r.path.as_deref() == Some(path.as_ref()))
+    }
+    /// Only those whose path starts with `prefix`.
+    fn under(self, prefix: impl AsRef<str>) -> impl Iterator<Item = &'a RequestRecord> {
+        self.filter(move |r| {
+            r.path
+                .as_deref()
+                .is_some_and(|p| p.starts_with(prefix.as_ref()))
+        })
+    }
+    /// Only this op code ([`OpCode`]) or family ([`OpFamily`]).
+    fn op(self, op: impl Into<OpFilter>) -> impl Iterator<Item = &'a RequestRecord> {
+        let op = op.into();
+        self.filter(move |r| op.keeps(r.op_code))
+    }
+    /// Only those answered with this error.
+    fn error(self, code: ErrorCode) -> impl Iterator<Item = &'a RequestRecord> {
+        self.filter(move |r| r.err == code as i32)
+    }
+    /// Only those answered with an error.
+    fn errors(self) -> impl Iterator<Item = &'a RequestRecord> {
+        self.filter(|r| r.err != 0)
+    }
+    /// Only those a fault rule acted on.
+    fn faulted(self) -> impl Iterator<Item = &'a RequestRecord> {
+        self.filter(|r| r.verdict.is_some())
+    }
+}
+
+impl<'a, I: Iterator<Item = &'a RequestRecord>> RequestQuery<'a> for I {}
+
+/// Typed filters for any iterator of [`NotificationRecord`]s, lazily, as
+/// [`RequestQuery`].
+pub trait NotificationQuery<'a>: Iterator<Item = &'a NotificationRecord> + Sized {
+    /// Only those sent to this session.
+    fn to_session(self, id: impl Into<SessionId>) -> impl Iterator<Item = &'a NotificationRecord> {
+        let id = id.into();
+        self.filter(move |n| n.session == id)
+    }
+    /// Only those about exactly this path.
+    fn by_path(self, path: impl AsRef<str>) -> impl Iterator<Item = &'a NotificationRecord> {
+        self.filter(move |n| n.path == path.as_ref())
+    }
+    /// Only those about paths starting with `prefix`.
+    fn under(self, prefix: impl AsRef<str>) -> impl Iterator<Item = &'a NotificationRecord> {
+        self.filter(move |n| n.path.starts_with(prefix.as_ref()))
+    }
+    /// Only this event type.
+    fn event(self, event: EventType) -> impl Iterator<Item = &'a NotificationRecord> {
+        self.filter(move |n| n.event_type == event as i32)
+    }
+    /// Only those of this kind of watch.
+    fn kind(self, kind: WatchKind) -> impl Iterator<Item = &'a NotificationRecord> {
+        self.filter(move |n| n.kind == kind)
+    }
+    /// Only those caused by the transaction with this zxid.
+    fn zxid(self, zxid: i64) -> impl Iterator<Item = &'a NotificationRecord> {
+        self.filter(move |n| n.zxid == zxid)
+    }
+}
+
+impl<'a, I: Iterator<Item = &'a NotificationRecord>> NotificationQuery<'a> for I {}
+
+/// The live log, borrowed for the time of a
+/// [`ZkMock::inspect`](crate::ZkMock::inspect) call or a
+/// [`ZkMock::wait_until`](crate::ZkMock::wait_until) check: queries run
+/// over it without copying it. The server is paused meanwhile.
+#[derive(Clone, Copy)]
+pub struct RecordView<'a> {
+    state: &'a crate::state::State,
+    recorder: &'a Recorder,
+}
+
+impl fmt::Debug for RecordView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecordView")
+            .field("requests", &self.recorder.requests.len())
+            .field("notifications", &self.recorder.notifications.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> RecordView<'a> {
+    pub(crate) fn new(state: &'a crate::state::State) -> RecordView<'a> {
+        RecordView {
+            state,
+            recorder: &state.recorder,
+        }
+    }
+
+    /// The tree, sessions and watches as they stand, as an owned copy
+    /// (as [`ZkMock::snapshot`](crate::ZkMock::snapshot)).
+    pub fn snapshot(&self) -> crate::snapshot::Snapshot {
+        crate::snapshot::Snapshot::of(self.state)
+    }
+
+    /// The live sessions, in id order.
+    pub fn session_ids(&self) -> Vec<SessionId> {
+        let mut ids: Vec<SessionId> = self
+            .state
+            .sessions
+            .iter()
+            .map(|s| SessionId(s.id))
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// Requests, oldest first.
+    pub fn requests(&self) -> impl DoubleEndedIterator<Item = &'a RequestRecord> + Clone {
+        self.recorder.requests.iter()
+    }
+
+    /// Watch registrations, oldest first.
+    pub fn watches(&self) -> impl DoubleEndedIterator<Item = &'a WatchRecord> + Clone {
+        self.recorder.watches.iter()
+    }
+
+    /// Notifications, oldest first.
+    pub fn notifications(&self) -> impl DoubleEndedIterator<Item = &'a NotificationRecord> + Clone {
+        self.recorder.notifications.iter()
+    }
+
+    /// Session lifecycle events, oldest first.
+    pub fn sessions(&self) -> impl DoubleEndedIterator<Item = &'a SessionRecord> + Clone {
+        self.recorder.sessions.iter()
+    }
+
+    /// Changes to the tree, oldest first.
+    pub fn changes(&self) -> impl DoubleEndedIterator<Item = &'a ChangeRecord> + Clone {
+        self.recorder.changes.iter()
+    }
+
+    /// Totals for the whole server.
+    pub fn total(&self) -> Counters {
+        self.recorder.total
+    }
+
+    /// A session's totals (see [`Recording::per_session`]).
+    pub fn per_session(&self, id: impl Into<SessionId>) -> Option<Counters> {
+        self.recorder.per_session.get(&id.into().0).copied()
+    }
+
+    /// A path's totals (see [`Recording::per_path`]).
+    pub fn per_path(&self, path: &str) -> Option<Counters> {
+        self.recorder.per_path.get(path).copied()
+    }
+
+    /// Records dropped because the log was full.
+    pub fn dropped(&self) -> u64 {
+        self.recorder.dropped
+    }
+
+    /// An owned copy of all of it.
+    pub fn to_recording(&self) -> Recording {
+        self.recorder.snapshot(self.state.seed)
+    }
+}
+
+/// Recorded requests: an owned copy of the log, in order
+/// ([`ZkMock::requests`](crate::ZkMock::requests)). Query it through
+/// [`iter`](Self::iter) and [`RequestQuery`]'s filters.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
 pub struct Requests(pub Vec<RequestRecord>);
 
 impl Requests {
-    fn keep(&self, f: impl Fn(&RequestRecord) -> bool) -> Self {
-        Requests(self.0.iter().filter(|r| f(r)).cloned().collect())
-    }
-    /// Only this session's.
-    pub fn by_session(&self, id: i64) -> Self {
-        self.keep(|r| r.session == id)
-    }
-    /// Only those naming exactly this path.
-    pub fn by_path(&self, path: &str) -> Self {
-        self.keep(|r| r.path.as_deref() == Some(path))
-    }
-    /// Only those whose path starts with `prefix`.
-    pub fn under(&self, prefix: &str) -> Self {
-        self.keep(|r| r.path.as_deref().is_some_and(|p| p.starts_with(prefix)))
-    }
-    /// Only this op.
-    pub fn op(&self, op: OpCode) -> Self {
-        self.keep(|r| r.op_code == op as i32)
-    }
-    /// Only those answered with an error.
-    pub fn errors(&self) -> Self {
-        self.keep(|r| r.err != 0)
-    }
-    /// Only those a fault rule acted on.
-    pub fn faulted(&self) -> Self {
-        self.keep(|r| r.verdict.is_some())
-    }
     /// How many.
     pub fn count(&self) -> usize {
         self.0.len()
     }
-    /// Iterates over them.
+    /// Iterates over them; the [`RequestQuery`] filters apply.
     pub fn iter(&self) -> std::slice::Iter<'_, RequestRecord> {
         self.0.iter()
     }
 }
 
-/// Recorded notifications, with filters that narrow them down.
-///
-/// ```
-/// # use zk_mock::record::Notifications;
-/// # let notes = Notifications::default();
-/// assert_eq!(notes.to_session(0x42).by_path("/lock").count(), 0);
-/// ```
+impl<'a> IntoIterator for &'a Requests {
+    type Item = &'a RequestRecord;
+    type IntoIter = std::slice::Iter<'a, RequestRecord>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+/// Recorded notifications: an owned copy of the log, in order
+/// ([`ZkMock::notifications`](crate::ZkMock::notifications)). Query it
+/// through [`iter`](Self::iter) and [`NotificationQuery`]'s filters.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
 pub struct Notifications(pub Vec<NotificationRecord>);
 
 impl Notifications {
-    fn keep(&self, f: impl Fn(&NotificationRecord) -> bool) -> Self {
-        Notifications(self.0.iter().filter(|r| f(r)).cloned().collect())
-    }
-    /// Only those sent to this session.
-    pub fn to_session(&self, id: i64) -> Self {
-        self.keep(|n| n.session == id)
-    }
-    /// Only those about exactly this path.
-    pub fn by_path(&self, path: &str) -> Self {
-        self.keep(|n| n.path == path)
-    }
-    /// Only those about paths starting with `prefix`.
-    pub fn under(&self, prefix: &str) -> Self {
-        self.keep(|n| n.path.starts_with(prefix))
-    }
-    /// Only this event type (1 created, 2 deleted, 3 data changed, 4 children changed).
-    pub fn event(&self, event_type: i32) -> Self {
-        self.keep(|n| n.event_type == event_type)
-    }
-    /// Only those caused by the transaction with this zxid.
-    pub fn zxid(&self, zxid: i64) -> Self {
-        self.keep(|n| n.zxid == zxid)
-    }
     /// How many.
     pub fn count(&self) -> usize {
         self.0.len()
     }
-    /// Iterates over them.
+    /// Iterates over them; the [`NotificationQuery`] filters apply.
     pub fn iter(&self) -> std::slice::Iter<'_, NotificationRecord> {
+        self.0.iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Notifications {
+    type Item = &'a NotificationRecord;
+    type IntoIter = std::slice::Iter<'a, NotificationRecord>;
+    fn into_iter(self) -> Self::IntoIter {
         self.0.iter()
     }
 }
@@ -717,7 +931,7 @@ mod tests {
         let s = r.snapshot(1);
         assert_eq!(s.requests.count(), 2);
         assert_eq!(s.dropped, 3);
-        assert_eq!(s.per_session[&7].requests, 5);
+        assert_eq!(s.per_session[&SessionId(7)].requests, 5);
         assert_eq!(s.per_path["/a"].requests, 5);
         assert_eq!(
             s.requests.iter().map(|r| r.xid).collect::<Vec<_>>(),
@@ -749,9 +963,12 @@ mod tests {
         r.notification(0, 1, "/a", WatchKind::Data, 3, 2);
         r.notification(0, 2, "/a", WatchKind::Child, 4, 2);
         r.notification(0, 2, "/b", WatchKind::Data, 2, 3);
-        assert_eq!(r.notifications().to_session(2).count(), 2);
-        assert_eq!(r.notifications().by_path("/a").event(4).count(), 1);
-        assert_eq!(r.notifications().zxid(3).count(), 1);
+        let notes = || r.notifications.iter();
+        assert_eq!(notes().to_session(2).count(), 2);
+        let a_children = notes().by_path("/a").event(EventType::NodeChildrenChanged);
+        assert_eq!(a_children.count(), 1);
+        assert_eq!(notes().zxid(3).count(), 1);
+        assert_eq!(notes().kind(WatchKind::Child).count(), 1);
     }
 
     #[test]

@@ -8,6 +8,88 @@ use bytes::Bytes;
 
 use crate::compact::Sparse;
 
+/// A session id as the server assigned it: the ids the controls, the fault
+/// rules, the recorder and the snapshots name sessions by.
+///
+/// Every method that names a session takes `impl Into<SessionId>`, so a
+/// bare `i64` works too, such as `zookeeper_client`'s
+/// `client.session_id().0`. It prints as clients log it, `0x` and hex;
+/// it parses from that or from decimal; serde reads and writes a number.
+///
+/// ```
+/// use zk_mock::SessionId;
+/// let id: SessionId = "0x1000a5b3c0d0001".parse().unwrap();
+/// assert_eq!(id, SessionId(0x1000a5b3c0d0001));
+/// assert_eq!(id.to_string(), "0x1000a5b3c0d0001");
+/// assert_eq!(id, 0x1000a5b3c0d0001_i64);
+/// ```
+#[derive(
+    Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(transparent)]
+pub struct SessionId(pub i64);
+
+impl std::fmt::Debug for SessionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SessionId({self})")
+    }
+}
+
+impl std::fmt::Display for SessionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#x}", self.0)
+    }
+}
+
+impl std::fmt::LowerHex for SessionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::LowerHex::fmt(&self.0, f)
+    }
+}
+
+impl From<i64> for SessionId {
+    fn from(id: i64) -> SessionId {
+        SessionId(id)
+    }
+}
+
+impl From<SessionId> for i64 {
+    fn from(id: SessionId) -> i64 {
+        id.0
+    }
+}
+
+impl PartialEq<i64> for SessionId {
+    fn eq(&self, other: &i64) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<SessionId> for i64 {
+    fn eq(&self, other: &SessionId) -> bool {
+        *self == other.0
+    }
+}
+
+/// A session id that is neither decimal nor `0x` hex.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("session {0:?} is not a decimal or 0x-hex integer")]
+pub struct BadSessionId(pub String);
+
+impl std::str::FromStr for SessionId {
+    type Err = BadSessionId;
+
+    fn from_str(text: &str) -> Result<SessionId, BadSessionId> {
+        let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+            Some(hex) => u64::from_str_radix(hex, 16).ok().map(|v| v as i64),
+            None => text.parse::<i64>().ok(),
+        };
+        parsed
+            .map(SessionId)
+            .ok_or_else(|| BadSessionId(text.to_string()))
+    }
+}
+
 /// A connection's identity inside the server.
 pub(crate) type ConnId = u64;
 

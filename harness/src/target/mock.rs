@@ -121,7 +121,7 @@ impl MockTarget {
             .map(|c| Change {
                 pos: c.zxid,
                 zxid: Some(c.zxid),
-                session: Some(c.session),
+                session: Some(c.session.0),
                 path: c.path.clone(),
                 kind: c.kind,
                 by_session_end: ends.contains_key(&c.zxid),
@@ -133,7 +133,7 @@ impl MockTarget {
             .filter(|n| under(&n.path))
             .map(|n| Notified {
                 zxid: n.zxid,
-                session: n.session,
+                session: n.session.0,
                 path: n.path.clone(),
             })
             .collect();

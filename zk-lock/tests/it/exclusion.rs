@@ -54,9 +54,10 @@ async fn contend(kind: Kind) {
 
     // The server's history: marker creates and deletes strictly alternate,
     // each pair from one session, none failed.
-    let marker = zk.requests().by_path("/cs");
-    assert_eq!(marker.errors().count(), 0, "{kind:?}: {}", zk.recorded());
-    let ops: Vec<_> = marker.iter().map(|r| (r.op_code, r.session)).collect();
+    let requests = zk.requests();
+    let marker = || requests.iter().by_path("/cs");
+    assert_eq!(marker().errors().count(), 0, "{kind:?}: {}", zk.recorded());
+    let ops: Vec<_> = marker().map(|r| (r.op_code, r.session)).collect();
     assert_eq!(ops.len(), 2 * CONTENDERS * ROUNDS);
     for pair in ops.chunks(2) {
         assert_eq!(pair[0].0, OpCode::Create2 as i32, "{kind:?}");

@@ -39,9 +39,12 @@ async fn lost_create_reply_leaves_no_orphan_and_no_phantom() {
             vec![guard.path().to_string()],
             "{kind:?}"
         );
-        let applied = zk.requests().op(OpCode::Create2).under(&format!("{dir}/"));
+        let applied = zk.inspect(|log| {
+            let creates = log.requests().op(OpFamily::Create).under(format!("{dir}/"));
+            creates.error(ErrorCode::Ok).count()
+        });
         assert_eq!(
-            applied.iter().filter(|r| r.err == 0).count(),
+            applied,
             1,
             "{kind:?}: a second node was created\n{}",
             zk.recorded()
@@ -201,17 +204,11 @@ async fn retried_release_never_deletes_the_next_holders_node() {
         node.stat.czxid, new_token,
         "the new holder's node is intact"
     );
-    let deletes = zk
-        .requests()
-        .op(OpCode::Delete)
-        .by_path(&path)
-        .by_session(session(&a));
-    assert_eq!(
-        deletes.count(),
-        1,
-        "only the lost delete: {}",
-        zk.recorded()
-    );
+    let deletes = zk.inspect(|log| {
+        let deletes = log.requests().op(OpCode::Delete).by_path(&path);
+        deletes.by_session(session(&a)).count()
+    });
+    assert_eq!(deletes, 1, "only the lost delete: {}", zk.recorded());
     done_tx.send(()).unwrap();
     waiter.await.unwrap();
     no_watches_left(&zk).await;
@@ -237,13 +234,11 @@ async fn a_cancelled_acquire_deletes_its_node() {
         watching(&zk, dir, &[waiter_session]).await;
         waiter.abort();
         assert!(waiter.await.unwrap_err().is_cancelled());
-        let control = zk.control();
         let holder_path = guard.path().to_string();
         let d = dir.to_string();
-        zk.wait_until(PATIENCE, |_| {
+        zk.wait_until(PATIENCE, |log| {
             let prefix = format!("{d}/");
-            control
-                .snapshot()
+            log.snapshot()
                 .tree
                 .keys()
                 .filter(|p| p.starts_with(&prefix))
@@ -289,13 +284,11 @@ async fn a_create_reply_held_past_the_client_timeout_is_treated_as_lost() {
             vec![guard.path().to_string()],
             "{kind:?}"
         );
-        let created = zk.requests().op(OpCode::Create2).under(&format!("{dir}/"));
-        assert_eq!(
-            created.iter().filter(|r| r.err == 0).count(),
-            1,
-            "{kind:?}: a second node\n{}",
-            zk.recorded()
-        );
+        let created = zk.inspect(|log| {
+            let creates = log.requests().op(OpFamily::Create).under(format!("{dir}/"));
+            creates.error(ErrorCode::Ok).count()
+        });
+        assert_eq!(created, 1, "{kind:?}: a second node\n{}", zk.recorded());
         assert_eq!(
             zk.session_ids(),
             vec![session(&a)],
@@ -337,11 +330,11 @@ async fn a_node_with_our_prefix_owned_by_another_session_is_not_ours() {
             let g = lock.acquire().await.unwrap();
             (lock, g)
         });
-        zk.wait_until(PATIENCE, |r| r.requests.faulted().count() == 1)
+        zk.wait_until(PATIENCE, |log| log.requests().faulted().count() == 1)
             .await
             .unwrap_or_else(|e| panic!("{kind:?}: the create was never cut\n{e}"));
-        let cut = zk.requests().faulted();
-        let prefix = cut.iter().next().unwrap().path.clone().unwrap();
+        let cut = zk.inspect(|log| log.requests().faulted().next().cloned());
+        let prefix = cut.unwrap().path.unwrap();
         assert_eq!(rule.fired(), 1, "{kind:?}");
         drop(rule);
         // Another session's node with the contender's protected prefix.
@@ -363,7 +356,7 @@ async fn a_node_with_our_prefix_owned_by_another_session_is_not_ours() {
             "{kind:?}"
         );
         assert!(
-            owners.contains(&(impostor.clone(), session(&b))),
+            owners.contains(&(impostor.clone(), session(&b).0)),
             "{kind:?}"
         );
         assert!(

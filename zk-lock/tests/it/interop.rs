@@ -54,10 +54,8 @@ async fn sequential_locks_exclude_the_crates_own_lock() {
             .expect("theirs never acquired after ours released")
             .unwrap();
         assert!(path.starts_with(&format!("{dir}/_c_")), "{path}");
-        let control = zk.control();
-        zk.wait_until(PATIENCE, |_| {
-            !control
-                .snapshot()
+        zk.wait_until(PATIENCE, |log| {
+            !log.snapshot()
                 .tree
                 .keys()
                 .any(|p| p.starts_with("/locks/interop/"))

@@ -119,9 +119,8 @@ async fn kazoo_layout_shares_the_lock_with_kazoo() {
         exit_ok(probe).await;
         let mut waiting = kazoo(&zk, dir, "wait");
         let ours_session = session(&c);
-        zk.wait_until(PATIENCE, |rec| {
-            rec.watches
-                .iter()
+        zk.wait_until(PATIENCE, |log| {
+            log.watches()
                 .any(|w| w.session != ours_session && w.path.starts_with(dir))
         })
         .await
@@ -141,10 +140,9 @@ fn kazoo_rw(herd: bool, c: zookeeper_client::Client, dir: &str) -> RwLock {
 }
 
 /// Waits until a session other than `ours` watches something under `dir`.
-async fn kazoo_waits(zk: &ZkMock, dir: &str, ours: i64) {
-    zk.wait_until(PATIENCE, |rec| {
-        rec.watches
-            .iter()
+async fn kazoo_waits(zk: &ZkMock, dir: &str, ours: zk_mock::SessionId) {
+    zk.wait_until(PATIENCE, |log| {
+        log.watches()
             .any(|w| w.session != ours && w.path.starts_with(dir))
     })
     .await

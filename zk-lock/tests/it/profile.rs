@@ -40,19 +40,15 @@ async fn first_release(kind: Kind) -> (usize, u64, u64) {
     let path = guard.path().to_string();
     guard.release().await.unwrap();
     let delete = zk
-        .requests()
-        .op(OpCode::Delete)
-        .by_path(&path)
-        .iter()
-        .find(|r| r.err == 0)
-        .cloned()
+        .inspect(|log| {
+            let deletes = log.requests().op(OpCode::Delete).by_path(&path);
+            deletes.error(ErrorCode::Ok).next().cloned()
+        })
         .expect("release delete recorded");
-    let woken = zk
-        .notifications()
-        .zxid(delete.zxid)
-        .iter()
-        .filter(|n| n.session != session(&h))
-        .count();
+    let woken = zk.inspect(|log| {
+        let caused = log.notifications().zxid(delete.zxid);
+        caused.filter(|n| n.session != session(&h)).count()
+    });
     let (mut total, mut reads) = (0, 0);
     for t in tasks {
         let m = t.await.unwrap();

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use zk_lock::{GuardState, Lock, LockError, Strategy};
-use zk_mock::proto::OpCode;
+
 use zk_mock::ZkMock;
 
 use crate::support::*;
@@ -40,12 +40,13 @@ async fn reentry_is_a_guard_of_the_same_node_and_the_last_release_deletes_it() {
         assert_eq!(second.fencing_token(), first.fencing_token(), "{what}");
         assert_eq!(third.path(), first.path(), "{what}: same hold, same node");
         assert_eq!(children(&zk, dir).len(), 1, "{what}");
-        let creates = zk
-            .requests()
-            .op(OpCode::Create2)
-            .by_session(session(&a))
-            .under(&format!("{dir}/"));
-        let applied = creates.iter().filter(|r| r.err == 0).count();
+        let applied = zk.inspect(|log| {
+            let creates = log.requests().op(OpFamily::Create).by_session(session(&a));
+            creates
+                .under(format!("{dir}/"))
+                .error(ErrorCode::Ok)
+                .count()
+        });
         assert_eq!(applied, 1, "{what}: re-entry creates nothing");
 
         assert!(theirs.try_acquire().await.unwrap().is_none(), "{what}");
@@ -146,7 +147,7 @@ async fn a_cancelled_first_acquire_lets_the_next_one_acquire() {
     assert_eq!(mine.hold_count(), 1);
     second.release().await.unwrap();
     let gone = zk
-        .wait_until(PATIENCE, |_| children(&zk, dir).is_empty())
+        .wait_until(PATIENCE, |log| children_in(&log.snapshot(), dir).is_empty())
         .await;
     assert!(gone.is_ok(), "the cancelled contender's node is deleted");
 }

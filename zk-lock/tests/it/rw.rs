@@ -113,9 +113,10 @@ async fn mixed(herd: bool) {
     }
     // From the server's history: writer markers alternate create/delete from
     // one session, and no reader ever saw one.
-    let marker = zk.requests().by_path("/w");
-    let writes: Vec<_> = marker
+    let requests = zk.requests();
+    let writes: Vec<_> = requests
         .iter()
+        .by_path("/w")
         .filter(|r| r.op_code != OpCode::Exists as i32)
         .collect();
     assert_eq!(writes.len(), 2 * 3 * 3);
@@ -125,10 +126,10 @@ async fn mixed(herd: bool) {
         assert_eq!(pair[1].op_code, OpCode::Delete as i32);
         assert_eq!(pair[0].session, pair[1].session);
     }
-    let reads = marker.op(OpCode::Exists);
-    assert_eq!(reads.count(), 5 * 3);
+    let reads = || requests.iter().by_path("/w").op(OpCode::Exists);
+    assert_eq!(reads().count(), 5 * 3);
     assert!(
-        reads.iter().all(|r| r.err != 0),
+        reads().all(|r| r.error() == Some(ErrorCode::NoNode)),
         "a reader saw a writer inside"
     );
     assert!(max_readers.load(Ordering::SeqCst) >= 1);
@@ -183,19 +184,15 @@ async fn writer_release(herd: bool) -> usize {
     let path = w.path().to_string();
     w.release().await.unwrap();
     let delete = zk
-        .requests()
-        .op(OpCode::Delete)
-        .by_path(&path)
-        .iter()
-        .find(|r| r.err == 0)
-        .cloned()
+        .inspect(|log| {
+            let deletes = log.requests().op(OpCode::Delete).by_path(&path);
+            deletes.error(ErrorCode::Ok).next().cloned()
+        })
         .unwrap();
-    let woken = zk
-        .notifications()
-        .zxid(delete.zxid)
-        .iter()
-        .filter(|n| n.session != session(&h))
-        .count();
+    let woken = zk.inspect(|log| {
+        let caused = log.notifications().zxid(delete.zxid);
+        caused.filter(|n| n.session != session(&h)).count()
+    });
     for t in tasks {
         t.await.unwrap();
     }
@@ -241,12 +238,11 @@ async fn a_readers_lost_create_reply_leaves_no_orphan_and_no_phantom() {
             "herd={herd}"
         );
         assert!(g.path().contains("-read-"), "{}", g.path());
-        let created = zk.requests().op(OpCode::Create2).under(&format!("{dir}/"));
-        assert_eq!(
-            created.iter().filter(|r| r.err == 0).count(),
-            1,
-            "herd={herd}"
-        );
+        let created = zk.inspect(|log| {
+            let creates = log.requests().op(OpFamily::Create).under(format!("{dir}/"));
+            creates.error(ErrorCode::Ok).count()
+        });
+        assert_eq!(created, 1, "herd={herd}");
         let node = &zk.snapshot().tree[g.path()];
         assert_eq!(node.stat.ephemeral_owner, session(&a), "herd={herd}");
         assert_eq!(node.stat.czxid, g.fencing_token(), "herd={herd}");
@@ -379,13 +375,10 @@ async fn read_timeout_deletes_the_readers_node() {
             "herd={herd}"
         );
         // The reader's nodes were created and deleted, none left.
-        let reads = zk
-            .requests()
-            .op(OpCode::Create2)
-            .under(&format!("{dir}/"))
-            .iter()
-            .filter(|r| r.err == 0)
-            .count();
+        let reads = zk.inspect(|log| {
+            let creates = log.requests().op(OpFamily::Create).under(format!("{dir}/"));
+            creates.error(ErrorCode::Ok).count()
+        });
         assert_eq!(reads, 3, "herd={herd}: the writer's and two readers'");
         w.release().await.unwrap();
         let r = reader

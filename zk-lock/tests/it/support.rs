@@ -3,7 +3,11 @@
 use std::time::Duration;
 
 use zk_lock::{Lock, Strategy};
-use zk_mock::ZkMock;
+pub(crate) use zk_mock::fault::OpFamily;
+pub(crate) use zk_mock::proto::ErrorCode;
+pub(crate) use zk_mock::record::{NotificationQuery, RequestQuery};
+use zk_mock::snapshot::Snapshot;
+use zk_mock::{SessionId, ZkMock};
 use zookeeper_client::Client;
 
 /// Generous bound for events that should happen in milliseconds.
@@ -42,15 +46,19 @@ pub(crate) async fn client(zk: &ZkMock) -> Client {
         .expect("connect")
 }
 
-pub(crate) fn session(c: &Client) -> i64 {
-    c.session_id().0
+pub(crate) fn session(c: &Client) -> SessionId {
+    c.session_id().0.into()
 }
 
 /// The lock directory's children, from the server's tree.
 pub(crate) fn children(zk: &ZkMock, dir: &str) -> Vec<String> {
+    children_in(&zk.snapshot(), dir)
+}
+
+/// The lock directory's children in a snapshot.
+pub(crate) fn children_in(snap: &Snapshot, dir: &str) -> Vec<String> {
     let prefix = format!("{dir}/");
-    zk.snapshot()
-        .tree
+    snap.tree
         .keys()
         .filter(|p| p.starts_with(&prefix) && !p[prefix.len()..].contains('/'))
         .cloned()
@@ -59,9 +67,8 @@ pub(crate) fn children(zk: &ZkMock, dir: &str) -> Vec<String> {
 
 /// Waits (on the server's change feed) until no watch is left on the server.
 pub(crate) async fn no_watches_left(zk: &ZkMock) {
-    let control = zk.control();
     let waited = zk
-        .wait_until(PATIENCE, |_| control.snapshot().watch_count() == 0)
+        .wait_until(PATIENCE, |log| log.snapshot().watch_count() == 0)
         .await;
     if let Err(msg) = waited {
         panic!("watches left: {}\n{msg}", zk.snapshot());
@@ -70,14 +77,13 @@ pub(crate) async fn no_watches_left(zk: &ZkMock) {
 
 /// Waits until each of `sessions` holds a live watch under `dir` (a
 /// watch registered and not yet fired), checked after every recorded change.
-pub(crate) async fn watching(zk: &ZkMock, dir: &str, sessions: &[i64]) {
-    let control = zk.control();
+pub(crate) async fn watching(zk: &ZkMock, dir: &str, sessions: &[SessionId]) {
     let waited = zk
-        .wait_until(PATIENCE, |_| {
-            let snap = control.snapshot();
+        .wait_until(PATIENCE, |log| {
+            let snap = log.snapshot();
             sessions.iter().all(|s| {
                 snap.sessions
-                    .get(s)
+                    .get(&s.0)
                     .is_some_and(|ss| ss.watches.iter().any(|w| w.path.starts_with(dir)))
             })
         })

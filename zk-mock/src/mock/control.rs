@@ -11,6 +11,30 @@ use crate::snapshot::Snapshot;
 use crate::state::{lock, Shared, State};
 use crate::Compat;
 
+use crate::record::RecordView;
+use crate::{SessionId, WaitTimeout};
+
+thread_local! {
+    /// Whether this thread is inside `inspect`, with the state locked.
+    static INSPECTING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks this thread as inside `inspect` until dropped (unwinding too).
+struct Inspecting;
+
+impl Inspecting {
+    fn enter() -> Inspecting {
+        INSPECTING.set(true);
+        Inspecting
+    }
+}
+
+impl Drop for Inspecting {
+    fn drop(&mut self) {
+        INSPECTING.set(false);
+    }
+}
+
 use super::{Refusal, RuleGuard, Stall};
 
 /// The controls of a running server: fault rules and verbs, the session
@@ -51,7 +75,21 @@ impl Control {
     }
 
     pub(super) fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        if INSPECTING.get() {
+            panic!(
+                "zk-mock: a ZkMock or Control method was called inside inspect() or \
+                 wait_until()'s condition, while the server is paused for it; use the \
+                 RecordView the closure is given (snapshot(), session_ids(), requests(), …)"
+            );
+        }
         lock(&self.shared)
+    }
+
+    /// Runs `f` over the live log with the server paused.
+    fn with_view<T>(&self, f: impl FnOnce(RecordView<'_>) -> T) -> T {
+        let st = self.state();
+        let _inside = Inspecting::enter();
+        f(RecordView::new(&st))
     }
 
     /// As [`ZkMock::last_zxid`].
@@ -60,19 +98,19 @@ impl Control {
     }
 
     /// As [`ZkMock::session_ids`].
-    pub fn session_ids(&self) -> Vec<i64> {
+    pub fn session_ids(&self) -> Vec<SessionId> {
         let st = self.state();
-        let mut ids: Vec<i64> = st.sessions.iter().map(|s| s.id).collect();
+        let mut ids: Vec<SessionId> = st.sessions.iter().map(|s| SessionId(s.id)).collect();
         ids.sort_unstable();
         ids
     }
 
     /// As [`ZkMock::ephemerals`].
-    pub fn ephemerals(&self, session: i64) -> Vec<(String, i64)> {
+    pub fn ephemerals(&self, session: impl Into<SessionId>) -> Vec<(String, i64)> {
         let st = self.state();
         let mut v: Vec<(String, i64)> = st
             .tree
-            .ephemerals_of(session)
+            .ephemerals_of(session.into().0)
             .filter_map(|p| st.tree.get(p).map(|n| (p.to_string(), n.czxid)))
             .collect();
         v.sort_by_key(|(_, z)| *z);
@@ -123,8 +161,8 @@ impl Control {
     }
 
     /// As [`ZkMock::expire_session`].
-    pub fn expire_session(&self, id: i64) -> bool {
-        self.state().expire(id)
+    pub fn expire_session(&self, id: impl Into<SessionId>) -> bool {
+        self.state().expire(id.into().0)
     }
 
     /// As [`ZkMock::expire_all`].
@@ -135,9 +173,9 @@ impl Control {
     }
 
     /// As [`ZkMock::disconnect`].
-    pub fn disconnect(&self, id: i64) -> bool {
+    pub fn disconnect(&self, id: impl Into<SessionId>) -> bool {
         let mut st = self.state();
-        match st.sessions.get(id).and_then(|s| s.conn) {
+        match st.sessions.get(id.into().0).and_then(|s| s.conn) {
             Some(conn) => {
                 st.close_conn(conn);
                 true
@@ -158,8 +196,9 @@ impl Control {
 
     /// As [`ZkMock::stall`].
     #[must_use = "dropping the guard resumes the session at once; Stall::forget keeps it stalled"]
-    pub fn stall(&self, id: i64) -> Option<Stall> {
-        self.state().stall(id).then(|| Stall {
+    pub fn stall(&self, id: impl Into<SessionId>) -> Option<Stall> {
+        let id = id.into();
+        self.state().stall(id.0).then(|| Stall {
             shared: Arc::downgrade(&self.shared),
             session: id,
             keep: false,
@@ -167,8 +206,8 @@ impl Control {
     }
 
     /// As [`ZkMock::resume`].
-    pub fn resume(&self, id: i64) -> bool {
-        self.state().resume(id)
+    pub fn resume(&self, id: impl Into<SessionId>) -> bool {
+        self.state().resume(id.into().0)
     }
 
     /// As [`ZkMock::refuse_connections`].
@@ -252,30 +291,34 @@ impl Control {
         Snapshot::of(&self.state())
     }
 
+    /// As [`ZkMock::inspect`].
+    pub fn inspect<T>(&self, f: impl FnOnce(RecordView<'_>) -> T) -> T {
+        self.with_view(f)
+    }
+
     /// As [`ZkMock::wait_until`].
     pub async fn wait_until(
         &self,
         timeout: Duration,
-        mut done: impl FnMut(&Recording) -> bool,
-    ) -> Result<Recording, String> {
+        mut done: impl FnMut(RecordView<'_>) -> bool,
+    ) -> Result<(), WaitTimeout> {
         let mut changes = self.state().changes.subscribe();
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            let rec = self.recorded();
-            if done(&rec) {
-                return Ok(rec);
+            if self.with_view(&mut done) {
+                return Ok(());
             }
             match tokio::time::timeout_at(deadline, changes.changed()).await {
                 Ok(Ok(())) => {}
                 _ => {
-                    let rec = self.recorded();
-                    if done(&rec) {
-                        return Ok(rec);
+                    if self.with_view(&mut done) {
+                        return Ok(());
                     }
-                    return Err(format!(
-                        "zk-mock (seed {}): condition not met within {timeout:?}\n{rec}",
-                        self.seed
-                    ));
+                    return Err(WaitTimeout {
+                        seed: self.seed,
+                        timeout,
+                        recording: Box::new(self.recorded()),
+                    });
                 }
             }
         }

@@ -4,6 +4,7 @@
 use std::sync::{Mutex, Weak};
 
 use crate::state::{lock, State};
+use crate::SessionId;
 
 /// Uninstalls its fault rule when dropped, after checking its
 /// [`expect`](Self::expect)ation, if it has one.
@@ -201,13 +202,13 @@ impl Drop for RuleGuard {
 #[must_use = "dropping the guard resumes the session at once"]
 pub struct Stall {
     pub(super) shared: Weak<Mutex<State>>,
-    pub(super) session: i64,
+    pub(super) session: SessionId,
     pub(super) keep: bool,
 }
 
 impl Stall {
     /// The stalled session.
-    pub fn session(&self) -> i64 {
+    pub fn session(&self) -> SessionId {
         self.session
     }
 
@@ -224,7 +225,7 @@ impl Drop for Stall {
             return;
         }
         if let Some(s) = self.shared.upgrade() {
-            lock(&s).resume(self.session);
+            lock(&s).resume(self.session.0);
         }
     }
 }

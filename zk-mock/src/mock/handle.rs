@@ -13,6 +13,9 @@ use crate::record::{Notifications, Recording, Requests};
 use crate::snapshot::Snapshot;
 use crate::Compat;
 
+use crate::record::RecordView;
+use crate::{SessionId, WaitTimeout};
+
 use super::{Control, Metrics, Refusal, RuleGuard, Stall, ZkMockBuilder};
 
 /// A running in-process ZooKeeper server.
@@ -126,7 +129,7 @@ impl ZkMock {
     }
 
     /// Ids of the live sessions, in ascending order.
-    pub fn session_ids(&self) -> Vec<i64> {
+    pub fn session_ids(&self) -> Vec<SessionId> {
         self.control.session_ids()
     }
 
@@ -141,7 +144,7 @@ impl ZkMock {
     /// assert!(zk.ephemerals(42).is_empty());
     /// # }
     /// ```
-    pub fn ephemerals(&self, session: i64) -> Vec<(String, i64)> {
+    pub fn ephemerals(&self, session: impl Into<SessionId>) -> Vec<(String, i64)> {
         self.control.ephemerals(session)
     }
 
@@ -216,7 +219,7 @@ impl ZkMock {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn expire_session(&self, id: i64) -> bool {
+    pub fn expire_session(&self, id: impl Into<SessionId>) -> bool {
         self.control.expire_session(id)
     }
 
@@ -239,7 +242,7 @@ impl ZkMock {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn disconnect(&self, id: i64) -> bool {
+    pub fn disconnect(&self, id: impl Into<SessionId>) -> bool {
         self.control.disconnect(id)
     }
 
@@ -277,14 +280,14 @@ impl ZkMock {
     /// # }
     /// ```
     #[must_use = "dropping the guard resumes the session at once; Stall::forget keeps it stalled"]
-    pub fn stall(&self, id: i64) -> Option<Stall> {
+    pub fn stall(&self, id: impl Into<SessionId>) -> Option<Stall> {
         self.control.stall(id)
     }
 
     /// Ends a stall (a forgotten [`Stall`] guard's, or a
     /// [`Verdict::Stall`](crate::fault::Verdict::Stall) rule's): what was
     /// held is delivered. False if it was not stalled.
-    pub fn resume(&self, id: i64) -> bool {
+    pub fn resume(&self, id: impl Into<SessionId>) -> bool {
         self.control.resume(id)
     }
 
@@ -381,17 +384,18 @@ impl ZkMock {
         self.control.clock_mode()
     }
 
-    /// Everything recorded so far, as an owned copy.
+    /// Everything recorded so far, as an owned copy; to query without
+    /// copying, see [`inspect`](Self::inspect).
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> std::io::Result<()> {
-    /// use zk_mock::{client::RawClient, proto::*};
+    /// use zk_mock::{client::RawClient, proto::*, record::RequestQuery};
     /// let zk = zk_mock::ZkMock::start().await;
     /// let mut c = RawClient::connect(zk.addr(), 10_000).await?;
     /// c.request(OpCode::Exists, &PathWatchRequest { path: "/x".into(), watch: true }).await?;
     /// let rec = zk.recorded();
-    /// assert_eq!(rec.requests.op(OpCode::Exists).errors().count(), 1);
+    /// assert_eq!(rec.requests.iter().op(OpCode::Exists).errors().count(), 1);
     /// assert_eq!(rec.watches[0].kind, zk_mock::record::WatchKind::Exist);
     /// print!("{rec}"); // one line per request, watch and notification
     /// # Ok(())
@@ -401,19 +405,20 @@ impl ZkMock {
         self.control.recorded()
     }
 
-    /// The recorded requests.
+    /// The recorded requests, as an owned copy of that log.
     pub fn requests(&self) -> Requests {
         self.control.requests()
     }
 
-    /// The recorded notifications.
+    /// The recorded notifications, as an owned copy of that log.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
+    /// use zk_mock::record::NotificationQuery;
     /// # let zk = zk_mock::ZkMock::start().await;
     /// # let session = 0;
-    /// let sent = zk.notifications().to_session(session).by_path("/lock").count();
+    /// let sent = zk.notifications().iter().to_session(session).by_path("/lock").count();
     /// # assert_eq!(sent, 0);
     /// # }
     /// ```
@@ -461,30 +466,55 @@ impl ZkMock {
         self.control.metrics()
     }
 
-    /// Waits until `done` holds for the recording, checking after every
-    /// change the server records; gives up after `timeout`.
-    ///
-    /// # Errors
-    /// On timeout, a message with the seed and the recording as it stood.
+    /// Runs `f` over the live log, borrowed: queries through
+    /// [`RequestQuery`](crate::record::RequestQuery) and
+    /// [`NotificationQuery`](crate::record::NotificationQuery) copy
+    /// nothing. The server is paused while `f` runs, so `f` must not call
+    /// the mock's own methods (that panics, with a message saying so): the
+    /// view has [`snapshot`](RecordView::snapshot) and
+    /// [`session_ids`](RecordView::session_ids) for that.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> std::io::Result<()> {
+    /// use zk_mock::{client::RawClient, proto::*, record::RequestQuery};
+    /// let zk = zk_mock::ZkMock::start().await;
+    /// let mut c = RawClient::connect(zk.addr(), 10_000).await?;
+    /// c.request(OpCode::GetData, &PathWatchRequest { path: "/x".into(), watch: false }).await?;
+    /// let misses = zk.inspect(|log| log.requests().by_path("/x").error(ErrorCode::NoNode).count());
+    /// assert_eq!(misses, 1);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn inspect<T>(&self, f: impl FnOnce(RecordView<'_>) -> T) -> T {
+        self.control.inspect(f)
+    }
+
+    /// Waits until `done` holds, checking it over the live log (as
+    /// [`inspect`](Self::inspect) does, nothing copied) at once and after
+    /// every change the server records; gives up after `timeout`.
+    ///
+    /// # Errors
+    /// [`WaitTimeout`], which prints the seed and the recording as it stood.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// use std::time::Duration;
-    /// use zk_mock::{client::RawClient, proto::*};
+    /// use zk_mock::{client::RawClient, proto::*, record::RequestQuery};
     /// let zk = zk_mock::ZkMock::start().await;
     /// let mut c = RawClient::connect(zk.addr(), 10_000).await?;
     /// c.request(OpCode::Sync, &PathRequest { path: "/".into() }).await?;
-    /// let rec = zk.wait_until(Duration::from_secs(5), |r| r.requests.op(OpCode::Sync).count() == 1).await.unwrap();
-    /// assert_eq!(rec.total.requests, 1);
+    /// zk.wait_until(Duration::from_secs(5), |log| log.requests().op(OpCode::Sync).count() == 1)
+    ///     .await?;
     /// # Ok(())
     /// # }
     /// ```
     pub async fn wait_until(
         &self,
         timeout: Duration,
-        done: impl FnMut(&Recording) -> bool,
-    ) -> Result<Recording, String> {
+        done: impl FnMut(RecordView<'_>) -> bool,
+    ) -> Result<(), WaitTimeout> {
         self.control.wait_until(timeout, done).await
     }
 }

@@ -24,7 +24,7 @@ pub use multi::{MultiHeader, MultiOp, MultiRequest, MultiResponse, MultiResult};
 pub use op_code::OpCode;
 pub use stat::{Stat, STAT_LEN};
 pub use watch::{
-    event_type, AddWatchRequest, SetWatches, SetWatches2, WatcherEvent, WatchesRequest,
+    event_type, AddWatchRequest, EventType, SetWatches, SetWatches2, WatcherEvent, WatchesRequest,
     STATE_SYNC_CONNECTED,
 };
 

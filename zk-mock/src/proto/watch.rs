@@ -15,6 +15,60 @@ pub mod event_type {
     pub const NODE_CHILDREN_CHANGED: i32 = 4;
 }
 
+/// `Watcher.Event.EventType`: what a notification says happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[repr(i32)]
+#[non_exhaustive]
+pub enum EventType {
+    /// A session state change (no node).
+    None = -1,
+    /// A node was created.
+    NodeCreated = 1,
+    /// A node was deleted.
+    NodeDeleted = 2,
+    /// A node's data changed.
+    NodeDataChanged = 3,
+    /// A node's children changed.
+    NodeChildrenChanged = 4,
+    /// A data watch was removed (removeWatches).
+    DataWatchRemoved = 5,
+    /// A child watch was removed (removeWatches).
+    ChildWatchRemoved = 6,
+    /// A persistent watch was removed (removeWatches).
+    PersistentWatchRemoved = 7,
+}
+
+impl EventType {
+    /// The event type for a wire value.
+    pub fn from_i32(v: i32) -> Option<EventType> {
+        Some(match v {
+            -1 => EventType::None,
+            1 => EventType::NodeCreated,
+            2 => EventType::NodeDeleted,
+            3 => EventType::NodeDataChanged,
+            4 => EventType::NodeChildrenChanged,
+            5 => EventType::DataWatchRemoved,
+            6 => EventType::ChildWatchRemoved,
+            7 => EventType::PersistentWatchRemoved,
+            _ => return None,
+        })
+    }
+
+    /// ZooKeeper's name for it (`NodeDeleted`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            EventType::None => "None",
+            EventType::NodeCreated => "NodeCreated",
+            EventType::NodeDeleted => "NodeDeleted",
+            EventType::NodeDataChanged => "NodeDataChanged",
+            EventType::NodeChildrenChanged => "NodeChildrenChanged",
+            EventType::DataWatchRemoved => "DataWatchRemoved",
+            EventType::ChildWatchRemoved => "ChildWatchRemoved",
+            EventType::PersistentWatchRemoved => "PersistentWatchRemoved",
+        }
+    }
+}
+
 /// `KeeperState.SyncConnected`: the only state the server ever sends.
 pub const STATE_SYNC_CONNECTED: i32 = 3;
 

@@ -155,7 +155,7 @@ async fn the_clock_advances_over_http_and_expires_a_silent_session() {
     let (s, v) = http(admin, "POST", "/clock/advance", Some(r#"{"ms": 30000}"#)).await;
     assert_eq!(s, 200);
     assert_eq!(v["clock_ms"], 30000);
-    assert!(!mock.session_ids().contains(&c.session_id));
+    assert!(!mock.session_ids().contains(&c.session_id.into()));
     let (s, _) = http(admin, "POST", "/clock/advance", Some(r#"{"seconds": 3}"#)).await;
     assert_eq!(s, 400);
 }

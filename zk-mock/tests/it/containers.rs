@@ -6,7 +6,7 @@ use std::time::Duration;
 use zk_mock::clock::ClockMode;
 use zk_mock::proto::{Acl, CreateTtlRequest, OpCode};
 use zk_mock::record::ChangeKind;
-use zk_mock::ZkMock;
+use zk_mock::{SessionId, ZkMock};
 use zookeeper_client::{Acls, CreateMode, EventType, Stat};
 
 use crate::support::*;
@@ -69,7 +69,7 @@ async fn an_emptied_container_goes_at_the_next_check_and_its_watchers_hear_it() 
         .find(|c| c.path == "/c" && c.kind == ChangeKind::Deleted)
         .map(|c| (c.zxid, c.session))
         .expect("the deletion is in the change log");
-    assert_eq!(deleted, (before + 2, 0));
+    assert_eq!(deleted, (before + 2, SessionId(0)));
 }
 
 #[tokio::test]

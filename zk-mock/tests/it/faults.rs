@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use zk_mock::clock::ClockMode;
 use zk_mock::fault::{Match, OpFamily, Rule};
 use zk_mock::proto::{ErrorCode, OpCode};
-use zk_mock::record::SessionEvent;
+use zk_mock::record::{NotificationQuery, RequestQuery, SessionEvent};
 use zk_mock::ZkMock;
 use zookeeper_client::{Client, Error, EventType, SessionState};
 
@@ -60,10 +60,14 @@ async fn a_lost_create_reply_is_connection_loss_but_the_node_exists_after_reconn
         "same session after the reconnect"
     );
     assert_eq!(guard.fired(), 1);
-    let faulted = mock.requests().faulted();
-    assert_eq!(faulted.count(), 1);
-    assert_eq!(faulted.0[0].verdict.as_deref(), Some("lose reply"));
-    assert_eq!(faulted.0[0].err, 0, "the create was applied");
+    let faulted: Vec<_> = mock.inspect(|log| log.requests().faulted().cloned().collect());
+    assert_eq!(faulted.len(), 1);
+    assert_eq!(faulted[0].verdict.as_deref(), Some("lose reply"));
+    assert_eq!(
+        faulted[0].error(),
+        Some(ErrorCode::Ok),
+        "the create was applied"
+    );
     assert!(mock
         .recorded()
         .sessions
@@ -92,10 +96,11 @@ async fn a_disconnect_before_applying_creates_nothing_and_watches_come_back_afte
     // The client re-registered its watch with SetWatches; a change now fires it.
     let session = client.session_id().0;
     assert!(
-        mock.requests()
+        mock.inspect(|log| log
+            .requests()
             .by_session(session)
             .op(OpCode::SetWatches)
-            .count()
+            .count())
             >= 1
     );
     other.set_data("/w", b"2", None).await.unwrap();
@@ -211,7 +216,10 @@ async fn a_stall_past_the_timeout_on_the_manual_clock_expires_the_session_like_a
     let _stall = mock.stall(id).expect("a live session");
     assert!(mock.snapshot().sessions[&id].stalled);
     mock.advance(Duration::from_secs(60));
-    assert!(!mock.session_ids().contains(&id), "expired while stalled");
+    assert!(
+        !mock.session_ids().contains(&id.into()),
+        "expired while stalled"
+    );
     let ev = with_timeout(QUICK, "NodeDeleted", gone.changed()).await;
     assert_eq!(ev.event_type, EventType::NodeDeleted);
     wait_state(&victim, SessionState::Expired).await;
@@ -236,7 +244,7 @@ async fn an_expiry_cleanup_delay_keeps_the_dead_sessions_nodes_for_a_while() {
     let (_, _, gone) = observer.get_and_watch_data("/held").await.unwrap();
     assert!(mock.expire_session(id));
     wait_state(&victim, SessionState::Expired).await;
-    assert!(!mock.session_ids().contains(&id));
+    assert!(!mock.session_ids().contains(&id.into()));
     // A new session still sees the node, owned by the expired one.
     let again = connect(&mock).await;
     let stat = again
@@ -300,7 +308,7 @@ async fn a_short_stall_holds_replies_and_resume_delivers_them_in_order() {
     let r1 = c.next_reply().await.unwrap().unwrap();
     let r2 = c.next_reply().await.unwrap().unwrap();
     assert_eq!((r1.header.xid, r2.header.xid), (100, 101));
-    assert!(mock.session_ids().contains(&c.session_id));
+    assert!(mock.session_ids().contains(&c.session_id.into()));
 }
 
 #[tokio::test]
@@ -340,15 +348,15 @@ async fn expire_session_deletes_ephemerals_in_one_transaction_and_the_client_see
             EventType::NodeDeleted
         );
     }
-    let notes = mock
-        .notifications()
-        .to_session(observer.session_id().0)
-        .event(2);
-    assert_eq!(notes.count(), 2);
-    assert_eq!(
-        notes.0[0].zxid, notes.0[1].zxid,
-        "one closeSession transaction"
-    );
+    let notes: Vec<_> = mock.inspect(|log| {
+        log.notifications()
+            .to_session(observer.session_id().0)
+            .event(zk_mock::proto::EventType::NodeDeleted)
+            .cloned()
+            .collect()
+    });
+    assert_eq!(notes.len(), 2);
+    assert_eq!(notes[0].zxid, notes[1].zxid, "one closeSession transaction");
     let expired = mock
         .recorded()
         .sessions
@@ -356,7 +364,7 @@ async fn expire_session_deletes_ephemerals_in_one_transaction_and_the_client_see
         .find(|s| s.event == SessionEvent::Expired)
         .cloned()
         .unwrap();
-    assert_eq!((expired.session, expired.zxid), (id, notes.0[0].zxid));
+    assert_eq!((expired.session.0, expired.zxid), (id, notes[0].zxid));
     wait_state(&victim, SessionState::Expired).await;
     assert_eq!(victim.check_stat("/").await, Err(Error::SessionExpired));
 }
@@ -385,15 +393,15 @@ async fn on_the_manual_clock_a_silent_session_expires_only_when_time_is_advanced
     let c = raw(&mock).await; // 10 s timeout, never pings
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(
-        mock.session_ids().contains(&c.session_id),
+        mock.session_ids().contains(&c.session_id.into()),
         "wall time does not count"
     );
     // The deadline is the next tick (2000 ms) boundary after 10000 ms.
     mock.advance(Duration::from_millis(11_999));
-    assert!(mock.session_ids().contains(&c.session_id));
+    assert!(mock.session_ids().contains(&c.session_id.into()));
     mock.advance(Duration::from_millis(1));
     assert!(
-        !mock.session_ids().contains(&c.session_id),
+        !mock.session_ids().contains(&c.session_id.into()),
         "expired when advance returned"
     );
     assert_eq!(mock.clock_ms(), 12_000);
@@ -413,15 +421,13 @@ async fn the_recorder_counts_notifications_per_session_and_path_and_exports_json
     a.changed().await;
     b.changed().await;
     drop(c);
-    let rec = mock
-        .wait_until(QUICK, |r| r.notifications.by_path("/r").count() == 2)
+    mock.wait_until(QUICK, |log| log.notifications().by_path("/r").count() == 2)
         .await
         .unwrap();
-    assert_eq!(rec.notifications.to_session(w1.session_id().0).count(), 1);
-    assert_eq!(
-        rec.notifications.to_session(writer.session_id().0).count(),
-        0
-    );
+    let rec = mock.recorded();
+    let to = |s: i64| rec.notifications.iter().to_session(s).count();
+    assert_eq!(to(w1.session_id().0), 1);
+    assert_eq!(to(writer.session_id().0), 0);
     assert_eq!(rec.per_path["/r"].notifications, 2);
     let kinds: Vec<_> = rec
         .watches
@@ -452,7 +458,8 @@ async fn the_recorder_is_bounded_and_says_how_much_it_dropped() {
     assert_eq!(rec.requests.count(), 10);
     assert!(rec.dropped >= 15);
     assert_eq!(
-        rec.per_session[&c.session_id].requests, 25,
+        rec.per_session[&c.session_id.into()].requests,
+        25,
         "counters are not bounded"
     );
 }
@@ -528,7 +535,7 @@ async fn a_stall_that_outlasts_the_timeout_in_real_time_expires_the_session() {
     let id = client.session_id().0;
     let _stall = mock.stall(id).expect("a live session");
     wait_state(&client, SessionState::Expired).await;
-    assert!(!mock.session_ids().contains(&id));
+    assert!(!mock.session_ids().contains(&id.into()));
     assert!(!mock.snapshot().tree.contains_key("/held"));
 }
 
@@ -551,7 +558,7 @@ async fn the_change_log_holds_every_tree_change_in_commit_order() {
     let changes = zk.changes();
     let seen: Vec<_> = changes
         .iter()
-        .map(|c| (c.kind, c.path.as_str(), c.session))
+        .map(|c| (c.kind, c.path.as_str(), c.session.0))
         .collect();
     let created = format!("/q/n-{seq}");
     use zk_mock::record::ChangeKind::*;

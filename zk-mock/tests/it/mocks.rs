@@ -1,6 +1,7 @@
 //! Several mocks in one process, and what dropping one does to its clients.
 
 use zk_mock::client::RawClient;
+use zk_mock::record::NotificationQuery;
 use zookeeper_client::SessionState;
 
 use crate::support::*;
@@ -78,7 +79,7 @@ async fn a_multi_threaded_mock_serves_watches_in_order_and_stops_cleanly() {
         assert_eq!(e.event_type, zookeeper_client::EventType::NodeDataChanged);
         assert_eq!(watcher.get_data("/mt").await.unwrap().0, [i]);
     }
-    assert_eq!(mock.notifications().by_path("/mt").count(), 20);
+    assert_eq!(mock.notifications().iter().by_path("/mt").count(), 20);
     let mut rawc = raw(&mock).await;
     drop(mock);
     assert_eq!(rawc.read_frame().await.unwrap(), None);

@@ -53,7 +53,7 @@ async fn a_silent_session_expires_within_timeout_plus_a_tick_and_a_pinging_one_l
     );
     // The expired session's socket is closed with nothing sent first.
     assert_eq!(silent.read_frame().await.unwrap(), None);
-    assert!(!mock.session_ids().contains(&silent.session_id));
+    assert!(!mock.session_ids().contains(&silent.session_id.into()));
     // Its id and password now get the expired answer.
     let (_, resp) = RawClient::handshake(
         mock.addr(),
@@ -63,7 +63,7 @@ async fn a_silent_session_expires_within_timeout_plus_a_tick_and_a_pinging_one_l
     .unwrap();
     assert_eq!(resp, Some(ConnectResponse::expired(Some(false))));
     // The pinging session outlived its 4 s timeout.
-    assert!(mock.session_ids().contains(&alive.session_id));
+    assert!(mock.session_ids().contains(&alive.session_id.into()));
     assert_eq!(raw_exists(&mut alive, "/alive", false).await.header.err, 0);
     assert!(observer.check_stat("/alive").await.unwrap().is_some());
 }
@@ -347,7 +347,7 @@ async fn a_real_client_cut_off_past_its_timeout_is_told_its_session_expired() {
         elapsed >= Duration::from_millis(3500) && elapsed <= Duration::from_millis(5500),
         "expired {elapsed:?} after the cut"
     );
-    assert!(!mock.session_ids().contains(&client.session_id().0));
+    assert!(!mock.session_ids().contains(&client.session_id().0.into()));
     proxy.resume();
     with_timeout(QUICK, "Expired", async {
         while state.changed().await != SessionState::Expired {}

@@ -38,7 +38,7 @@ async fn an_unknown_op_code_is_unimplemented_with_zxid_minus_one_then_closed() {
         assert!(r.body.is_empty());
         assert_eq!(c.read_frame().await.unwrap(), None, "op {op}: closed after");
         assert!(
-            mock.session_ids().contains(&c.session_id),
+            mock.session_ids().contains(&c.session_id.into()),
             "the session survives"
         );
     }
@@ -95,7 +95,10 @@ async fn an_oversize_length_prefix_closes_only_that_connection_without_a_reply()
         // The server may already have closed: a failed write is fine too.
         let _ = c.send_raw(&[0; 64]).await;
         assert_eq!(c.read_frame().await.unwrap(), None, "len {len:#x}");
-        assert!(mock.session_ids().contains(&c.session_id), "session kept");
+        assert!(
+            mock.session_ids().contains(&c.session_id.into()),
+            "session kept"
+        );
         assert_eq!(raw_exists(&mut other, "/", false).await.header.err, 0);
     }
 }
@@ -339,5 +342,5 @@ async fn auth_with_an_unknown_scheme_fails_and_closes_the_connection() {
         .unwrap();
     assert_eq!((r.header.xid, r.header.zxid, r.header.err), (-4, 0, -115));
     assert_eq!(c.read_frame().await.unwrap(), None);
-    assert!(mock.session_ids().contains(&c.session_id));
+    assert!(mock.session_ids().contains(&c.session_id.into()));
 }

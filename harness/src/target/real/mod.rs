@@ -770,7 +770,7 @@ mod tests {
         // The server closed the client's connection when the session was taken over.
         assert!(c.next_reply().await.unwrap().is_none());
         assert!(!exists(&zk, "/h/eph").await);
-        assert!(!zk.session_ids().contains(&session));
+        assert!(!zk.session_ids().contains(&session.into()));
         // Coming back through the proxy, the client learns its session expired.
         let cs = p.connect_string("a").unwrap();
         let req = ConnectRequest {
