@@ -413,7 +413,7 @@ impl Probe {
                     .sessions
                     .iter()
                     .filter(|(_, s)| s.watches.iter().any(|w| under(&w.path)))
-                    .map(|(id, _)| *id)
+                    .map(|(id, _)| id.0)
                     .collect())
             }
             Probe::Real(addr) => wchc(*addr, dir).await,

@@ -10,6 +10,7 @@ use crate::proto::{Acl, Stat};
 use crate::record::WatchKind;
 use crate::state::State;
 use crate::watch::Table;
+use crate::SessionId;
 
 /// Everything at one instant.
 #[derive(Debug, Clone, Serialize)]
@@ -21,7 +22,7 @@ pub struct Snapshot {
     /// Every node, by path.
     pub tree: BTreeMap<String, NodeSnapshot>,
     /// Every live session, by id.
-    pub sessions: BTreeMap<i64, SessionSnapshot>,
+    pub sessions: BTreeMap<SessionId, SessionSnapshot>,
     /// Every watch, by path.
     pub watches: BTreeMap<String, Vec<WatchSnapshot>>,
 }
@@ -44,7 +45,7 @@ pub struct NodeSnapshot {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SessionSnapshot {
     /// The id.
-    pub id: i64,
+    pub id: SessionId,
     /// Negotiated timeout, ms.
     pub timeout: i32,
     /// Session-clock ms of its last packet.
@@ -74,7 +75,7 @@ pub struct SessionWatch {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct WatchSnapshot {
     /// The session whose connection holds it (0 if none).
-    pub session: i64,
+    pub session: SessionId,
     /// The kind.
     pub kind: WatchKind,
 }
@@ -134,7 +135,7 @@ impl Snapshot {
             {
                 continue;
             }
-            let session = st.conns.get(&conn).and_then(|c| c.session).unwrap_or(0);
+            let session = SessionId(st.conns.get(&conn).and_then(|c| c.session).unwrap_or(0));
             watches
                 .entry(path.to_string())
                 .or_default()
@@ -157,9 +158,9 @@ impl Snapshot {
                     .collect();
                 w.sort();
                 (
-                    s.id,
+                    SessionId(s.id),
                     SessionSnapshot {
-                        id: s.id,
+                        id: SessionId(s.id),
                         timeout: s.timeout,
                         last_active_ms: s.last_active,
                         expires_at_ms: s.deadline,

@@ -99,7 +99,7 @@ impl MockTarget {
             .iter()
             .filter(|s| {
                 snap.sessions
-                    .get(s)
+                    .get(&(**s).into())
                     .is_some_and(|ss| ss.watches.iter().any(|w| w.path.starts_with(dir)))
             })
             .count()

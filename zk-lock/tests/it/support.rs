@@ -83,7 +83,7 @@ pub(crate) async fn watching(zk: &ZkMock, dir: &str, sessions: &[SessionId]) {
             let snap = log.snapshot();
             sessions.iter().all(|s| {
                 snap.sessions
-                    .get(&s.0)
+                    .get(s)
                     .is_some_and(|ss| ss.watches.iter().any(|w| w.path.starts_with(dir)))
             })
         })

@@ -214,7 +214,7 @@ async fn a_stall_past_the_timeout_on_the_manual_clock_expires_the_session_like_a
     let (_, _, gone) = observer.get_and_watch_data("/stalled").await.unwrap();
     let id = victim.session_id().0;
     let _stall = mock.stall(id).expect("a live session");
-    assert!(mock.snapshot().sessions[&id].stalled);
+    assert!(mock.snapshot().sessions[&id.into()].stalled);
     mock.advance(Duration::from_secs(60));
     assert!(
         !mock.session_ids().contains(&id.into()),
@@ -474,7 +474,7 @@ async fn a_snapshot_shows_the_tree_sessions_and_watches_and_names_the_seed() {
     let id = c.session_id().0;
     assert_eq!(snap.tree["/snap"].data.as_deref(), Some(&b"d"[..]));
     assert_eq!(snap.tree["/snap"].stat.ephemeral_owner, id);
-    assert_eq!(snap.sessions[&id].ephemerals, vec!["/snap".to_string()]);
+    assert_eq!(snap.sessions[&id.into()].ephemerals, vec!["/snap".to_string()]);
     assert_eq!(snap.watches["/snap"].len(), 1);
     assert_eq!(snap.watch_count(), 1);
     assert!(snap.to_string().contains("seed 4242"));
