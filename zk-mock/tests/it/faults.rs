@@ -474,7 +474,10 @@ async fn a_snapshot_shows_the_tree_sessions_and_watches_and_names_the_seed() {
     let id = c.session_id().0;
     assert_eq!(snap.tree["/snap"].data.as_deref(), Some(&b"d"[..]));
     assert_eq!(snap.tree["/snap"].stat.ephemeral_owner, id);
-    assert_eq!(snap.sessions[&id.into()].ephemerals, vec!["/snap".to_string()]);
+    assert_eq!(
+        snap.sessions[&id.into()].ephemerals,
+        vec!["/snap".to_string()]
+    );
     assert_eq!(snap.watches["/snap"].len(), 1);
     assert_eq!(snap.watch_count(), 1);
     assert!(snap.to_string().contains("seed 4242"));

@@ -1,0 +1,100 @@
+//! The zk-mock examples of the root README.md, compiled and run: each text
+//! between a pair of markers below appears verbatim in the README, which a
+//! test checks.
+
+// README begin: first test
+#[tokio::test]
+async fn my_code_works_against_zookeeper() {
+    let zk = zk_mock::ZkMock::start().await; // free loopback port, < 1 ms
+    let client = zookeeper_client::Client::connect(&zk.connect_string())
+        .await
+        .unwrap();
+    // ... exercise your code ...
+    assert_eq!(client.list_children("/").await.unwrap(), ["zookeeper"]);
+} // dropping `zk` stops the server and closes every connection
+  // README end
+
+// README begin: faults
+use std::time::Duration;
+use zk_mock::{clock::ClockMode, fault::OpFamily, fault::Rule, ZkMock};
+use zk_mock::{
+    proto::ErrorCode, proto::EventType, record::NotificationQuery, record::RequestQuery,
+};
+use zookeeper_client::{Acls, Client, CreateMode, Error};
+
+#[tokio::test]
+async fn a_lost_reply_then_an_expiry() -> Result<(), Box<dyn std::error::Error>> {
+    let zk = ZkMock::builder()
+        .clock(ClockMode::Manual)
+        .seed(7)
+        .start()
+        .await?;
+    let client = Client::connect(&zk.connect_string()).await?;
+    let watcher = Client::connect(&zk.connect_string()).await?;
+    let id = client.session_id().0; // an i64 or a zk_mock::SessionId names a session
+
+    // The first create under /locks/ is applied, but its reply is lost: the client
+    // sees ConnectionLoss. OpFamily::Create is every create op code: create,
+    // create2 (zookeeper-client's), createContainer, createTTL. Criteria first, then
+    // exactly one verdict, which makes the rule: .lose_reply(), .fail(ErrorCode::…),
+    // .delay(Duration), .disconnect() (before applying), .stall(), .expire().
+    // Dropping the guard uninstalls the rule and checks .expect(n | range).
+    let rule = Rule::when()
+        .op(OpFamily::Create)
+        .path_prefix("/locks/")
+        .nth(1);
+    let lost = zk.rule(rule.lose_reply()).expect(1);
+    let open = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    client.create("/locks", &[], &open).await?;
+    let (_, _, node) = watcher.get_and_watch_data("/locks").await?;
+    let cut = client.create("/locks/a", b"x", &open).await;
+    assert!(matches!(cut, Err(Error::ConnectionLoss)));
+    assert!(
+        client.check_stat("/locks/a").await?.is_some(),
+        "applied all the same"
+    );
+    drop(lost);
+
+    // The manual clock: the session expires when the test says so, not before.
+    let (_, _, gone) = watcher.get_and_watch_data("/locks/a").await?;
+    let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+    client.create("/locks/mine", &[], &ephemeral).await?;
+    zk.advance(Duration::from_secs(60));
+    assert!(!zk.session_ids().contains(&id.into()));
+    client.delete("/locks/a", None).await.unwrap_err(); // the client's session is gone
+    drop((node, gone));
+
+    // What the server saw, queried in place (nothing copied), with typed filters.
+    let (creates, faulted, deleted) = zk.inspect(|log| {
+        let creates = log.requests().by_session(id).op(OpFamily::Create);
+        let faulted = log.requests().faulted().error(ErrorCode::Ok).count();
+        let deleted = log.notifications().event(EventType::NodeDeleted).count();
+        (creates.count(), faulted, deleted)
+    });
+    assert_eq!((creates, faulted, deleted), (3, 1, 0));
+    println!("{}", zk.recorded()); // every request, watch and notification, in order
+    println!("{}", zk.snapshot()); // tree, sessions, watches
+    Ok(())
+}
+// README end
+
+#[test]
+fn the_readme_shows_these_examples() {
+    let this = include_str!("readme.rs");
+    let readme = include_str!("../../README.md");
+    // The markers, spelled so that this function does not contain them.
+    let (begin, end) = (concat!("// README ", "begin"), concat!("// README ", "end"));
+    let examples: Vec<&str> = this
+        .split(begin)
+        .skip(1)
+        .filter_map(|rest| rest.split_once('\n'))
+        .filter_map(|(_, body)| body.split(end).next())
+        .collect();
+    assert_eq!(examples.len(), 2, "two marked examples");
+    for example in examples {
+        assert!(
+            readme.contains(example),
+            "README.md must show this part of zk-mock/tests/readme.rs verbatim:\n{example}"
+        );
+    }
+}
