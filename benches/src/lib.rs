@@ -294,7 +294,7 @@ struct Pacer {
     counters: bool,
     herd_children: bool,
     locks: std::collections::HashMap<i64, Lock>,
-    baseline: std::sync::Mutex<std::collections::HashMap<i64, u64>>,
+    baseline: parking_lot::Mutex<std::collections::HashMap<i64, u64>>,
 }
 
 impl Pacer {
@@ -323,7 +323,7 @@ impl Pacer {
                 .copied()
                 .zip(locks.iter().cloned())
                 .collect(),
-            baseline: std::sync::Mutex::new(Default::default()),
+            baseline: parking_lot::Mutex::new(Default::default()),
         }
     }
 
@@ -332,12 +332,7 @@ impl Pacer {
             return false;
         };
         let m = l.metrics();
-        let base = self
-            .baseline
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&s)
-            .copied();
+        let base = self.baseline.lock().get(&s).copied();
         let woken = base.is_none_or(|b| m.notifications > b);
         woken && m.children_reads == m.notifications + 1
     }
@@ -381,7 +376,7 @@ impl Pacer {
                 return Box::pin(self.settle(rest, true)).await;
             }
         }
-        let mut b = self.baseline.lock().unwrap_or_else(|e| e.into_inner());
+        let mut b = self.baseline.lock();
         for s in rest {
             if let Some(l) = self.locks.get(s) {
                 b.insert(*s, l.metrics().notifications);
@@ -463,8 +458,8 @@ pub async fn lock_experiment(
         .collect::<Result<_, _>>()?;
     let first = locks[0].acquire().await?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Instant, Instant)>();
-    let waiting: Arc<std::sync::Mutex<std::collections::HashSet<i64>>> = Arc::new(
-        std::sync::Mutex::new(sessions[1..].iter().copied().collect()),
+    let waiting: Arc<parking_lot::Mutex<std::collections::HashSet<i64>>> = Arc::new(
+        parking_lot::Mutex::new(sessions[1..].iter().copied().collect()),
     );
     let pacer = Arc::new(Pacer::new(server, recipe, dir, pace, &sessions, &locks));
     let mut tasks = Vec::new();
@@ -478,7 +473,7 @@ pub async fn lock_experiment(
             let held = l.acquire().await?;
             let acquired = Instant::now();
             let rest: Vec<i64> = {
-                let mut w = waiting.lock().unwrap_or_else(|e| e.into_inner());
+                let mut w = waiting.lock();
                 w.remove(&me);
                 w.iter().copied().collect()
             };

@@ -1,8 +1,9 @@
 //! What the clients observed, with times since the scenario started, and the
 //! in-process "guarded resource" they touch while they hold the lock.
 
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -150,10 +151,6 @@ impl Journal {
         self
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Time since the scenario started.
     pub(crate) fn now(&self) -> Duration {
         self.start.elapsed()
@@ -163,7 +160,7 @@ impl Journal {
     pub(crate) fn log(&self, client: &str, event: Event) {
         let t = self.now();
         {
-            let mut i = self.lock();
+            let mut i = self.inner.lock();
             match &event {
                 Event::Connected { session } => {
                     i.sessions.insert(client.to_string(), *session);
@@ -219,27 +216,27 @@ impl Journal {
 
     /// Total acquisitions so far.
     pub(crate) fn acquisitions(&self) -> usize {
-        self.lock().acquisitions
+        self.inner.lock().acquisitions
     }
 
     /// Clients holding the lock now.
     pub(crate) fn holders(&self) -> Vec<String> {
-        self.lock().holders.keys().cloned().collect()
+        self.inner.lock().holders.keys().cloned().collect()
     }
 
     /// Every client's current session.
     pub(crate) fn sessions(&self) -> BTreeMap<String, i64> {
-        self.lock().sessions.clone()
+        self.inner.lock().sessions.clone()
     }
 
     /// Everything observed, in order.
     pub(crate) fn entries(&self) -> Vec<Entry> {
-        self.lock().entries.clone()
+        self.inner.lock().entries.clone()
     }
 
     /// Clients whose latest Waiting has no later Acquired/GaveUp/Error/Expired/Done.
     pub(crate) fn waiting(&self) -> Vec<String> {
-        let i = self.lock();
+        let i = self.inner.lock();
         let mut state: BTreeMap<&str, bool> = BTreeMap::new();
         for e in &i.entries {
             match e.event {

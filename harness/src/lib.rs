@@ -42,12 +42,6 @@ pub mod target;
 
 pub use runner::HoldState;
 
-/// Locks a mutex, taking the data of one a panicking thread poisoned (the
-/// harness's shared state stays usable to report the run).
-pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// Finds the scenario files under `paths` (files as given; folders: every
 /// `*.yaml`/`*.yml` below them, sorted).
 pub fn find_scenarios(paths: &[std::path::PathBuf]) -> std::io::Result<Vec<std::path::PathBuf>> {

@@ -375,14 +375,14 @@ fn play(runs: Vec<(&scenario::Loaded, RunOptions)>, quiet: bool) -> Result<Vec<O
         b
     };
     let progress = Arc::new(AtomicUsize::new(0));
-    let label = Arc::new(std::sync::Mutex::new(String::new()));
+    let label = Arc::new(parking_lot::Mutex::new(String::new()));
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let ticker = {
         let (bar, progress, label, done) =
             (bar.clone(), progress.clone(), label.clone(), done.clone());
         std::thread::spawn(move || {
             while !done.load(Ordering::Relaxed) {
-                let l = label.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let l = label.lock().clone();
                 bar.set_message(format!(
                     "{l} ({} acquisitions)",
                     progress.load(Ordering::Relaxed)
@@ -393,8 +393,7 @@ fn play(runs: Vec<(&scenario::Loaded, RunOptions)>, quiet: bool) -> Result<Vec<O
     };
     let mut outcomes = Vec::new();
     for (s, mut opts) in runs {
-        *label.lock().unwrap_or_else(|e| e.into_inner()) =
-            format!("{} on {}", s.name, opts.implementation.name());
+        *label.lock() = format!("{} on {}", s.name, opts.implementation.name());
         opts.progress = Some(progress.clone());
         let outcome = runtime.block_on(runner::run(s, &opts));
         if !outcome.status.ok() {

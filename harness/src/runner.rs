@@ -1,8 +1,9 @@
 //! Plays one scenario: starts the target, runs the clients and the
 //! timeline, then checks the invariants.
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::task::JoinHandle;
@@ -13,7 +14,6 @@ use crate::error::RunError;
 use crate::implementation::protocol::{ConnState, ErrorClass, Event as LibEvent, LockSpec};
 use crate::implementation::{self, Acquired, Host, Implementation, Mode, View, Views};
 use crate::journal::{Event, Journal};
-use crate::lock;
 use crate::record::{ClientCounters, ClientInfo, End, Marker, RunRecord};
 use crate::report::{FaultRecord, Outcome, Status};
 use crate::scenario::{Group, Loaded, OnExpiry, Step};
@@ -84,7 +84,7 @@ impl std::fmt::Debug for Ctx {
 
 impl Ctx {
     fn fault_until(&self, end: Duration) {
-        let mut l = lock(&self.last_fault_end);
+        let mut l = self.last_fault_end.lock();
         *l = (*l).max(end);
     }
 }
@@ -245,9 +245,9 @@ fn record(ctx: &Ctx, o: &Outcome, end: End) -> RunRecord {
         expect_violated: loaded.scenario.expect.violated.clone(),
         journal: ctx.journal.entries(),
         history: ctx.target.history(&[ctx.dir.clone(), ctx.res_dir.clone()]),
-        faults: lock(&ctx.faults).clone(),
-        markers: lock(&ctx.markers).clone(),
-        crashed: lock(&ctx.crashed).clone(),
+        faults: ctx.faults.lock().clone(),
+        markers: ctx.markers.lock().clone(),
+        crashed: ctx.crashed.lock().clone(),
         end,
         request_faults: loaded
             .scenario
@@ -302,10 +302,10 @@ async fn play(ctx: &Arc<Ctx>) -> Result<End, RunError> {
     }
     for o in opening {
         if let Ok((name, Some(session))) = o.await {
-            lock(&ctx.preopened).insert(name, session);
+            ctx.preopened.lock().insert(name, session);
         }
     }
-    *lock(&ctx.t0) = ctx.journal.now();
+    *ctx.t0.lock() = ctx.journal.now();
     // The timeline.
     let mut steps = Vec::new();
     for (i, step) in ctx.loaded.scenario.timeline.iter().enumerate() {
@@ -335,7 +335,7 @@ async fn play(ctx: &Arc<Ctx>) -> Result<End, RunError> {
     // Wait for every client task, including those stampedes start later.
     loop {
         let all_started_done = {
-            let tasks = lock(&ctx.tasks);
+            let tasks = ctx.tasks.lock();
             let stampedes_pending = steps
                 .iter()
                 .any(|(label, _, h)| label.contains("stampede") && !h.is_finished());
@@ -352,7 +352,7 @@ async fn play(ctx: &Arc<Ctx>) -> Result<End, RunError> {
         }
     }
     let mut unfinished = Vec::new();
-    for (name, task) in lock(&ctx.tasks).iter() {
+    for (name, task) in ctx.tasks.lock().iter() {
         if !task.is_finished() {
             unfinished.push(name.clone());
             task.abort();
@@ -371,8 +371,8 @@ async fn play(ctx: &Arc<Ctx>) -> Result<End, RunError> {
     // still open). Crashed clients' nodes go when their sessions expire:
     // give those until the crash's effect ends.
     let settle_until = {
-        let crashed = !lock(&ctx.crashed).is_empty();
-        let end = *lock(&ctx.last_fault_end);
+        let crashed = !ctx.crashed.lock().is_empty();
+        let end = *ctx.last_fault_end.lock();
         if crashed {
             Some(Instant::now() + end.saturating_sub(ctx.journal.now()))
         } else {
@@ -451,14 +451,14 @@ fn start_group(ctx: &Arc<Ctx>, g: &Group, delay: Duration) {
             }
             client_task(ctx2, n2, g2).await;
         });
-        lock(&ctx.tasks).insert(name, task);
+        ctx.tasks.lock().insert(name, task);
     }
 }
 
 /// The clients a selector names, among those started.
 fn resolve(ctx: &Ctx, sel: &str) -> Vec<String> {
-    let started: Vec<String> = lock(&ctx.tasks).keys().cloned().collect();
-    let crashed = lock(&ctx.crashed).clone();
+    let started: Vec<String> = ctx.tasks.lock().keys().cloned().collect();
+    let crashed = ctx.crashed.lock().clone();
     let live = |c: &String| !crashed.contains(c);
     match sel {
         "ALL" => started.into_iter().filter(live).collect(),
@@ -485,7 +485,7 @@ fn resolve(ctx: &Ctx, sel: &str) -> Vec<String> {
 async fn wait_trigger(ctx: &Ctx, step: &Step) {
     let start = ctx.journal.now();
     if let Some(at) = step.at {
-        let at = *lock(&ctx.t0) + at.0;
+        let at = *ctx.t0.lock() + at.0;
         if at > start {
             tokio::time::sleep(at - start).await;
         }
@@ -617,7 +617,9 @@ async fn act(ctx: &Arc<Ctx>, i: usize, step: Step) -> Result<(), RunError> {
                 // The mock tells clients apart by session: a fault aimed at a
                 // client that has none yet waits for its first.
                 (Some(name), None) if ctx.target.binds_by_session() => {
-                    lock(&ctx.pending_faults).push((name.clone(), fault.clone()));
+                    ctx.pending_faults
+                        .lock()
+                        .push((name.clone(), fault.clone()));
                 }
                 _ => ctx.target.request_fault(&fault, c.as_deref(), session)?,
             }
@@ -650,12 +652,12 @@ async fn act(ctx: &Arc<Ctx>, i: usize, step: Step) -> Result<(), RunError> {
             if let Some(s) = sessions.get(&c) {
                 ctx.target.stall(&c, *s);
             }
-            lock(&ctx.crashed).insert(c.clone());
-            if let Some(task) = lock(&ctx.tasks).get(&c) {
+            ctx.crashed.lock().insert(c.clone());
+            if let Some(task) = ctx.tasks.lock().get(&c) {
                 task.abort();
             }
             ctx.host.crash(&c).await;
-            lock(&ctx.open).remove(&c);
+            ctx.open.lock().remove(&c);
             targets.push(c);
         }
         until = t + ctx.session_timeout * 2;
@@ -664,7 +666,7 @@ async fn act(ctx: &Arc<Ctx>, i: usize, step: Step) -> Result<(), RunError> {
         targets = nemesis(ctx, i, chaos).await;
     } else if let Some(sel) = &step.close {
         for c in resolve(&ctx, sel) {
-            if lock(&ctx.open).remove(&c) {
+            if ctx.open.lock().remove(&c) {
                 if let Err(e) = ctx.host.close(&c).await {
                     tracing::debug!(client = %c, "close: {e}");
                 }
@@ -681,7 +683,7 @@ async fn act(ctx: &Arc<Ctx>, i: usize, step: Step) -> Result<(), RunError> {
         );
     }
     ctx.fault_until(until);
-    lock(&ctx.faults).push(FaultRecord {
+    ctx.faults.lock().push(FaultRecord {
         step: i + 1,
         t_ms: t.as_secs_f64() * 1000.0,
         until_ms: until.as_secs_f64() * 1000.0,
@@ -718,7 +720,7 @@ async fn nemesis(ctx: &Arc<Ctx>, step: usize, chaos: &crate::scenario::Chaos) ->
         let pick: u64 = rng.random();
         let mut live: Vec<String> = resolve(ctx, &chaos.clients)
             .into_iter()
-            .filter(|c| lock(&ctx.open).contains(c))
+            .filter(|c| ctx.open.lock().contains(c))
             .collect();
         live.sort();
         if live.is_empty() {
@@ -776,7 +778,7 @@ async fn nemesis(ctx: &Arc<Ctx>, step: usize, chaos: &crate::scenario::Chaos) ->
             },
         );
         ctx.fault_until(until.max(t + ctx.session_timeout));
-        lock(&ctx.faults).push(FaultRecord {
+        ctx.faults.lock().push(FaultRecord {
             step: step + 1,
             t_ms: t.as_secs_f64() * 1000.0,
             until_ms: until.as_secs_f64() * 1000.0,
@@ -845,7 +847,7 @@ async fn open_session(ctx: &Arc<Ctx>, name: &str) -> Option<i64> {
         j.log(name, Event::Connected { session });
     }
     ctx.views.opened(name, session);
-    lock(&ctx.open).insert(name.to_string());
+    ctx.open.lock().insert(name.to_string());
     Some(session)
 }
 
@@ -853,7 +855,7 @@ async fn client_task(ctx: Arc<Ctx>, name: String, g: Group) {
     let j = &ctx.journal;
     let mut round = 0;
     while round < g.rounds {
-        let pre = lock(&ctx.preopened).remove(&name);
+        let pre = ctx.preopened.lock().remove(&name);
         let session = match pre {
             Some(s) => s,
             None => match open_session(&ctx, &name).await {
@@ -862,7 +864,7 @@ async fn client_task(ctx: Arc<Ctx>, name: String, g: Group) {
             },
         };
         let pending: Vec<crate::fault::RequestFault> = {
-            let mut p = lock(&ctx.pending_faults);
+            let mut p = ctx.pending_faults.lock();
             let (mine, rest) = std::mem::take(&mut *p)
                 .into_iter()
                 .partition(|(c, _)| *c == name);
@@ -1180,7 +1182,7 @@ async fn marker(
         ctx.res_dir,
         if enter { "enter" } else { "exit" }
     );
-    lock(&ctx.markers).insert(
+    ctx.markers.lock().insert(
         path.clone(),
         Marker {
             client: name.to_string(),

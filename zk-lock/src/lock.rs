@@ -1,7 +1,8 @@
 //! The public lock types: [`Lock`] (a mutex), [`RwLock`] (its read and
 //! write sides are [`Lock`]s too), and the [`LockBuilder`] that makes both.
 
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use parking_lot::Mutex;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -321,10 +322,7 @@ impl Lock {
     /// handle does not hold the lock. Only a reentrant lock counts its
     /// holds (a lock that is not reentrant answers 0).
     pub fn hold_count(&self) -> usize {
-        match self
-            .slot()
-            .map(|slot| slot.lock().unwrap_or_else(PoisonError::into_inner))
-        {
+        match self.slot().map(|slot| slot.lock()) {
             Some(slot) => match &*slot {
                 Slot::Held(hold) => hold.strong_count(),
                 _ => 0,
@@ -381,7 +379,7 @@ impl Lock {
         // Re-enter, wait for this handle's acquisition under way, or start one.
         let acquiring = loop {
             let mut under_way = {
-                let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut slot = slot.lock();
                 match &*slot {
                     Slot::Held(hold) => match hold.upgrade() {
                         Some(hold) if hold.state() == GuardState::Lost => {
@@ -454,7 +452,7 @@ struct Settle<'a> {
 
 impl Drop for Settle<'_> {
     fn drop(&mut self) {
-        let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut slot = self.slot.lock();
         *slot = match self.held.take() {
             Some(hold) => Slot::Held(hold),
             None => Slot::Free,

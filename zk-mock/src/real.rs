@@ -370,7 +370,7 @@ impl RealZk {
 
     /// The wrapper's exit status, if it has exited.
     pub fn exited(&self) -> Option<ExitStatus> {
-        let mut c = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        let mut c = crate::state::lock(&self.child);
         c.try_wait().ok().flatten()
     }
 
@@ -394,7 +394,10 @@ impl Drop for RealZk {
     fn drop(&mut self) {
         // Closing the pipe makes the wrapper kill the JVM and remove the directory.
         drop(self.stdin.take());
-        let c = self.child.get_mut().unwrap_or_else(|e| e.into_inner());
+        let c = self
+            .child
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let _ = c.wait();
     }
 }

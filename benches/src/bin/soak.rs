@@ -22,12 +22,13 @@
 //! `cargo run --release -p benches --bin soak -- [--sessions N] [--hold S] [--churn S]`
 //! (builds and finds `zk-mock` beside itself: run `cargo build --release -p zk-mock --features cli` first).
 
+use parking_lot::Mutex;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -229,7 +230,6 @@ fn report(label: &str, server: &Server) {
     server
         .reports
         .lock()
-        .unwrap()
         .push((label.to_string(), server.started.elapsed().as_secs_f64()));
     let (rss, hwm) = server.memory();
     println!(
@@ -368,7 +368,7 @@ async fn main() {
     let failed = failures.load(Ordering::Relaxed);
     println!("failures: {failed}");
     if let Some(trace) = &args.heaptrack {
-        let reports = std::mem::take(&mut *server.reports.lock().unwrap());
+        let reports = std::mem::take(&mut *server.reports.lock());
         drop(server);
         heap_report(trace, &reports);
     }

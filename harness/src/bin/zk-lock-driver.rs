@@ -5,8 +5,9 @@
 //! run through it shows what the protocol loses: nothing, if the verdicts
 //! are the same (`harness matrix scenarios/ --implementations zk-lock,zk-lock-driver`).
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use harness::implementation::inprocess::{self, Host};
@@ -176,11 +177,7 @@ async fn run() {
         let id = req.id;
         let client = req.op.client().map(str::to_string);
         if let (Op::Crash { .. }, Some(c)) = (&req.op, &client) {
-            let abandoned = outstanding
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(c)
-                .unwrap_or_default();
+            let abandoned = outstanding.lock().remove(c).unwrap_or_default();
             for (_, h) in abandoned {
                 h.abort();
             }
@@ -188,11 +185,10 @@ async fn run() {
         let shutdown = req.op == Op::Shutdown;
         if shutdown {
             // Whatever still waits (a blocked acquire) holds its client open.
-            let all: Vec<_> =
-                std::mem::take(&mut *outstanding.lock().unwrap_or_else(|e| e.into_inner()))
-                    .into_values()
-                    .flatten()
-                    .collect();
+            let all: Vec<_> = std::mem::take(&mut *outstanding.lock())
+                .into_values()
+                .flatten()
+                .collect();
             for (_, h) in all {
                 h.abort();
             }
@@ -213,7 +209,7 @@ async fn run() {
             };
             out(&tx2, &Line::Reply(reply));
             if let Some(c) = c2 {
-                if let Some(v) = out2.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&c) {
+                if let Some(v) = out2.lock().get_mut(&c) {
                     v.retain(|(i, _)| *i != id);
                 }
             }
@@ -225,7 +221,6 @@ async fn run() {
         if let Some(c) = client {
             outstanding
                 .lock()
-                .unwrap_or_else(|e| e.into_inner())
                 .entry(c)
                 .or_default()
                 .push((id, task.abort_handle()));

@@ -8,10 +8,11 @@
 //! line number and the tail of the driver's stderr), every request waiting
 //! is answered with it, and the run is reported as an error.
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -22,7 +23,6 @@ use super::inprocess::EventSink;
 use super::protocol::{Event, Line, LockSpec, Op, OpError, Reply, Request, PROTOCOL};
 use super::{Acquired, Mode};
 use crate::error::RunError;
-use crate::lock;
 use crate::scenario::Role;
 
 /// How long a driver may take to start and answer `init` (a JVM compiling its
@@ -55,7 +55,7 @@ struct Shared {
 
 impl Shared {
     fn fail(&self, why: String) {
-        let mut st = lock(&self.state);
+        let mut st = self.state.lock();
         if st.fatal.is_none() && !st.shutting_down {
             let tail: Vec<String> = st.stderr.iter().cloned().collect();
             let mut msg = format!("driver {}: {why}", self.name);
@@ -164,7 +164,7 @@ impl Host {
 
     /// The failure that ended the driver, if one did.
     pub fn fatal(&self) -> Option<String> {
-        lock(&self.shared.state).fatal.clone()
+        self.shared.state.lock().fatal.clone()
     }
 
     /// Sends a request and waits for its reply. `Err` is an error reply, or
@@ -173,7 +173,7 @@ impl Host {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {
-            let mut st = lock(&self.shared.state);
+            let mut st = self.shared.state.lock();
             if let Some(f) = &st.fatal {
                 return Err(OpError::indefinite("DriverFailed", f.clone()));
             }
@@ -287,7 +287,7 @@ impl Host {
     /// See [`super::Host::crash`]: tells the driver, and forgets the
     /// client's outstanding requests.
     pub async fn crash(&self, client: &str) {
-        lock(&self.shared.state).crashed.insert(client.to_string());
+        self.shared.state.lock().crashed.insert(client.to_string());
         let _ = self
             .call(Op::Crash {
                 client: client.to_string(),
@@ -303,7 +303,7 @@ impl Host {
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
             let (tx, rx) = oneshot::channel();
             {
-                let mut st = lock(&self.shared.state);
+                let mut st = self.shared.state.lock();
                 st.shutting_down = true;
                 st.pending.insert(id, (Op::Shutdown, tx));
             }
@@ -321,7 +321,7 @@ impl Host {
         })
         .await;
         *self.stdin.lock().await = None;
-        let child = lock(&self.child).take();
+        let child = self.child.lock().take();
         if let Some(mut child) = child {
             let exited = tokio::time::timeout(SHUTDOWN_TIMEOUT, child.wait()).await;
             if said.is_err() || exited.is_err() {
@@ -397,7 +397,7 @@ async fn read_stdout(shared: Arc<Shared>, stdout: tokio::process::ChildStdout) {
         };
         match parsed {
             Line::Reply(r) => {
-                let mut st = lock(&shared.state);
+                let mut st = shared.state.lock();
                 let Some((op, tx)) = st.pending.remove(&r.id) else {
                     drop(st);
                     shared.fail(format!(
@@ -424,7 +424,7 @@ async fn read_stdout(shared: Arc<Shared>, stdout: tokio::process::ChildStdout) {
                     Event::Log { client, .. } => client.as_ref(),
                 };
                 if let Some(c) = client {
-                    let st = lock(&shared.state);
+                    let st = shared.state.lock();
                     if !st.opened.contains(c) {
                         drop(st);
                         shared.fail(format!(
@@ -449,7 +449,7 @@ async fn read_stderr(shared: Arc<Shared>, stderr: tokio::process::ChildStderr) {
     let mut lines = BufReader::new(stderr).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         tracing::debug!(driver = %shared.name, "stderr: {line}");
-        let mut st = lock(&shared.state);
+        let mut st = shared.state.lock();
         st.stderr.push_back(line.chars().take(300).collect());
         if st.stderr.len() > STDERR_TAIL {
             st.stderr.pop_front();

@@ -3,8 +3,9 @@
 //! runs them directly (`--implementation zk-lock`), and the `zk-lock-driver`
 //! binary serves them through the driver protocol, so the two can be compared.
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -15,7 +16,6 @@ use zookeeper_client as zk;
 use super::protocol::{ConnState, Event, LockSpec, OpError};
 use super::{Acquired, Mode};
 use crate::implementation::recipe::{Held, Lock};
-use crate::lock;
 use crate::scenario::{Kind, LayoutName, Recipe, Role};
 
 /// Where a host's events go.
@@ -124,8 +124,8 @@ impl Host {
         }
     }
 
-    fn clients(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Client>>> {
-        lock(&self.clients)
+    fn clients(&self) -> parking_lot::MutexGuard<'_, HashMap<String, Arc<Client>>> {
+        self.clients.lock()
     }
 
     fn get(&self, client: &str) -> Result<Arc<Client>, OpError> {

@@ -12,9 +12,10 @@ pub mod inprocess;
 pub mod protocol;
 mod recipe;
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -198,7 +199,7 @@ pub(crate) struct Views {
 
 impl Views {
     fn sender(&self, client: &str) -> watch::Sender<View> {
-        let mut v = self.views.lock().unwrap_or_else(|e| e.into_inner());
+        let mut v = self.views.lock();
         v.entry(client.to_string())
             .or_insert_with(|| watch::channel(View::default()).0)
             .clone()

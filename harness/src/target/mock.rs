@@ -1,15 +1,14 @@
 //! The embedded zk-mock as a target: one fresh server per scenario, faults
 //! through its own controls, history from its recorder.
 
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 
 use zk_mock::record::SessionEvent;
 use zk_mock::{RuleGuard, ZkMock};
 
 use super::{Change, History, Notified, ADMIN_TIMEOUT_MS};
 use crate::error::RunError;
-use crate::lock;
 use crate::scenario::Loaded;
 
 /// A running zk-mock and the faults installed on it.
@@ -64,7 +63,7 @@ impl MockTarget {
             .zk
             .try_rule(fault.to_rule(session))
             .map_err(RunError::Rule)?;
-        lock(&self.rules).push(guard);
+        self.rules.lock().push(guard);
         Ok(())
     }
 
@@ -80,12 +79,12 @@ impl MockTarget {
 
     /// How many times the request faults fired.
     pub(super) fn faults_fired(&self) -> u64 {
-        lock(&self.rules).iter().map(RuleGuard::fired).sum()
+        self.rules.lock().iter().map(RuleGuard::fired).sum()
     }
 
     /// Refuses new connections while `on`.
     pub(super) fn refuse(&self, on: bool) {
-        *lock(&self.refusal) = if on {
+        *self.refusal.lock() = if on {
             Some(self.zk.refuse_connections())
         } else {
             None

@@ -43,7 +43,6 @@ use zookeeper_client as zk;
 
 use crate::error::RunError;
 use crate::fault::RequestFault;
-use crate::lock;
 use crate::target::History;
 use observer::*;
 use proxy::*;
@@ -118,7 +117,11 @@ impl RealTarget {
                 }
             }
         }
-        let mut made: Vec<Known> = lock(&self.proxies.shared.ledger)
+        let mut made: Vec<Known> = self
+            .proxies
+            .shared
+            .ledger
+            .lock()
             .iter()
             .filter(|k| {
                 k.kind == OpKind::Create && k.session == session && k.path.starts_with(&prefix)
@@ -144,7 +147,7 @@ impl RealTarget {
     }
 
     pub(crate) fn history(&self, prefixes: &[String]) -> History {
-        let known = lock(&self.proxies.shared.ledger).clone();
+        let known = self.proxies.shared.ledger.lock().clone();
         self.observer.history(prefixes, &known)
     }
 }
@@ -561,7 +564,10 @@ mod tests {
         assert!(exists(&zk, "/h/lock/one").await);
         assert_eq!(p.faults_fired(), 1);
         // The proxy saw the reply it lost: the creation is attributed.
-        assert!(lock(&p.shared.ledger)
+        assert!(p
+            .shared
+            .ledger
+            .lock()
             .iter()
             .any(|k| k.kind == OpKind::Create && k.path == "/h/lock/one"));
         // The budget is spent: the next create goes through.
@@ -681,7 +687,10 @@ mod tests {
             (50, 0, 51)
         );
         // The ledger has the create (its reply was passed on).
-        assert!(lock(&p.shared.ledger)
+        assert!(p
+            .shared
+            .ledger
+            .lock()
             .iter()
             .any(|k| k.kind == OpKind::Create && k.path == "/h/lock/slow"));
     }
@@ -756,7 +765,7 @@ mod tests {
         let (session, passwd) = p.session("a").unwrap();
         assert!(p.expire("a").await);
         {
-            let ledger = lock(&p.shared.ledger);
+            let ledger = p.shared.ledger.lock();
             let mine: Vec<(OpKind, &str, i64)> = ledger
                 .iter()
                 .map(|k| (k.kind, k.path.as_str(), k.session))

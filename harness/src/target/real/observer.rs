@@ -2,16 +2,16 @@
 //! server, attributed to sessions from the proxies' ledger.
 
 use crate::error::RunError;
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use zk_mock::record::ChangeKind;
 use zookeeper_client as zk;
 
-use super::lock;
 use super::proxy::*;
 use crate::target::{Change, History};
 
@@ -123,7 +123,7 @@ impl std::fmt::Debug for Observer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Observer")
             .field("session", &self.client.session_id())
-            .field("seen", &lock(&self.seen).len())
+            .field("seen", &self.seen.lock().len())
             .finish()
     }
 }
@@ -203,8 +203,8 @@ impl Observer {
                     zk::EventType::NodeDataChanged => ChangeKind::DataChanged,
                     zk::EventType::NodeChildrenChanged => continue,
                     zk::EventType::Session => {
-                        let n = lock(&seen2).len();
-                        lock(&notes2).push(format!(
+                        let n = seen2.lock().len();
+                        notes2.lock().push(format!(
                             "observer session {:?} after {n} changes (changes may be missing)",
                             ev.session_state
                         ));
@@ -214,7 +214,7 @@ impl Observer {
                         continue;
                     }
                 };
-                lock(&seen2).push((kind, ev.path));
+                seen2.lock().push((kind, ev.path));
             }
         });
         Ok(Observer {
@@ -233,7 +233,7 @@ impl Observer {
                         .is_some_and(|r| r.starts_with('/'))
             })
         };
-        let seen = lock(&self.seen);
+        let seen = self.seen.lock();
         let who = attribute(&seen, known);
         let mut changes = Vec::new();
         let mut text = Vec::new();
@@ -263,7 +263,7 @@ impl Observer {
                 by_session_end: w.by_session_end,
             });
         }
-        text.extend(lock(&self.notes).iter().map(|n| format!("{n} sess ")));
+        text.extend(self.notes.lock().iter().map(|n| format!("{n} sess ")));
         History {
             changes,
             notifications: None,

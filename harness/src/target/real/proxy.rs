@@ -1,9 +1,10 @@
 //! The per-client TCP proxies: framing, request faults, stalls, refusals.
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
@@ -15,7 +16,6 @@ use tokio::task::AbortHandle;
 use zk_mock::codec::Record;
 use zk_mock::proto::{decode_request, ConnectResponse, OpCode, ReplyHeader, RequestHeader};
 
-use super::lock;
 use super::observer::*;
 use super::takeover::*;
 use crate::error::RunError;
@@ -132,7 +132,7 @@ pub(super) fn decide(
     client: &str,
     w: &Write,
 ) -> Option<FaultVerdict> {
-    match_rules(&mut lock(rules), client, w.op, w.path.as_deref())
+    match_rules(&mut rules.lock(), client, w.op, w.path.as_deref())
 }
 
 /// Classifies a request frame (header and body) for `client`.
@@ -181,7 +181,7 @@ pub(super) struct ClientProxy {
 
 impl ClientProxy {
     pub(super) fn close_all(&self) -> usize {
-        let conns = std::mem::take(&mut *lock(&self.conns));
+        let conns = std::mem::take(&mut *self.conns.lock());
         conns
             .into_values()
             .filter(|h| !h.is_finished())
@@ -212,12 +212,12 @@ impl Proxies {
     }
 
     pub(super) fn get(&self, client: &str) -> Option<Arc<ClientProxy>> {
-        lock(&self.clients).get(client).cloned()
+        self.clients.lock().get(client).cloned()
     }
 
     /// The client's proxy, started on first use.
     pub(super) fn proxy(&self, client: &str) -> Result<Arc<ClientProxy>, RunError> {
-        let mut clients = lock(&self.clients);
+        let mut clients = self.clients.lock();
         if let Some(p) = clients.get(client) {
             return Ok(p.clone());
         }
@@ -239,7 +239,7 @@ impl Proxies {
             accept: Mutex::default(),
         });
         let task = tokio::spawn(accept_loop(listener, proxy.clone(), self.shared.clone()));
-        *lock(&proxy.accept) = Some(task.abort_handle());
+        *proxy.accept.lock() = Some(task.abort_handle());
         clients.insert(client.to_string(), proxy.clone());
         Ok(proxy)
     }
@@ -251,7 +251,7 @@ impl Proxies {
     /// The session the client's last connection was given.
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn session(&self, client: &str) -> Option<(i64, Bytes)> {
-        self.get(client).and_then(|p| lock(&p.session).clone())
+        self.get(client).and_then(|p| p.session.lock().clone())
     }
 
     pub(crate) fn disconnect(&self, client: &str) -> bool {
@@ -277,11 +277,14 @@ impl Proxies {
     /// Installs a request fault: every verdict the mock has, with the
     /// mock's meaning (see [`FaultVerdict`]).
     pub(crate) fn request_fault(&self, fault: &RequestFault, client: Option<&str>) {
-        lock(&self.shared.rules).push(RequestRule::new(fault, client));
+        self.shared
+            .rules
+            .lock()
+            .push(RequestRule::new(fault, client));
     }
 
     pub(crate) fn faults_fired(&self) -> u64 {
-        lock(&self.shared.rules).iter().map(|r| r.tally.fired).sum()
+        self.shared.rules.lock().iter().map(|r| r.tally.fired).sum()
     }
 
     /// Ends the client's session by takeover; true once the server
@@ -290,7 +293,7 @@ impl Proxies {
         let Some(proxy) = self.get(client) else {
             return false;
         };
-        let Some((session, passwd)) = lock(&proxy.session).clone() else {
+        let Some((session, passwd)) = proxy.session.lock().clone() else {
             return false;
         };
         proxy.gate.send_modify(|g| g.holds += 1);
@@ -314,8 +317,8 @@ impl Proxies {
     }
 
     pub(super) fn shutdown(&self) {
-        for p in std::mem::take(&mut *lock(&self.clients)).into_values() {
-            if let Some(a) = lock(&p.accept).take() {
+        for p in std::mem::take(&mut *self.clients.lock()).into_values() {
+            if let Some(a) = p.accept.lock().take() {
                 a.abort();
             }
             p.close_all();
@@ -350,7 +353,7 @@ pub(super) async fn accept_loop(
         }
         let id = shared.next_conn.fetch_add(1, Ordering::SeqCst);
         let task = tokio::spawn(serve(sock, proxy.clone(), shared.clone(), id));
-        let mut conns = lock(&proxy.conns);
+        let mut conns = proxy.conns.lock();
         conns.retain(|_, h| !h.is_finished());
         conns.insert(id, task.abort_handle());
     }
@@ -385,7 +388,7 @@ pub(super) async fn serve(
         _ = client_to_server(cr, sw, &conn) => {}
         _ = server_to_client(sr, cw, &conn) => {}
     }
-    lock(&proxy.conns).remove(&id);
+    proxy.conns.lock().remove(&id);
 }
 
 pub(super) async fn open(gate: &mut watch::Receiver<Gate>) -> bool {
@@ -444,13 +447,13 @@ struct Injections {
 impl Injector {
     /// A request passed on to the server.
     fn forwarded(&self) {
-        lock(&self.state).forwarded += 1;
+        self.state.lock().forwarded += 1;
     }
 
     /// Answers request `xid` with error `err` instead of the server.
     fn fail(&self, xid: i32, err: i32) {
         {
-            let mut s = lock(&self.state);
+            let mut s = self.state.lock();
             let after = s.forwarded;
             s.queue.push_back((after, xid, err));
         }
@@ -459,14 +462,14 @@ impl Injector {
 
     /// A reply from the server, carrying `zxid`, passed on to the client.
     fn replied(&self, zxid: i64) {
-        let mut s = lock(&self.state);
+        let mut s = self.state.lock();
         s.replied += 1;
         s.zxid = s.zxid.max(zxid);
     }
 
     /// Appends to `out` the replies now due.
     fn due(&self, out: &mut BytesMut) {
-        let mut s = lock(&self.state);
+        let mut s = self.state.lock();
         while s
             .queue
             .front()
@@ -627,10 +630,10 @@ pub(super) async fn client_to_server(rd: OwnedReadHalf, wr: OwnedWriteHalf, c: &
         };
         if let Some(w) = w {
             if let Some(r) = reply {
-                lock(&c.replies).insert(w.xid, r);
+                c.replies.lock().insert(w.xid, r);
             }
             if w.kind.is_some() {
-                lock(&c.pending).insert(w.xid, w);
+                c.pending.lock().insert(w.xid, w);
             }
         }
         c.injector.forwarded();
@@ -647,7 +650,7 @@ pub(super) async fn server_to_client(rd: OwnedReadHalf, wr: OwnedWriteHalf, c: &
             if let Ok(resp) = ConnectResponse::decode(frame) {
                 if resp.session_id != 0 && resp.time_out > 0 {
                     session = Some(resp.session_id);
-                    *lock(&c.proxy.session) =
+                    *c.proxy.session.lock() =
                         Some((resp.session_id, resp.passwd.clone().unwrap_or_default()));
                 }
             }
@@ -663,7 +666,7 @@ pub(super) async fn server_to_client(rd: OwnedReadHalf, wr: OwnedWriteHalf, c: &
         if h.xid < 0 {
             return Verdict::Forward;
         }
-        let write = lock(&c.pending).remove(&h.xid);
+        let write = c.pending.lock().remove(&h.xid);
         if let (Some(w), Some(session), 0) = (write, session, h.err) {
             // A create's reply starts with the path it created.
             let path = match w.kind {
@@ -673,7 +676,7 @@ pub(super) async fn server_to_client(rd: OwnedReadHalf, wr: OwnedWriteHalf, c: &
                 None => None,
             };
             if let (Some(path), Some(kind)) = (path, w.kind) {
-                lock(&c.shared.ledger).push(Known {
+                c.shared.ledger.lock().push(Known {
                     kind,
                     path,
                     zxid: h.zxid,
@@ -681,7 +684,7 @@ pub(super) async fn server_to_client(rd: OwnedReadHalf, wr: OwnedWriteHalf, c: &
                 });
             }
         }
-        match lock(&c.replies).remove(&h.xid) {
+        match c.replies.lock().remove(&h.xid) {
             Some(ReplyFault::Lose) => {
                 tracing::debug!("proxy {}: losing the reply to xid {}", c.proxy.name, h.xid);
                 Verdict::Cut
