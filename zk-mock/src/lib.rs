@@ -19,13 +19,47 @@
 //! # }
 //! ```
 //!
+//! Its methods make the rare failure happen at an exact request and show
+//! what the server saw: fault rules ([`fault::Rule`]), verbs such as
+//! [`ZkMock::expire_session`], and the recorder, queried in place
+//! ([`ZkMock::inspect`], [`record::RequestQuery`]):
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use zk_mock::fault::{OpFamily, Rule};
+//! use zk_mock::{proto::ErrorCode, record::RequestQuery, ZkMock};
+//! use zookeeper_client::{Acls, Client, CreateMode, Error};
+//!
+//! let zk = ZkMock::start().await;
+//! let client = Client::connect(&zk.connect_string()).await?;
+//! // The next create fails with NODEEXISTS, once (checked when the guard drops).
+//! let when = Rule::when().op(OpFamily::Create).path("/a").nth(1);
+//! let rule = zk.rule(when.fail(ErrorCode::NodeExists)).expect(1);
+//! let open = CreateMode::Persistent.with_acls(Acls::anyone_all());
+//! assert_eq!(client.create("/a", &[], &open).await.unwrap_err(), Error::NodeExists);
+//! drop(rule);
+//! let failed = zk.inspect(|log| log.requests().by_path("/a").error(ErrorCode::NodeExists).count());
+//! assert_eq!(failed, 1);
+//!
+//! // Expire the session as the server would, and wait until it is gone.
+//! zk.expire_session(client.session_id().0);
+//! zk.wait_until(Duration::from_secs(5), |log| log.session_ids().is_empty()).await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! ## Module map
 //! - [`codec`]: framing and Jute primitives (nom over bytes, no `unsafe`).
 //! - [`proto`]: the records, one file per family, and request decoding.
 //! - [`tree`]: the data tree and every write/read rule in ZooKeeper's check order.
 //! - `session`, `watch`, `state`, `dispatch`: sessions, watches, and applying
 //!   requests under one lock; `handler` and `server` are the async shell.
-//! - [`ZkMock`] / [`ZkMockBuilder`]: the test-facing API.
+//! - [`ZkMock`] / [`ZkMockBuilder`]: the test-facing API (`mock/`: the
+//!   handle, its [`Control`] clone, [`Metrics`], the guards, the builder);
+//!   [`fault`], [`record`], [`snapshot`], [`clock`]: what its methods take
+//!   and give; [`SessionId`] names sessions everywhere.
 //!
 //! ## Which ZooKeeper
 //! The judge is Apache ZooKeeper **3.8.0** (Debian's `zookeeper` package):

@@ -35,6 +35,8 @@ impl Drop for Inspecting {
     }
 }
 
+#[cfg(doc)]
+use super::ZkMock;
 use super::{Refusal, RuleGuard, Stall};
 
 /// The controls of a running server: fault rules and verbs, the session

@@ -5,6 +5,8 @@ use std::sync::{Mutex, Weak};
 
 use crate::state::{lock, State};
 use crate::SessionId;
+#[cfg(doc)]
+use crate::ZkMock;
 
 /// Uninstalls its fault rule when dropped, after checking its
 /// [`expect`](Self::expect)ation, if it has one.

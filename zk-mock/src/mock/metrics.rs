@@ -5,6 +5,8 @@ use serde::Serialize;
 use crate::record::Counters;
 
 use super::Control;
+#[cfg(doc)]
+use super::{ZkMock, ZkMockBuilder};
 
 /// Counters and gauges of a running server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
