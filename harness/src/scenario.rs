@@ -136,17 +136,17 @@ impl Default for Server {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Recipe {
-    /// `zk_lock::NaiveLock`.
+    /// `zk_lock::Lock` with `Strategy::Naive`.
     Naive,
-    /// `zk_lock::HerdLock`.
+    /// `zk_lock::Lock` with `Strategy::Herd`.
     Herd,
-    /// `zk_lock::PredecessorLock`.
+    /// `zk_lock::Lock` with `Strategy::Predecessor`.
     Predecessor,
-    /// `zk_lock::ReentrantLock` (each round re-enters once more, then releases twice).
+    /// `zk_lock::Lock`, reentrant (each round re-enters once more, then releases twice).
     Reentrant,
-    /// `zk_lock::ReadWriteLock::new_herd`.
+    /// `zk_lock::RwLock` with `Strategy::Herd`.
     RwHerd,
-    /// `zk_lock::ReadWriteLock::new`.
+    /// `zk_lock::RwLock` with `Strategy::Predecessor`.
     RwPredecessor,
     /// Broken on purpose: a naive lock that takes ConnectionLoss on its create for success.
     BrokenIgnoresConnectionLoss,
