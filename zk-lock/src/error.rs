@@ -17,9 +17,9 @@ pub enum LockError {
     /// itself (NoAuth, for example).
     #[error("zookeeper: {0}")]
     Zk(zk::Error),
-    /// The session expired (or was closed) while waiting: the contender's
-    /// node is gone with it. `zk::Error::SessionExpired` from any call
-    /// becomes this.
+    /// The session expired (or the client was closed) while waiting: the
+    /// contender's node is gone with it. `zk::Error::SessionExpired` and
+    /// `zk::Error::ClientClosed` from any call become this.
     #[error("session expired while waiting for the lock")]
     SessionExpired,
     /// The connection failed under a request and the lock could not retry
@@ -58,7 +58,8 @@ pub type Result<T, E = LockError> = std::result::Result<T, E>;
 impl From<zk::Error> for LockError {
     fn from(err: zk::Error) -> LockError {
         match err {
-            zk::Error::SessionExpired => LockError::SessionExpired,
+            // The session is over either way: expired, or the client closed it.
+            zk::Error::SessionExpired | zk::Error::ClientClosed => LockError::SessionExpired,
             err if crate::node::connection_lost(&err) => LockError::ConnectionLoss(err),
             err => LockError::Zk(err),
         }

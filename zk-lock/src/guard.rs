@@ -30,8 +30,10 @@ pub enum GuardState {
     /// The lock is gone: the session expired or was closed, or the node was
     /// deleted by someone else.
     Lost,
-    /// The guard was released, or dropped (for a reentrant lock: every
-    /// guard of the hold) while the lock was not lost.
+    /// The guard was released (for a reentrant lock: every guard of the
+    /// hold) and the release found the lock still held; or it was dropped
+    /// without a release, while not known to be lost (its node is then
+    /// deleted in the background, and nothing reports how that ends).
     Released,
 }
 
@@ -91,42 +93,48 @@ impl Hold {
         }
     }
 
-    /// Stops the watching task and tells the monitors: `Released`, unless
-    /// the lock was lost first.
-    fn stop(&mut self) {
-        self.task.abort();
-        self.signals.0.send_if_modified(|s| match s {
-            GuardState::Lost | GuardState::Released => false,
-            _ => {
-                *s = GuardState::Released;
-                true
-            }
-        });
-    }
-
     pub(crate) fn state(&self) -> GuardState {
         *self.state.borrow()
     }
 
     async fn release(mut self) -> Result<()> {
-        self.released = true;
         // Whether the watching task has seen the loss already: it stops here.
         let lost = self.state() == GuardState::Lost;
-        self.stop();
-        match node::delete_until_gone(&self.client, &self.node).await? {
+        self.task.abort();
+        let gone = node::delete_until_gone(&self.client, &self.node).await;
+        // Cancelled before this point, the hold's drop deletes it in the background.
+        self.released = true;
+        let result = match gone {
             _ if lost => Err(LockError::Lost),
-            node::Gone::Lost => Err(LockError::Lost),
-            node::Gone::Deleted => Ok(()),
-        }
+            Ok(node::Gone::Lost) => Err(LockError::Lost),
+            Ok(node::Gone::Deleted) => Ok(()),
+            Err(err) => {
+                // Not gone: the session's end removes it.
+                self.released = false;
+                Err(err)
+            }
+        };
+        // The monitors learn how it ended only now: a release can find the
+        // lock lost (NoNode, or the session expired while suspended).
+        let end = if result == Err(LockError::Lost) {
+            GuardState::Lost
+        } else {
+            GuardState::Released
+        };
+        self.signals.finish(end);
+        result
     }
 }
 
 impl Drop for Hold {
     fn drop(&mut self) {
+        self.task.abort();
         if self.released {
             return;
         }
-        self.stop();
+        // Dropped without a release (or with one cancelled): the delete runs
+        // in the background, and nobody hears how it ends.
+        self.signals.finish(GuardState::Released);
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             let client = self.client.clone();
             let node = self.node.clone();
@@ -174,7 +182,8 @@ impl LockGuard {
     }
 
     /// A handle on this guard's state for another task: it follows `Held`,
-    /// `Suspended` and `Lost` without owning the guard. Its
+    /// `Suspended` and `Lost` without owning the guard, and sees the end of
+    /// the hold, `Released` or `Lost`, as the release found it. Its
     /// [`changed`](GuardMonitor::changed) reports the changes after this call.
     pub fn monitor(&self) -> GuardMonitor {
         let mut state = self.hold.state.clone();
@@ -280,6 +289,12 @@ impl Signals {
             GuardState::Lost | GuardState::Released => false,
             s => std::mem::replace(s, to) != to,
         });
+    }
+
+    /// The end of the hold: `to` (`Lost` or `Released`), unless it ended
+    /// already.
+    fn finish(&self, to: GuardState) {
+        self.set(to);
     }
 }
 

@@ -114,7 +114,8 @@ impl LockBuilder {
     /// clones) that holds the lock returns at once with another guard of the
     /// same node, and the node is deleted when the last of those guards is
     /// released. Acquisitions through one handle that start while it does
-    /// not hold the lock yet wait for the first of them, then re-enter. A
+    /// not hold the lock yet wait for the first of them, then re-enter
+    /// (`try_acquire` answers `None` meanwhile: the lock is not held yet). A
     /// handle that is not reentrant queues behind itself: `try_acquire`
     /// answers `None`, and `acquire` waits for its own release.
     ///
@@ -259,7 +260,7 @@ struct Inner {
     reentry: Option<Mutex<Slot>>,
 }
 
-/// A reentrant handle's hold, behind a std mutex never held across an await.
+/// A reentrant handle's hold, behind a mutex never held across an await.
 #[derive(Debug, Default)]
 enum Slot {
     #[default]

@@ -90,6 +90,7 @@ impl Naive {
                     pending.created(Owned {
                         path: self.path.clone(),
                         czxid: stat.czxid,
+                        shared_path: true,
                     });
                     return Ok(true);
                 }

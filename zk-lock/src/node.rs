@@ -79,6 +79,10 @@ where
 pub(crate) struct Owned {
     pub(crate) path: String,
     pub(crate) czxid: i64,
+    /// Whether another contender's node can take this path after ours is
+    /// gone (the naive lock's `<dir>/lock`); a sequential node's path is
+    /// never reused.
+    pub(crate) shared_path: bool,
 }
 
 /// How [`delete_until_gone`] found the node gone.
@@ -98,14 +102,25 @@ pub(crate) enum Gone {
 /// delete was applied but its reply lost). Never deletes a node it does not own.
 pub(crate) async fn delete_until_gone(client: &zk::Client, node: &Owned) -> Result<Gone> {
     // The node is known to be there whenever a delete is sent (at first, and
-    // after a read found it again), so a NoNode is someone else's doing.
+    // after a read found it again), so a NoNode is someone else's doing. A
+    // shared path may by now hold another contender's node (ours deleted by
+    // someone else): look first. (A deletion and a new create between that
+    // read and the delete remain possible; only a sequential lock closes it.)
+    if node.shared_path {
+        match retry(client, || client.get_data(&node.path)).await {
+            Ok((_, stat)) if stat.czxid == node.czxid => {}
+            Ok(_) | Err(zk::Error::NoNode) => return Ok(Gone::Lost),
+            Err(zk::Error::SessionExpired | zk::Error::ClientClosed) => return Ok(Gone::Lost),
+            Err(err) => return Err(err.into()),
+        }
+    }
     let mut backoff = Backoff::new();
     loop {
         match client.delete(&node.path, None).await {
             Ok(()) => return Ok(Gone::Deleted),
             Err(zk::Error::NoNode) => return Ok(Gone::Lost),
             // Ephemerals go with the session: nothing left to delete.
-            Err(zk::Error::SessionExpired) => return Ok(Gone::Lost),
+            Err(zk::Error::SessionExpired | zk::Error::ClientClosed) => return Ok(Gone::Lost),
             Err(err) if connection_lost(&err) => {}
             // Not executed: the node is still there, the same delete goes again.
             Err(err) if shed(&err) => {
@@ -118,7 +133,7 @@ pub(crate) async fn delete_until_gone(client: &zk::Client, node: &Owned) -> Resu
         // again, as the path may by now name another contender's node.
         match retry(client, || client.get_data(&node.path)).await {
             Err(zk::Error::NoNode) => return Ok(Gone::Deleted),
-            Err(zk::Error::SessionExpired) => return Ok(Gone::Lost),
+            Err(zk::Error::SessionExpired | zk::Error::ClientClosed) => return Ok(Gone::Lost),
             Ok((_, stat)) if stat.czxid != node.czxid => return Ok(Gone::Deleted),
             Ok(_) => {}
             Err(err) => return Err(err.into()),
@@ -148,6 +163,7 @@ pub(crate) async fn find_protected(
                 return Ok(Some(Owned {
                     path,
                     czxid: stat.czxid,
+                    shared_path: false,
                 }))
             }
             Ok(_) | Err(zk::Error::NoNode) => {}
@@ -169,6 +185,7 @@ pub(crate) async fn find_by_data(
             Ok(Some(Owned {
                 path: path.to_string(),
                 czxid: stat.czxid,
+                shared_path: true,
             }))
         }
         Ok(_) | Err(zk::Error::NoNode) => Ok(None),
@@ -220,9 +237,11 @@ impl Pending {
     }
 
     /// Deletes the node, wherever it got to, until it is provably gone.
+    /// Cancelled midway, the drop finishes the job in the background.
     pub(crate) async fn remove(mut self) -> Result<()> {
-        let target = std::mem::replace(&mut self.target, Target::Known(None));
-        cleanup(&self.client, target).await
+        let result = cleanup(&self.client, self.target.clone()).await;
+        self.target = Target::Known(None);
+        result
     }
 }
 

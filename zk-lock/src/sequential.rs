@@ -205,6 +205,7 @@ impl Sequential {
                     let node = Owned {
                         path: format!("{path}{sequence}"),
                         czxid: stat.czxid,
+                        shared_path: false,
                     };
                     pending.created(node.clone());
                     return Ok(node);

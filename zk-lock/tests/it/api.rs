@@ -90,6 +90,10 @@ async fn expiry_and_connection_loss_map_one_way() {
         LockError::SessionExpired
     );
     assert_eq!(
+        LockError::from(Error::ClientClosed),
+        LockError::SessionExpired
+    );
+    assert_eq!(
         LockError::from(Error::ConnectionLoss),
         LockError::ConnectionLoss(Error::ConnectionLoss)
     );

@@ -133,6 +133,7 @@ async fn a_release_reports_a_loss_the_holder_had_not_heard_of() {
             guard.state() != GuardState::Lost,
             "{kind:?}: the notification is held back"
         );
+        let monitor = guard.monitor();
         let release = tokio::spawn(guard.release());
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         drop(stall);
@@ -141,6 +142,11 @@ async fn a_release_reports_a_loss_the_holder_had_not_heard_of() {
             .unwrap_or_else(|_| panic!("{kind:?}: release hangs"))
             .unwrap();
         assert_eq!(released, Err(LockError::Lost), "{kind:?}");
+        assert_eq!(
+            monitor.state(),
+            GuardState::Lost,
+            "{kind:?}: the monitor hears the loss the release found, not Released"
+        );
         assert!(children(&zk, dir).is_empty(), "{kind:?}");
     }
 }

@@ -451,3 +451,84 @@ async fn shed_requests_are_sent_again() {
         next.release().await.unwrap();
     }
 }
+
+/// The naive lock's node has one fixed path: after someone else deleted the
+/// holder's node and another contender created its own there, the old
+/// holder's release must not delete the new holder's node.
+#[tokio::test]
+async fn a_naive_release_never_deletes_the_next_holders_node() {
+    let zk = ZkMock::start().await;
+    let dir = "/locks/naive-replaced";
+    let (a, b, admin) = (client(&zk).await, client(&zk).await, client(&zk).await);
+    let guard = Kind::Naive.lock(a.clone(), dir).acquire().await.unwrap();
+    let path = guard.path().to_string();
+    admin.delete(&path, None).await.unwrap();
+    tokio::time::timeout(PATIENCE, guard.lost())
+        .await
+        .expect("the holder hears of the deletion");
+    let next = Kind::Naive.lock(b, dir).acquire().await.unwrap();
+    assert_eq!(guard.release().await, Err(zk_lock::LockError::Lost));
+    let node = &zk.snapshot().tree[&path];
+    assert_eq!(
+        node.stat.czxid,
+        next.fencing_token(),
+        "the new holder's node is intact"
+    );
+    let deletes = zk.inspect(|log| {
+        let mine = log.requests().by_session(session(&a));
+        mine.op(OpCode::Delete).count()
+    });
+    assert_eq!(
+        deletes,
+        0,
+        "the old holder sent no delete\n{}",
+        zk.recorded()
+    );
+    next.release().await.unwrap();
+}
+
+/// A `try_acquire` cancelled while it removes the node it created (its
+/// delete cut, the client kept from reconnecting) leaves no node behind:
+/// the dropped future finishes the removal in the background.
+#[tokio::test]
+async fn a_try_acquire_cancelled_while_removing_its_node_leaves_none() {
+    for kind in SEQUENTIAL {
+        let zk = ZkMock::start().await;
+        let dir = "/locks/cancel-cleanup";
+        let (a, b) = (client(&zk).await, client(&zk).await);
+        let held = kind.lock(b, dir).acquire().await.unwrap();
+        let lock = kind.lock(a.clone(), dir);
+        let cut = Rule::when()
+            .op(OpFamily::Delete)
+            .session(session(&a))
+            .nth(1)
+            .disconnect();
+        let cut = zk.rule(cut).expect(1);
+        let refusal = zk.refuse_connections();
+        let attempt = tokio::time::timeout(Duration::from_millis(300), lock.try_acquire()).await;
+        assert!(
+            attempt.is_err(),
+            "{kind:?}: cancelled while removing its node"
+        );
+        assert_eq!(
+            children(&zk, dir).len(),
+            2,
+            "{kind:?}: its node is still there"
+        );
+        drop(refusal);
+        let cleaned = zk
+            .wait_until(PATIENCE, |log| children_in(&log.snapshot(), dir).len() == 1)
+            .await;
+        assert!(
+            cleaned.is_ok(),
+            "{kind:?}: the cancelled contender's node stays"
+        );
+        assert_eq!(
+            children(&zk, dir),
+            vec![held.path().to_string()],
+            "{kind:?}"
+        );
+        drop(cut);
+        held.release().await.unwrap();
+    }
+}
