@@ -165,7 +165,12 @@
 //!   the expiry transaction.)
 //! * **Lost delete reply**: release retries until the node is provably
 //!   gone: NoNode, or a node at that path with another czxid (never
-//!   deleting another contender's node).
+//!   deleting another contender's node). The naive lock's node has one
+//!   fixed path, which a later holder reuses once someone else has deleted
+//!   ours: its release reads the node first and deletes it only if the
+//!   czxid is its own. (A delete and a new create between that read and the
+//!   delete can still slip through: one more reason the sequential
+//!   strategies, whose paths are never reused, are the ones to use.)
 //! * **Disconnection** (Curator's SUSPENDED, CURATOR-465): while the
 //!   client is disconnected the holder cannot know whether its session, and
 //!   the lock, still live. The guard's [`state`](LockGuard::state) is then
