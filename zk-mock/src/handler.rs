@@ -172,7 +172,10 @@ impl Reader {
             lock(&self.shared).close_conn(conn);
             return Step::Close;
         };
-        let flow = lock(&self.shared).process(conn, h.xid, h.op_type, body);
+        // Decoded before the lock is taken: the server's other connections
+        // do not wait for this one's parsing.
+        let req = crate::proto::decode_request(h.op_type, body);
+        let flow = lock(&self.shared).process(conn, h.xid, h.op_type, req);
         tracing::trace!(xid = h.xid, op = h.op_type, "request");
         match flow {
             Flow::Continue => Step::Frame,

@@ -1,0 +1,347 @@
+//! Applying one request to the state: the only place that joins the tree,
+//! sessions and watches. Runs under the state lock on a request decoded
+//! before it was taken; queues the notifications a write causes *before*
+//! its reply, as ZooKeeper does.
+//!
+//! This module judges the request (session, fault rules), records it and
+//! routes it to its family: [`write`] (create, delete, setData, setACL,
+//! check, and the failed-transaction ops), [`multi`], [`read`], [`watch`]
+//! (watch management) and [`session`] (ping, close, auth). [`reply`] sends
+//! a successful reply body.
+
+use crate::fault::{RequestView, Verdict};
+use crate::proto::*;
+use crate::session::ConnId;
+use crate::state::{Flow, State};
+use crate::tree::{Caller, TreeEvent};
+
+mod multi;
+mod read;
+mod reply;
+mod session;
+mod watch;
+mod write;
+
+pub(super) use reply::Reply;
+
+/// The outcome of one request as the recorder and logs see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Applied {
+    pub(crate) err: i32,
+    pub(crate) zxid: i64,
+}
+
+/// What every family's handler knows of the request besides its body.
+#[derive(Clone, Copy)]
+pub(super) struct Ctx<'a> {
+    pub(super) conn: ConnId,
+    pub(super) session: i64,
+    pub(super) xid: i32,
+    pub(super) op: i32,
+    pub(super) caller: Caller<'a>,
+}
+
+impl State {
+    /// Handles one request (after the handshake), decoded by the caller
+    /// before it took the lock: drops it if the session is gone, lets the
+    /// fault rules judge it, applies it and records what happened.
+    pub(crate) fn process(
+        &mut self,
+        conn: ConnId,
+        xid: i32,
+        op: i32,
+        req: Result<Request, RequestError>,
+    ) -> Flow {
+        self.packets_received += 1;
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return Flow::Close;
+        };
+        c.received += 1;
+        let Some(session) = c.session else {
+            // The session expired or was closed while this request was in flight:
+            // ZooKeeper drops requests of unknown sessions without a reply.
+            return Flow::Continue;
+        };
+        let now = self.clock.now_ms();
+        if !self.sessions.touch(session, now) {
+            return Flow::Continue;
+        }
+        let path = req.as_ref().ok().and_then(|r| r.path().map(str::to_string));
+        let verdict = self.rules.evaluate(
+            &RequestView {
+                op,
+                path: path.as_deref(),
+                session,
+            },
+            &mut self.rng,
+        );
+        let (flow, applied) = match &verdict {
+            None => self.apply(conn, session, xid, op, req),
+            Some(v) => self.apply_fault(v, conn, session, xid, op, req),
+        };
+        if let Some(v) = &verdict {
+            tracing::debug!(conn, session = format_args!("{session:#x}"), op, path, verdict = %v.name(), "fault");
+        }
+        self.recorder.request(
+            now,
+            session,
+            xid,
+            op,
+            path.as_deref(),
+            applied.err,
+            applied.zxid,
+            verdict.map(|v| v.name()),
+        );
+        if let Some(c) = self.conns.get_mut(&conn) {
+            // `ServerCnxn.updateStatsForResponse`.
+            if xid >= 0 {
+                c.last_cxid = i64::from(xid);
+            }
+            c.last_zxid = applied.zxid;
+            c.last_op = op_name(op);
+            c.last_response_ms = now;
+        }
+        self.record_watches(conn);
+        self.changed();
+        flow
+    }
+
+    fn apply_fault(
+        &mut self,
+        verdict: &Verdict,
+        conn: ConnId,
+        session: i64,
+        xid: i32,
+        op: i32,
+        req: Result<Request, RequestError>,
+    ) -> (Flow, Applied) {
+        let last = self.tree.last_zxid();
+        match verdict {
+            Verdict::Delay(d) => {
+                self.pause(conn, *d);
+                self.apply(conn, session, xid, op, req)
+            }
+            Verdict::LoseReply => {
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.muted = true;
+                }
+                let (_, applied) = self.apply(conn, session, xid, op, req);
+                self.close_conn(conn);
+                (Flow::Close, applied)
+            }
+            Verdict::Disconnect => {
+                self.close_conn(conn);
+                (
+                    Flow::Close,
+                    Applied {
+                        err: ErrorCode::ConnectionLoss.code(),
+                        zxid: last,
+                    },
+                )
+            }
+            Verdict::Fail(code) => {
+                let code = code.code();
+                let xid = if op == OpCode::Ping as i32 {
+                    XID_PING
+                } else {
+                    xid
+                };
+                self.reply_header(conn, xid, last, code);
+                (
+                    Flow::Continue,
+                    Applied {
+                        err: code,
+                        zxid: last,
+                    },
+                )
+            }
+            Verdict::Stall => {
+                let r = self.apply(conn, session, xid, op, req);
+                self.stall(session);
+                r
+            }
+            Verdict::Expire => {
+                self.expire(session);
+                (
+                    Flow::Close,
+                    Applied {
+                        err: ErrorCode::SessionExpired.code(),
+                        zxid: self.tree.last_zxid(),
+                    },
+                )
+            }
+        }
+    }
+
+    /// Applies a decoded request and queues its reply.
+    fn apply(
+        &mut self,
+        conn: ConnId,
+        session: i64,
+        xid: i32,
+        op: i32,
+        req: Result<Request, RequestError>,
+    ) -> (Flow, Applied) {
+        let req = match req {
+            Ok(r) => r,
+            Err(RequestError::Unimplemented(op)) => {
+                tracing::debug!(conn, op, "unimplemented op code");
+                return self.unimplemented(conn, xid);
+            }
+            Err(RequestError::Malformed(code, e)) => {
+                tracing::debug!(conn, ?code, %e, "malformed request body");
+                // Writes fail in PrepRequestProcessor as an error txn (a zxid is
+                // consumed); reads fail in FinalRequestProcessor.
+                let zxid = if code.is_write() {
+                    self.tree.next_zxid()
+                } else {
+                    self.tree.last_zxid()
+                };
+                let err = ErrorCode::MarshallingError.code();
+                self.reply_header(conn, xid, zxid, err);
+                return (Flow::Continue, Applied { err, zxid });
+            }
+        };
+        let auth = self
+            .conns
+            .get(&conn)
+            .map(|c| c.auth.clone())
+            .unwrap_or_default();
+        let caller = Caller {
+            session,
+            auth: &auth,
+        };
+        let cx = Ctx {
+            conn,
+            session,
+            xid,
+            op,
+            caller,
+        };
+        match req {
+            Request::Create(..)
+            | Request::CreateTtl(_)
+            | Request::Delete(_)
+            | Request::SetData(_)
+            | Request::SetAcl(_)
+            | Request::Check(_)
+            | Request::Reconfig
+            | Request::InternalOp(_) => self.apply_write(cx, req),
+            Request::Multi(_) | Request::MultiRead(_) => self.apply_multi(cx, req),
+            Request::Exists(_)
+            | Request::GetData(_)
+            | Request::GetChildren(_)
+            | Request::GetChildren2(_)
+            | Request::GetAcl(_)
+            | Request::Sync(_)
+            | Request::GetEphemerals(_)
+            | Request::GetAllChildrenNumber(_) => self.apply_read(cx, req),
+            Request::CheckWatches(_)
+            | Request::RemoveWatches(_)
+            | Request::AddWatch(_)
+            | Request::SetWatches(_) => self.apply_watch(cx, req),
+            Request::Ping
+            | Request::CloseSession
+            | Request::WhoAmI
+            | Request::Auth(_)
+            | Request::Sasl(_) => self.apply_session(cx, req),
+        }
+    }
+
+    /// UnimplementedRequestProcessor: UNIMPLEMENTED with zxid −1, then the
+    /// connection is closed.
+    pub(super) fn unimplemented(&mut self, conn: ConnId, xid: i32) -> (Flow, Applied) {
+        let err = ErrorCode::Unimplemented.code();
+        self.reply_header(conn, xid, -1, err);
+        self.close_conn(conn);
+        (Flow::Close, Applied { err, zxid: -1 })
+    }
+
+    /// A write: allocate the zxid first (failed writes consume it too), apply,
+    /// fire watches, then reply.
+    pub(super) fn write(
+        &mut self,
+        conn: ConnId,
+        xid: i32,
+        apply: impl FnOnce(&mut State, i64, &mut Vec<TreeEvent>) -> Result<Reply, ErrorCode>,
+    ) -> Applied {
+        let zxid = self.tree.next_zxid();
+        let mut events = Vec::new();
+        let result = apply(self, zxid, &mut events);
+        let session = self.session_of(conn);
+        self.fire(&events, zxid, session);
+        self.finish(conn, xid, zxid, result)
+    }
+
+    /// A read: reply with the last processed zxid.
+    pub(super) fn read(
+        &mut self,
+        conn: ConnId,
+        xid: i32,
+        apply: impl FnOnce(&mut State) -> Result<Reply, ErrorCode>,
+    ) -> Applied {
+        let result = apply(self);
+        let zxid = self.tree.last_zxid();
+        self.finish(conn, xid, zxid, result)
+    }
+
+    pub(super) fn finish(
+        &mut self,
+        conn: ConnId,
+        xid: i32,
+        zxid: i64,
+        result: Result<Reply, ErrorCode>,
+    ) -> Applied {
+        match result {
+            Ok(r) => {
+                r.send(self, conn, xid, zxid);
+                Applied { err: 0, zxid }
+            }
+            Err(e) => {
+                self.reply_header(conn, xid, zxid, e.code());
+                Applied {
+                    err: e.code(),
+                    zxid,
+                }
+            }
+        }
+    }
+}
+
+/// The `lastOp` names `FinalRequestProcessor` gives each op (`cons`).
+fn op_name(op: i32) -> &'static str {
+    match OpCode::from_i32(op) {
+        Some(code) => match code {
+            OpCode::Ping => "PING",
+            OpCode::CreateSession => "SESS",
+            OpCode::CloseSession => "CLOS",
+            OpCode::Multi => "MULT",
+            OpCode::MultiRead => "MLTR",
+            OpCode::Create | OpCode::Create2 | OpCode::CreateTtl | OpCode::CreateContainer => {
+                "CREA"
+            }
+            OpCode::Delete | OpCode::DeleteContainer => "DELE",
+            OpCode::SetData => "SETD",
+            OpCode::Reconfig => "RECO",
+            OpCode::SetAcl => "SETA",
+            OpCode::Check => "CHEC",
+            OpCode::Sync => "SYNC",
+            OpCode::Exists => "EXIS",
+            OpCode::GetData => "GETD",
+            OpCode::GetAcl => "GETA",
+            OpCode::GetChildren | OpCode::GetChildren2 => "GETC",
+            OpCode::GetAllChildrenNumber => "GETACN",
+            OpCode::CheckWatches => "CHKW",
+            OpCode::RemoveWatches => "REMW",
+            OpCode::GetEphemerals => "GETE",
+            OpCode::AddWatch => "ADDW",
+            OpCode::SetWatches => "SETW",
+            OpCode::SetWatches2 => "STW2",
+            OpCode::WhoAmI => "HOMI",
+            OpCode::Auth => "AUTH",
+            OpCode::Sasl => "SASL",
+            _ => "NA",
+        },
+        None => "NA",
+    }
+}

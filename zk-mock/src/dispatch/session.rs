@@ -1,0 +1,111 @@
+//! Session ops: ping, closeSession, whoAmI, auth and SASL.
+
+use crate::proto::*;
+use crate::record::SessionEvent;
+use crate::state::{Flow, State};
+
+use super::{Applied, Ctx, Reply};
+
+impl State {
+    /// Applies one request of this family.
+    pub(super) fn apply_session(&mut self, cx: Ctx<'_>, req: Request) -> (Flow, Applied) {
+        let Ctx {
+            conn,
+            session,
+            xid,
+            caller,
+            ..
+        } = cx;
+        let applied = match req {
+            Request::Ping => {
+                let zxid = self.tree.last_zxid();
+                self.reply_header(conn, XID_PING, zxid, 0);
+                Applied { err: 0, zxid }
+            }
+            Request::CloseSession => {
+                let zxid = self
+                    .close_session(session, SessionEvent::Closed)
+                    .unwrap_or_else(|| self.tree.last_zxid());
+                self.reply_header(conn, xid, zxid, 0);
+                self.close_conn(conn);
+                return (Flow::Close, Applied { err: 0, zxid });
+            }
+            Request::WhoAmI => self.read(conn, xid, |_| {
+                // `getUserName`: digest ids show the user, the part before ':'.
+                let client_info = caller
+                    .auth
+                    .iter()
+                    .map(|id| ClientInfo {
+                        auth_scheme: id.scheme.clone(),
+                        user: match id.scheme.as_str() {
+                            "digest" => id.id.split(':').next().unwrap_or_default().to_string(),
+                            _ => id.id.clone(),
+                        },
+                    })
+                    .collect();
+                Ok(Reply::WhoAmI(client_info))
+            }),
+            Request::Auth(a) => {
+                // Answered at once with zxid 0 (`ZooKeeperServer.processPacket`).
+                // digest never fails; ip adds the peer address; any other
+                // scheme is AUTHFAILED and the connection is closed (the
+                // session lives on until it times out).
+                let new_ids = match a.scheme.as_str() {
+                    "digest" => {
+                        let text = String::from_utf8_lossy(a.auth.as_deref().unwrap_or_default());
+                        let id = crate::acl::digest(&text);
+                        let is_super = self.settings.super_digest.as_deref() == Some(id.as_str());
+                        let mut ids = vec![Id {
+                            scheme: "digest".into(),
+                            id,
+                        }];
+                        if is_super {
+                            ids.push(Id {
+                                scheme: "super".into(),
+                                id: String::new(),
+                            });
+                        }
+                        ids
+                    }
+                    "ip" => {
+                        let peer = self
+                            .conns
+                            .get(&conn)
+                            .map(|c| c.peer.ip().to_string())
+                            .unwrap_or_default();
+                        vec![Id {
+                            scheme: "ip".into(),
+                            id: peer,
+                        }]
+                    }
+                    _ => {
+                        let err = ErrorCode::AuthFailed.code();
+                        self.reply_header(conn, xid, 0, err);
+                        self.close_conn(conn);
+                        return (Flow::Close, Applied { err, zxid: 0 });
+                    }
+                };
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    for id in new_ids {
+                        if !c.auth.contains(&id) {
+                            c.auth.push(id);
+                            crate::acl::java_set_order(&mut c.auth);
+                        }
+                    }
+                }
+                self.reply_header(conn, xid, 0, 0);
+                Applied { err: 0, zxid: 0 }
+            }
+            Request::Sasl(_) => {
+                // No SASL is configured: the server answers inline with an
+                // empty (null) token and nothing is authenticated.
+                // Answered from the I/O thread like auth: zxid 0.
+                self.reply(conn, xid, 0, &SaslResponse { token: None });
+                Applied { err: 0, zxid: 0 }
+            }
+            // The router sends only this family here.
+            _ => return self.unimplemented(conn, xid),
+        };
+        (Flow::Continue, applied)
+    }
+}

@@ -1,0 +1,66 @@
+//! Watch management: checkWatches, removeWatches, addWatch, setWatches(2).
+
+use crate::proto::*;
+use crate::state::{Flow, State};
+use crate::watch::Notification;
+
+use super::{Applied, Ctx, Reply};
+
+impl State {
+    /// Applies one request of this family.
+    pub(super) fn apply_watch(&mut self, cx: Ctx<'_>, req: Request) -> (Flow, Applied) {
+        let Ctx { conn, xid, .. } = cx;
+        let applied = match req {
+            Request::CheckWatches(r) => self.read(conn, xid, |st| {
+                match st.watches.check(r.watcher_type, &r.path, conn) {
+                    None => Err(ErrorCode::MarshallingError),
+                    Some(true) => Ok(Reply::None),
+                    Some(false) => Err(ErrorCode::NoWatcher),
+                }
+            }),
+            Request::RemoveWatches(r) => self.read(conn, xid, |st| {
+                match st.watches.remove(r.watcher_type, &r.path, conn) {
+                    None => Err(ErrorCode::MarshallingError),
+                    Some(true) => Ok(Reply::None),
+                    Some(false) => Err(ErrorCode::NoWatcher),
+                }
+            }),
+            Request::AddWatch(r) => self.read(conn, xid, |st| {
+                // No ACL and no existence check; an unknown mode is an
+                // IllegalArgumentException, i.e. MARSHALLINGERROR.
+                let recursive = match r.mode {
+                    0 => false,
+                    1 => true,
+                    _ => return Err(ErrorCode::MarshallingError),
+                };
+                st.watches.add_persistent(&r.path, conn, recursive);
+                Ok(Reply::AddWatch)
+            }),
+            Request::SetWatches(w) => {
+                let mut notes: Vec<Notification> = Vec::new();
+                self.watches.set_watches(
+                    &self.tree,
+                    conn,
+                    w.relative_zxid,
+                    &w.data_watches,
+                    &w.exist_watches,
+                    &w.child_watches,
+                    &mut notes,
+                );
+                for p in &w.persistent_watches {
+                    self.watches.add_persistent(p, conn, false);
+                }
+                for p in &w.persistent_recursive_watches {
+                    self.watches.add_persistent(p, conn, true);
+                }
+                self.notify(notes, 0);
+                let zxid = self.tree.last_zxid();
+                self.reply_header(conn, xid, zxid, 0);
+                Applied { err: 0, zxid }
+            }
+            // The router sends only this family here.
+            _ => return self.unimplemented(conn, xid),
+        };
+        (Flow::Continue, applied)
+    }
+}
