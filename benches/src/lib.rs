@@ -23,6 +23,8 @@ use zookeeper_client as zk;
 /// Errors of the workloads.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+pub mod floor;
+
 /// A server to measure.
 #[derive(Debug)]
 pub enum Server {
@@ -30,6 +32,8 @@ pub enum Server {
     Mock(ZkMock),
     /// A real ZooKeeper 3.8 JVM.
     Real(RealZk),
+    /// The stateless floor ([`floor::Floor`]): what any server must do at least.
+    Floor(floor::Floor),
 }
 
 impl Server {
@@ -53,11 +57,17 @@ impl Server {
         Ok(Server::Real(start_real().await?))
     }
 
+    /// The stateless floor.
+    pub fn floor() -> Result<Server, BoxError> {
+        Ok(Server::Floor(floor::Floor::start()?))
+    }
+
     /// Where clients connect.
     pub fn connect_string(&self) -> String {
         match self {
             Server::Mock(m) => m.connect_string(),
             Server::Real(r) => r.connect_string(),
+            Server::Floor(f) => f.addr().to_string(),
         }
     }
 
@@ -66,6 +76,7 @@ impl Server {
         match self {
             Server::Mock(_) => "zk-mock",
             Server::Real(_) => "zookeeper",
+            Server::Floor(_) => "floor",
         }
     }
 
@@ -85,6 +96,10 @@ impl Server {
             Server::Real(r) => r.jvm_pid().map_or(Duration::ZERO, |pid| {
                 task_cpu(&format!("/proc/{pid}/task"), |_| true)
             }),
+            Server::Floor(f) => {
+                let name = format!("zk-floor-{}", f.addr().port());
+                task_cpu("/proc/self/task", |comm| comm == name)
+            }
         }
     }
 
@@ -92,7 +107,7 @@ impl Server {
     pub fn mock_handle(&self) -> Option<&ZkMock> {
         match self {
             Server::Mock(m) => Some(m),
-            Server::Real(_) => None,
+            Server::Real(_) | Server::Floor(_) => None,
         }
     }
 }
@@ -309,6 +324,8 @@ impl Pacer {
         let probe = match server {
             Server::Mock(m) => Probe::Mock(m.control()),
             Server::Real(r) => Probe::Real(r.addr()),
+            // lock_experiment refuses the floor before it gets here.
+            Server::Floor(f) => Probe::Real(f.addr()),
         };
         let counters =
             matches!(server, Server::Real(_)) && matches!(recipe, Recipe::Herd | Recipe::RwHerd);
@@ -449,6 +466,9 @@ pub async fn lock_experiment(
     dir: &str,
     pace: Pace,
 ) -> Result<LockRun, BoxError> {
+    if matches!(server, Server::Floor(_)) {
+        return Err("the floor keeps no tree: a lock experiment needs zk-mock or ZooKeeper".into());
+    }
     let cs = server.connect_string();
     let clients = connect_many(&cs, n).await?;
     let sessions: Vec<i64> = clients.iter().map(|c| c.session_id().0).collect();

@@ -62,3 +62,23 @@ async fn raw_storm_and_fanout_reach_every_session_and_count_server_cpu() {
         assert!(server.cpu_time() > cpu_before);
     }
 }
+
+/// The floor answers every op workload through the real client, as a
+/// server would, and its CPU is measured the same way as the mock's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_floor_serves_every_op_workload() {
+    let floor = Server::floor().unwrap();
+    assert_eq!(floor.name(), "floor");
+    let clients = connect_many(&floor.connect_string(), 4).await.unwrap();
+    let before = floor.cpu_time();
+    for op in Op::ALL {
+        let run = op_workload(&clients, op, 50).await.unwrap();
+        assert_eq!(run.ops, 200, "{}", op.name());
+    }
+    let data = clients[0].get_data("/anything").await.unwrap();
+    assert_eq!(data.0.len(), 100, "a reply of the usual size");
+    assert_eq!(clients[0].list_children("/x").await.unwrap().len(), 10);
+    assert!(floor.cpu_time() > before, "the floor's thread is measured");
+    let refused = lock_experiment(&floor, Recipe::Predecessor, 2, "/l", Pace::Immediate).await;
+    assert!(refused.is_err(), "no lock runs on a server without a tree");
+}

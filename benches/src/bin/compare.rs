@@ -154,17 +154,27 @@ async fn run(args: Args) -> Result<(), BoxError> {
 
     // ---- single ops -----------------------------------------------------
     if section("ops") {
+        // The floor (benches::floor): the least any server must do per op,
+        // on the same sockets, for the same client (issue #16's targets: the
+        // mock's server CPU per op within 1.5x of it, its throughput at
+        // least 80% of it, at 16 and 64 sessions).
+        let floor = Server::floor()?;
         r.line("## Ops (closed loop, one op outstanding per session)\n");
-        r.line("| op | sessions | zk-mock ops/s | ZooKeeper ops/s | ratio | zk-mock p50 / p99 | ZooKeeper p50 / p99 | server CPU per op mock / zk |");
-        r.line("|---|---|---|---|---|---|---|---|");
+        r.line("| op | sessions | floor ops/s | zk-mock ops/s | ZooKeeper ops/s | zk-mock / ZooKeeper | zk-mock / floor, ops/s | zk-mock p50 / p99 | ZooKeeper p50 / p99 | server CPU per op: floor / zk-mock / ZooKeeper | zk-mock CPU / floor CPU |");
+        r.line("|---|---|---|---|---|---|---|---|---|---|---|");
         let total_ops = if args.quick { 2_000 } else { 20_000 };
         for sessions in [1usize, 16, 64] {
+            let floor_clients = connect_many(&floor.connect_string(), sessions).await?;
             let mut clients = Vec::new();
             for s in &servers {
                 clients.push(connect_many(&s.connect_string(), sessions).await?);
             }
             for op in Op::ALL {
                 let per = (total_ops / sessions).max(20);
+                op_workload(&floor_clients, op, (per / 10).max(5)).await?;
+                let (floor_run, floor_used) =
+                    with_cpu(&floor, op_workload(&floor_clients, op, per)).await?;
+                let floor_cpu = floor_used / floor_run.ops.max(1) as u32;
                 let mut runs = Vec::new();
                 let mut cpu = Vec::new();
                 for (cs, s) in clients.iter().zip(&servers) {
@@ -186,6 +196,31 @@ async fn run(args: Args) -> Result<(), BoxError> {
                         .map(|x| format!("{x:.1}x"))
                         .unwrap_or_else(|| "-".into())
                 };
+                let of_floor = runs[0].throughput() / floor_run.throughput().max(1e-9);
+                let cpu_over_floor = cpu[0].as_secs_f64() / floor_cpu.as_secs_f64().max(1e-12);
+                let (floor_tput, floor_cpu_cell) = if sessions >= 16 {
+                    let what = format!("{} x{sessions}", op.name());
+                    if of_floor < 0.8 {
+                        r.misses.push(format!(
+                            "{what}: throughput {:.0}% of the floor's < 80%",
+                            of_floor * 100.0
+                        ));
+                    }
+                    if cpu_over_floor > 1.5 {
+                        r.misses.push(format!(
+                            "{what}: server CPU {cpu_over_floor:.2}x the floor's > 1.5x"
+                        ));
+                    }
+                    (
+                        format!("{:.0}% (target 80%)", of_floor * 100.0),
+                        format!("{cpu_over_floor:.2}x (target 1.5x)"),
+                    )
+                } else {
+                    (
+                        format!("{:.0}%", of_floor * 100.0),
+                        format!("{cpu_over_floor:.2}x"),
+                    )
+                };
                 let lat = |run: &benches::OpRun| {
                     format!(
                         "{} / {}",
@@ -194,14 +229,16 @@ async fn run(args: Args) -> Result<(), BoxError> {
                     )
                 };
                 r.line(format!(
-                    "| {} | {sessions} | {:.0} | {} | {verdict} | {} | {} | {} |",
+                    "| {} | {sessions} | {:.0} | {:.0} | {} | {verdict} | {floor_tput} | {} | {} | {} / {} | {floor_cpu_cell} |",
                     op.name(),
+                    floor_run.throughput(),
                     runs[0].throughput(),
                     runs.get(1)
                         .map(|z| format!("{:.0}", z.throughput()))
                         .unwrap_or_else(|| "-".into()),
                     lat(&runs[0]),
                     runs.get(1).map(lat).unwrap_or_else(|| "-".into()),
+                    ms(floor_cpu),
                     cpu_cell(&cpu),
                 ));
             }
