@@ -14,7 +14,12 @@ fn data_watches_by_conn(state: &State) -> BTreeMap<i64, Vec<&str>> {
     let mut out: BTreeMap<i64, Vec<&str>> = BTreeMap::new();
     for (table, path, conn, _) in state.watches.entries() {
         if table == Table::Data {
-            let session = state.conns.get(&conn).and_then(|c| c.session).unwrap_or(0);
+            let session = state
+                .out
+                .conns
+                .get(&conn)
+                .and_then(|c| c.session)
+                .unwrap_or(0);
             out.entry(session).or_default().push(path);
         }
     }
@@ -64,9 +69,9 @@ pub(crate) fn answer(state: &State, word: &[u8]) -> String {
                 out.push('\n');
             }
             let _ = writeln!(out, "Latency min/avg/max: 0/0.0/0");
-            let _ = writeln!(out, "Received: {}", state.packets_received);
-            let _ = writeln!(out, "Sent: {}", state.packets_sent);
-            let _ = writeln!(out, "Connections: {}", state.conns.len());
+            let _ = writeln!(out, "Received: {}", state.out.packets_received);
+            let _ = writeln!(out, "Sent: {}", state.out.packets_sent);
+            let _ = writeln!(out, "Connections: {}", state.out.conns.len());
             let _ = writeln!(out, "Outstanding: 0");
             let _ = writeln!(out, "Zxid: {:#x}", state.tree.last_zxid());
             let _ = writeln!(out, "Mode: standalone");
@@ -158,9 +163,11 @@ pub(crate) fn answer(state: &State, word: &[u8]) -> String {
 /// The connections as `cons` lists them: the order ZooKeeper's
 /// `ConcurrentHashMap` keeps is unpredictable, so by connection number.
 fn conns_in_order(state: &State) -> Vec<&crate::state::Conn> {
-    let mut ids: Vec<_> = state.conns.keys().copied().collect();
+    let mut ids: Vec<_> = state.out.conns.keys().copied().collect();
     ids.sort_unstable();
-    ids.iter().filter_map(|id| state.conns.get(id)).collect()
+    ids.iter()
+        .filter_map(|id| state.out.conns.get(id))
+        .collect()
 }
 
 /// `ServerCnxn.dumpConnectionInfo`: ` /ip:port[interestOps](queued=…,recved=…,sent=…`
@@ -273,7 +280,7 @@ fn dump(out: &mut String, state: &State) {
         out,
         "Connections Sets ({})/({}):",
         conns.len(),
-        state.conns.len()
+        state.out.conns.len()
     );
     for (deadline, cs) in conns {
         let _ = writeln!(out, "{} expire at {}:", cs.len(), at(deadline));
@@ -372,11 +379,11 @@ fn mntr(out: &mut String, state: &State) {
             "zk_version" => version(state).to_string(),
             "zk_server_state" => "standalone".into(),
             "zk_ephemerals_count" => ephemerals.to_string(),
-            "zk_num_alive_connections" => state.conns.len().to_string(),
+            "zk_num_alive_connections" => state.out.conns.len().to_string(),
             "zk_znode_count" => state.tree.node_count().to_string(),
             "zk_global_sessions" => state.sessions.iter().count().to_string(),
-            "zk_packets_sent" => state.packets_sent.to_string(),
-            "zk_packets_received" => state.packets_received.to_string(),
+            "zk_packets_sent" => state.out.packets_sent.to_string(),
+            "zk_packets_received" => state.out.packets_received.to_string(),
             "zk_watch_count" => state.watches.count().to_string(),
             "zk_approximate_data_size" => data_size.to_string(),
             "zk_open_file_descriptor_count" => fds.to_string(),

@@ -147,7 +147,7 @@ impl Reader {
         if !self.handshaken && four_letter::is_command(&self.buf) {
             let word = self.buf.split_to(4);
             let mut st = lock(&self.shared);
-            if let Some(c) = st.conns.get_mut(&conn) {
+            if let Some(c) = st.out.conns.get_mut(&conn) {
                 c.four_letter = true;
                 c.received += 1;
             }

@@ -107,6 +107,7 @@ mod four_letter;
 pub mod fuzzing;
 mod handler;
 mod mock;
+mod outbox;
 pub mod proto;
 #[cfg(feature = "real")]
 pub mod real;

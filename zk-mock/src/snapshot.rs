@@ -135,7 +135,7 @@ impl Snapshot {
             {
                 continue;
             }
-            let session = SessionId(st.conns.get(&conn).and_then(|c| c.session).unwrap_or(0));
+            let session = SessionId(st.out.conns.get(&conn).and_then(|c| c.session).unwrap_or(0));
             watches
                 .entry(path.to_string())
                 .or_default()

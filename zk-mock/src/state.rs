@@ -1,4 +1,5 @@
-//! The server's shared state: tree, sessions, watches, connections, fault
+//! The server's shared state: tree, sessions, watches, the connections'
+//! outboxes ([`Outboxes`], in `outbox.rs`, apart from the data model), fault
 //! rules and the recorder, behind one `std::sync::Mutex`.
 //!
 //! Everything that must be totally ordered — applying a request, queueing the
@@ -8,9 +9,9 @@
 //! never waits. They are not lossy: a notification is either queued or its
 //! connection is closed.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -20,10 +21,9 @@ use tokio::sync::{mpsc, watch};
 
 use crate::clock::Clock;
 use crate::codec::{frame, Record};
-use crate::compact::Sparse;
 use crate::fault::RuleSet;
 use crate::proto::{
-    ConnectRequest, ConnectResponse, Id, ReplyHeader, WatcherEvent, STATE_SYNC_CONNECTED,
+    ConnectRequest, ConnectResponse, ReplyHeader, WatcherEvent, STATE_SYNC_CONNECTED,
     XID_NOTIFICATION,
 };
 use crate::record::{ChangeKind, Recorder, SessionEvent};
@@ -32,54 +32,7 @@ use crate::tree::{DataTree, TreeEvent};
 use crate::watch::{Notification, WatchManager};
 use crate::Compat;
 
-/// What a connection's writer task is asked to do.
-#[derive(Debug)]
-pub(crate) enum Outgoing {
-    /// Write this whole frame (length prefix included).
-    Frame(Bytes),
-    /// Write nothing more for this long (a `delay` fault).
-    Pause(Duration),
-    /// Flush what came before, then close the socket.
-    Close,
-}
-
-/// Whether a connection may move bytes (a `stall` holds both directions).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Gate {
-    /// Reading and writing.
-    Open,
-    /// Nothing is read and nothing written until resumed.
-    Stalled,
-    /// Closed while stalled: what was held is dropped.
-    Closed,
-}
-
-/// A live connection as the state sees it.
-#[derive(Debug)]
-pub(crate) struct Conn {
-    pub(crate) tx: mpsc::UnboundedSender<Outgoing>,
-    /// Bytes queued for the writer and not yet written to the socket.
-    pub(crate) queued: Arc<AtomicUsize>,
-    pub(crate) gate: watch::Sender<Gate>,
-    pub(crate) session: Option<i64>,
-    /// The session this connection is stalled for (bound or still handshaking).
-    pub(crate) stalled_for: Option<i64>,
-    /// While set, frames to this connection are dropped (a `lose reply` fault).
-    pub(crate) muted: bool,
-    pub(crate) auth: Vec<Id>,
-    pub(crate) peer: SocketAddr,
-    pub(crate) received: u64,
-    pub(crate) sent: u64,
-    /// For `cons`: when the connection was accepted (wall ms), and the last
-    /// request's op name, cxid, zxid and response time.
-    pub(crate) established_ms: i64,
-    pub(crate) last_op: &'static str,
-    pub(crate) last_cxid: i64,
-    pub(crate) last_zxid: i64,
-    pub(crate) last_response_ms: u64,
-    /// A four-letter-word connection (reads nothing more: interest ops 0).
-    pub(crate) four_letter: bool,
-}
+pub(crate) use crate::outbox::{Conn, Gate, Outboxes, Outgoing, Sent};
 
 /// Server settings that requests consult.
 #[derive(Debug, Clone)]
@@ -116,7 +69,8 @@ pub(crate) struct State {
     pub(crate) tree: DataTree,
     pub(crate) sessions: SessionManager,
     pub(crate) watches: WatchManager,
-    pub(crate) conns: HashMap<ConnId, Conn>,
+    /// The connections and their outboxes, apart from the data model.
+    pub(crate) out: Outboxes,
     pub(crate) clock: Clock,
     pub(crate) settings: Settings,
     pub(crate) rules: RuleSet,
@@ -134,11 +88,6 @@ pub(crate) struct State {
     pub(crate) refusing: bool,
     /// Bumped after every request and expiry, for [`ZkMock::wait_until`](crate::ZkMock::wait_until).
     pub(crate) changes: watch::Sender<u64>,
-    next_conn: ConnId,
-    pub(crate) packets_received: u64,
-    pub(crate) packets_sent: u64,
-    /// Connections closed because their outbox passed `max_outbox`.
-    pub(crate) slow_readers_closed: u64,
 }
 
 /// The handle every task holds.
@@ -176,7 +125,7 @@ impl State {
             tree: DataTree::new(),
             sessions,
             watches: WatchManager::new(settings.compat),
-            conns: HashMap::new(),
+            out: Outboxes::new(settings.max_outbox),
             clock,
             settings,
             rules: RuleSet::default(),
@@ -188,10 +137,6 @@ impl State {
             pending_kills: Vec::new(),
             refusing: false,
             changes: watch::channel(0).0,
-            next_conn: 1,
-            packets_received: 0,
-            packets_sent: 0,
-            slow_readers_closed: 0,
         }
     }
 
@@ -201,36 +146,8 @@ impl State {
         tx: mpsc::UnboundedSender<Outgoing>,
         peer: SocketAddr,
     ) -> (ConnId, watch::Receiver<Gate>, Arc<AtomicUsize>) {
-        let id = self.next_conn;
-        self.next_conn += 1;
-        let auth = vec![Id {
-            scheme: "ip".into(),
-            id: peer.ip().to_string(),
-        }];
-        let (gate, gate_rx) = watch::channel(Gate::Open);
-        let queued = Arc::new(AtomicUsize::new(0));
-        self.conns.insert(
-            id,
-            Conn {
-                tx,
-                queued: queued.clone(),
-                gate,
-                session: None,
-                stalled_for: None,
-                muted: false,
-                auth,
-                peer,
-                received: 0,
-                sent: 0,
-                established_ms: self.clock.wall_ms(),
-                last_op: "NA",
-                last_cxid: -1,
-                last_zxid: -1,
-                last_response_ms: 0,
-                four_letter: false,
-            },
-        );
-        (id, gate_rx, queued)
+        let now = self.clock.wall_ms();
+        self.out.register(tx, peer, now)
     }
 
     /// Queues a frame to a connection (no-op if it is gone or muted).
@@ -241,47 +158,26 @@ impl State {
     /// [`send`](Self::send) for a frame that already has its length prefix
     /// (one notification frame is shared by every watcher it goes to).
     fn send_framed(&mut self, conn: ConnId, framed: Bytes) {
-        match self.conns.get_mut(&conn) {
-            Some(c) if !c.muted => {
-                c.sent += 1;
-                self.packets_sent += 1;
-            }
-            _ => return,
-        }
-        self.enqueue(conn, framed);
+        let sent = self.out.send_framed(conn, framed);
+        self.after_send(conn, sent);
     }
 
-    /// Hands bytes to a connection's writer, counting them against its
-    /// outbox limit. Every byte a writer writes comes through here (its
-    /// count goes down as it writes).
+    /// Hands bytes to a connection's writer (see [`Outboxes::enqueue`]).
     pub(crate) fn enqueue(&mut self, conn: ConnId, bytes: Bytes) {
-        if let Some(c) = self.conns.get(&conn) {
-            let queued = c.queued.fetch_add(bytes.len(), Ordering::Relaxed) + bytes.len();
-            if c.tx.send(Outgoing::Frame(bytes)).is_err() {
-                tracing::debug!(conn, "outbox closed");
-            }
-            // A client that does not read what it asked for is cut off
-            // instead of buffered without limit (a stalled connection holds
-            // its frames on purpose and is exempt).
-            if queued > self.settings.max_outbox && *c.gate.borrow() == Gate::Open {
-                tracing::warn!(
-                    conn,
-                    queued,
-                    limit = self.settings.max_outbox,
-                    "slow reader: closing its connection"
-                );
-                let _ = c.gate.send(Gate::Closed);
-                self.slow_readers_closed += 1;
-                self.close_conn(conn);
-            }
+        let sent = self.out.enqueue(conn, bytes);
+        self.after_send(conn, sent);
+    }
+
+    /// A slow reader's connection is closed.
+    fn after_send(&mut self, conn: ConnId, sent: Sent) {
+        if sent == Sent::SlowReader {
+            self.close_conn(conn);
         }
     }
 
     /// Queues a pause before whatever is queued next on `conn`.
     pub(crate) fn pause(&mut self, conn: ConnId, d: Duration) {
-        if let Some(c) = self.conns.get(&conn) {
-            let _ = c.tx.send(Outgoing::Pause(d));
-        }
+        self.out.pause(conn, d);
     }
 
     /// Queues a reply: header, then `body` when the request succeeded.
@@ -302,12 +198,7 @@ impl State {
     /// connection's watches are dropped at once and its session (if any) is
     /// left without a connection.
     pub(crate) fn close_conn(&mut self, conn: ConnId) {
-        if let Some(c) = self.conns.remove(&conn) {
-            self.conns.shrink_if_sparse();
-            if *c.gate.borrow() == Gate::Stalled {
-                let _ = c.gate.send(Gate::Closed);
-            }
-            let _ = c.tx.send(Outgoing::Close);
+        if let Some(c) = self.out.remove(conn) {
             if let Some(s) = c.session.and_then(|s| self.sessions.get_mut(s)) {
                 if s.conn == Some(conn) {
                     s.conn = None;
@@ -334,7 +225,7 @@ impl State {
         // reference count, not a copy).
         let mut last: Option<(i32, Arc<str>, Bytes)> = None;
         for n in notes {
-            let Some(c) = self.conns.get(&n.conn) else {
+            let Some(c) = self.out.conns.get(&n.conn) else {
                 continue;
             };
             // The watch fired (and a one-shot one is gone), but a connection
@@ -402,7 +293,11 @@ impl State {
 
     /// The session a connection carries (0 before the handshake).
     pub(crate) fn session_of(&self, conn: ConnId) -> i64 {
-        self.conns.get(&conn).and_then(|c| c.session).unwrap_or(0)
+        self.out
+            .conns
+            .get(&conn)
+            .and_then(|c| c.session)
+            .unwrap_or(0)
     }
 
     /// Records the watches registered since the last call.
@@ -412,7 +307,12 @@ impl State {
             return;
         }
         let now = self.clock.now_ms();
-        let session = self.conns.get(&conn).and_then(|c| c.session).unwrap_or(0);
+        let session = self
+            .out
+            .conns
+            .get(&conn)
+            .and_then(|c| c.session)
+            .unwrap_or(0);
         for (path, kind) in registered {
             self.recorder.watch(now, session, &path, kind);
         }
@@ -424,7 +324,7 @@ impl State {
         if session == 0 || !self.stalled.contains(&session) {
             return false;
         }
-        if let Some(c) = self.conns.get_mut(&conn) {
+        if let Some(c) = self.out.conns.get_mut(&conn) {
             c.stalled_for = Some(session);
             let _ = c.gate.send(Gate::Stalled);
         }
@@ -438,7 +338,7 @@ impl State {
             return false;
         };
         self.stalled.insert(session);
-        if let Some(c) = conn.and_then(|c| self.conns.get_mut(&c)) {
+        if let Some(c) = conn.and_then(|c| self.out.conns.get_mut(&c)) {
             c.stalled_for = Some(session);
             let _ = c.gate.send(Gate::Stalled);
         }
@@ -450,6 +350,7 @@ impl State {
     pub(crate) fn resume(&mut self, session: i64) -> bool {
         let was = self.stalled.remove(&session);
         for c in self
+            .out
             .conns
             .values_mut()
             .filter(|c| c.stalled_for == Some(session))
@@ -474,8 +375,8 @@ impl State {
             self.close_conn(conn);
             return Flow::Close;
         }
-        self.packets_received += 1;
-        if let Some(c) = self.conns.get_mut(&conn) {
+        self.out.packets_received += 1;
+        if let Some(c) = self.out.conns.get_mut(&conn) {
             c.received += 1;
         }
         let timeout = self.sessions.negotiate(req.time_out);
@@ -492,7 +393,7 @@ impl State {
                 "session created"
             );
             let zxid = self.tree.last_zxid();
-            if let Some(c) = self.conns.get_mut(&conn) {
+            if let Some(c) = self.out.conns.get_mut(&conn) {
                 c.session = Some(s.id);
                 c.last_op = "SESS";
                 c.last_zxid = zxid;
@@ -531,7 +432,7 @@ impl State {
                 timeout,
                 "session re-attached"
             );
-            if let Some(c) = self.conns.get_mut(&conn) {
+            if let Some(c) = self.out.conns.get_mut(&conn) {
                 c.session = Some(req.session_id);
             }
             let zxid = self.tree.last_zxid();
@@ -592,14 +493,14 @@ impl State {
 
     /// Unbinds a removed session from its connection and its stall.
     fn unbind(&mut self, session: i64, conn: Option<ConnId>) {
-        if let Some(c) = conn.and_then(|c| self.conns.get_mut(&c)) {
+        if let Some(c) = conn.and_then(|c| self.out.conns.get_mut(&c)) {
             c.session = None;
         }
         // Connections waiting to re-attach a stalled session may go on: they
         // will be told it expired. The bound connection stays shut, so what it
         // held is dropped when it is closed.
         if self.stalled.remove(&session) {
-            for (&id, c) in self.conns.iter_mut() {
+            for (&id, c) in self.out.conns.iter_mut() {
                 if c.stalled_for == Some(session) && Some(id) != conn {
                     c.stalled_for = None;
                     let _ = c.gate.send(Gate::Open);

@@ -52,8 +52,8 @@ impl State {
         op: i32,
         req: Result<Request, RequestError>,
     ) -> Flow {
-        self.packets_received += 1;
-        let Some(c) = self.conns.get_mut(&conn) else {
+        self.out.packets_received += 1;
+        let Some(c) = self.out.conns.get_mut(&conn) else {
             return Flow::Close;
         };
         c.received += 1;
@@ -92,7 +92,7 @@ impl State {
             applied.zxid,
             verdict.map(|v| v.name()),
         );
-        if let Some(c) = self.conns.get_mut(&conn) {
+        if let Some(c) = self.out.conns.get_mut(&conn) {
             // `ServerCnxn.updateStatsForResponse`.
             if xid >= 0 {
                 c.last_cxid = i64::from(xid);
@@ -122,7 +122,7 @@ impl State {
                 self.apply(conn, session, xid, op, req)
             }
             Verdict::LoseReply => {
-                if let Some(c) = self.conns.get_mut(&conn) {
+                if let Some(c) = self.out.conns.get_mut(&conn) {
                     c.muted = true;
                 }
                 let (_, applied) = self.apply(conn, session, xid, op, req);
@@ -203,6 +203,7 @@ impl State {
             }
         };
         let auth = self
+            .out
             .conns
             .get(&conn)
             .map(|c| c.auth.clone())

@@ -69,6 +69,7 @@ impl State {
                     }
                     "ip" => {
                         let peer = self
+                            .out
                             .conns
                             .get(&conn)
                             .map(|c| c.peer.ip().to_string())
@@ -85,7 +86,7 @@ impl State {
                         return (Flow::Close, Applied { err, zxid: 0 });
                     }
                 };
-                if let Some(c) = self.conns.get_mut(&conn) {
+                if let Some(c) = self.out.conns.get_mut(&conn) {
                     for id in new_ids {
                         if !c.auth.contains(&id) {
                             c.auth.push(id);

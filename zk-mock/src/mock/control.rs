@@ -126,7 +126,7 @@ impl Control {
 
     /// As [`ZkMock::connection_count`].
     pub fn connection_count(&self) -> usize {
-        self.state().conns.len()
+        self.state().out.conns.len()
     }
 
     // ---- faults -------------------------------------------------------------
@@ -189,7 +189,7 @@ impl Control {
     /// As [`ZkMock::disconnect_all`].
     pub fn disconnect_all(&self) -> usize {
         let mut st = self.state();
-        let conns: Vec<_> = st.conns.keys().copied().collect();
+        let conns: Vec<_> = st.out.conns.keys().copied().collect();
         for c in &conns {
             st.close_conn(*c);
         }

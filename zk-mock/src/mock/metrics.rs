@@ -44,7 +44,7 @@ impl Control {
         let st = self.state();
         Metrics {
             sessions: st.sessions.iter().count(),
-            connections: st.conns.len(),
+            connections: st.out.conns.len(),
             znodes: st.tree.node_count(),
             watches: st.watches.count(),
             ephemerals: st
@@ -53,16 +53,17 @@ impl Control {
                 .map(|s| st.tree.ephemerals_of(s.id).count())
                 .sum(),
             last_zxid: st.tree.last_zxid(),
-            packets_received: st.packets_received,
-            packets_sent: st.packets_sent,
+            packets_received: st.out.packets_received,
+            packets_sent: st.out.packets_sent,
             totals: st.recorder.total(),
             rules: st.rules.list().len(),
             outbox_bytes: st
+                .out
                 .conns
                 .values()
                 .map(|c| c.queued.load(std::sync::atomic::Ordering::Relaxed))
                 .sum(),
-            slow_readers_closed: st.slow_readers_closed,
+            slow_readers_closed: st.out.slow_readers_closed,
         }
     }
 }

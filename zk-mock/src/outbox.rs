@@ -1,0 +1,205 @@
+//! The connections and their outboxes, apart from the data model: each
+//! connection's channel to its writer task, its gate (a stall holds both
+//! directions), its byte count against the slow-reader limit, and the
+//! per-connection facts `cons` and the fault rules need. The tree, the
+//! sessions and the watches never see a channel; they name connections by
+//! [`ConnId`].
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::{mpsc, watch};
+
+use crate::compact::Sparse;
+use crate::proto::Id;
+use crate::session::ConnId;
+
+/// What a connection's writer task is asked to do.
+#[derive(Debug)]
+pub(crate) enum Outgoing {
+    /// Write this whole frame (length prefix included).
+    Frame(Bytes),
+    /// Write nothing more for this long (a `delay` fault).
+    Pause(Duration),
+    /// Flush what came before, then close the socket.
+    Close,
+}
+
+/// Whether a connection may move bytes (a `stall` holds both directions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Gate {
+    /// Reading and writing.
+    Open,
+    /// Nothing is read and nothing written until resumed.
+    Stalled,
+    /// Closed while stalled: what was held is dropped.
+    Closed,
+}
+
+/// A live connection as the state sees it.
+#[derive(Debug)]
+pub(crate) struct Conn {
+    pub(crate) tx: mpsc::UnboundedSender<Outgoing>,
+    /// Bytes queued for the writer and not yet written to the socket.
+    pub(crate) queued: Arc<AtomicUsize>,
+    pub(crate) gate: watch::Sender<Gate>,
+    pub(crate) session: Option<i64>,
+    /// The session this connection is stalled for (bound or still handshaking).
+    pub(crate) stalled_for: Option<i64>,
+    /// While set, frames to this connection are dropped (a `lose reply` fault).
+    pub(crate) muted: bool,
+    pub(crate) auth: Vec<Id>,
+    pub(crate) peer: SocketAddr,
+    pub(crate) received: u64,
+    pub(crate) sent: u64,
+    /// For `cons`: when the connection was accepted (wall ms), and the last
+    /// request's op name, cxid, zxid and response time.
+    pub(crate) established_ms: i64,
+    pub(crate) last_op: &'static str,
+    pub(crate) last_cxid: i64,
+    pub(crate) last_zxid: i64,
+    pub(crate) last_response_ms: u64,
+    /// A four-letter-word connection (reads nothing more: interest ops 0).
+    pub(crate) four_letter: bool,
+}
+
+/// Whether a frame went out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sent {
+    /// Queued (or dropped: the connection is gone or muted).
+    Ok,
+    /// Queued, but the connection's outbox passed the limit: it is a slow
+    /// reader, and the caller closes it.
+    SlowReader,
+}
+
+/// Every live connection's outbox.
+#[derive(Debug)]
+pub(crate) struct Outboxes {
+    pub(crate) conns: HashMap<ConnId, Conn>,
+    next_conn: ConnId,
+    /// A connection with more than this many bytes queued is a slow
+    /// reader and is closed rather than buffered without limit.
+    max_outbox: usize,
+    pub(crate) packets_received: u64,
+    pub(crate) packets_sent: u64,
+    /// Connections closed because their outbox passed `max_outbox`.
+    pub(crate) slow_readers_closed: u64,
+}
+
+impl Outboxes {
+    pub(crate) fn new(max_outbox: usize) -> Outboxes {
+        Outboxes {
+            conns: HashMap::new(),
+            next_conn: 1,
+            max_outbox,
+            packets_received: 0,
+            packets_sent: 0,
+            slow_readers_closed: 0,
+        }
+    }
+
+    /// Registers a new connection accepted at `now_wall_ms`; its first `ip`
+    /// auth id is the peer address.
+    pub(crate) fn register(
+        &mut self,
+        tx: mpsc::UnboundedSender<Outgoing>,
+        peer: SocketAddr,
+        now_wall_ms: i64,
+    ) -> (ConnId, watch::Receiver<Gate>, Arc<AtomicUsize>) {
+        let id = self.next_conn;
+        self.next_conn += 1;
+        let auth = vec![Id {
+            scheme: "ip".into(),
+            id: peer.ip().to_string(),
+        }];
+        let (gate, gate_rx) = watch::channel(Gate::Open);
+        let queued = Arc::new(AtomicUsize::new(0));
+        self.conns.insert(
+            id,
+            Conn {
+                tx,
+                queued: queued.clone(),
+                gate,
+                session: None,
+                stalled_for: None,
+                muted: false,
+                auth,
+                peer,
+                received: 0,
+                sent: 0,
+                established_ms: now_wall_ms,
+                last_op: "NA",
+                last_cxid: -1,
+                last_zxid: -1,
+                last_response_ms: 0,
+                four_letter: false,
+            },
+        );
+        (id, gate_rx, queued)
+    }
+
+    /// Queues a frame that has its length prefix (no-op if the connection is
+    /// gone or muted), counting it as a packet sent.
+    pub(crate) fn send_framed(&mut self, conn: ConnId, framed: Bytes) -> Sent {
+        match self.conns.get_mut(&conn) {
+            Some(c) if !c.muted => {
+                c.sent += 1;
+                self.packets_sent += 1;
+            }
+            _ => return Sent::Ok,
+        }
+        self.enqueue(conn, framed)
+    }
+
+    /// Hands bytes to a connection's writer, counting them against its
+    /// outbox limit. Every byte a writer writes comes through here (its
+    /// count goes down as it writes).
+    pub(crate) fn enqueue(&mut self, conn: ConnId, bytes: Bytes) -> Sent {
+        let Some(c) = self.conns.get(&conn) else {
+            return Sent::Ok;
+        };
+        let queued = c.queued.fetch_add(bytes.len(), Ordering::Relaxed) + bytes.len();
+        if c.tx.send(Outgoing::Frame(bytes)).is_err() {
+            tracing::debug!(conn, "outbox closed");
+        }
+        // A client that does not read what it asked for is cut off
+        // instead of buffered without limit (a stalled connection holds
+        // its frames on purpose and is exempt).
+        if queued > self.max_outbox && *c.gate.borrow() == Gate::Open {
+            tracing::warn!(
+                conn,
+                queued,
+                limit = self.max_outbox,
+                "slow reader: closing its connection"
+            );
+            let _ = c.gate.send(Gate::Closed);
+            self.slow_readers_closed += 1;
+            return Sent::SlowReader;
+        }
+        Sent::Ok
+    }
+
+    /// Queues a pause before whatever is queued next on `conn`.
+    pub(crate) fn pause(&mut self, conn: ConnId, d: Duration) {
+        if let Some(c) = self.conns.get(&conn) {
+            let _ = c.tx.send(Outgoing::Pause(d));
+        }
+    }
+
+    /// Removes a connection: its writer flushes what is queued and closes
+    /// (a stalled connection drops what it held).
+    pub(crate) fn remove(&mut self, conn: ConnId) -> Option<Conn> {
+        let c = self.conns.remove(&conn)?;
+        self.conns.shrink_if_sparse();
+        if *c.gate.borrow() == Gate::Stalled {
+            let _ = c.gate.send(Gate::Closed);
+        }
+        let _ = c.tx.send(Outgoing::Close);
+        Some(c)
+    }
+}
