@@ -12,7 +12,7 @@ use crate::watch::Table;
 /// Data-table watches, by the session of the connection holding them.
 fn data_watches_by_conn(state: &State) -> BTreeMap<i64, Vec<&str>> {
     let mut out: BTreeMap<i64, Vec<&str>> = BTreeMap::new();
-    for (table, path, conn, _) in state.watches.entries() {
+    for (table, path, conn, _) in state.all_watches() {
         if table == Table::Data {
             let session = state
                 .out
@@ -73,9 +73,9 @@ pub(crate) fn answer(state: &State, word: &[u8]) -> String {
             let _ = writeln!(out, "Sent: {}", state.out.packets_sent);
             let _ = writeln!(out, "Connections: {}", state.out.conns.len());
             let _ = writeln!(out, "Outstanding: 0");
-            let _ = writeln!(out, "Zxid: {:#x}", state.tree.last_zxid());
+            let _ = writeln!(out, "Zxid: {:#x}", state.tree().last_zxid());
             let _ = writeln!(out, "Mode: standalone");
-            let _ = writeln!(out, "Node count: {}", state.tree.node_count());
+            let _ = writeln!(out, "Node count: {}", state.tree().node_count());
         }
         b"conf" => {
             // The keys and order of `ZooKeeperServer.dumpConf`; the mock has no data directory.
@@ -256,7 +256,7 @@ fn dump(out: &mut String, state: &State) {
     let with: Vec<(i64, Vec<&str>)> = state
         .sessions
         .iter()
-        .map(|s| (s.id, state.tree.ephemerals_of(s.id).collect::<Vec<_>>()))
+        .map(|s| (s.id, state.tree().ephemerals_of(s.id).collect::<Vec<_>>()))
         .filter(|(_, e)| !e.is_empty())
         .collect();
     let _ = writeln!(out, "Sessions with Ephemerals ({}):", with.len());
@@ -355,7 +355,7 @@ fn mntr(out: &mut String, state: &State) {
     let ephemerals: usize = state
         .sessions
         .iter()
-        .map(|s| state.tree.ephemerals_of(s.id).count())
+        .map(|s| state.tree().ephemerals_of(s.id).count())
         .sum();
     let fds = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
     let max_fds = std::fs::read_to_string("/proc/self/limits")
@@ -367,7 +367,7 @@ fn mntr(out: &mut String, state: &State) {
         })
         .unwrap_or_else(|| "0".into());
     let data_size: usize = state
-        .tree
+        .tree()
         .iter()
         .map(|(p, n)| p.len() + n.data.as_ref().map_or(0, |d| d.len()))
         .sum();
@@ -380,11 +380,11 @@ fn mntr(out: &mut String, state: &State) {
             "zk_server_state" => "standalone".into(),
             "zk_ephemerals_count" => ephemerals.to_string(),
             "zk_num_alive_connections" => state.out.conns.len().to_string(),
-            "zk_znode_count" => state.tree.node_count().to_string(),
+            "zk_znode_count" => state.tree().node_count().to_string(),
             "zk_global_sessions" => state.sessions.iter().count().to_string(),
             "zk_packets_sent" => state.out.packets_sent.to_string(),
             "zk_packets_received" => state.out.packets_received.to_string(),
-            "zk_watch_count" => state.watches.count().to_string(),
+            "zk_watch_count" => state.servers.iter().map(|r| r.watches.count()).sum::<usize>().to_string(),
             "zk_approximate_data_size" => data_size.to_string(),
             "zk_open_file_descriptor_count" => fds.to_string(),
             "zk_max_file_descriptor_count" => max_fds.clone(),

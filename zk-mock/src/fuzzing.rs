@@ -65,7 +65,7 @@ impl Server {
     pub fn open(&mut self) -> usize {
         let (tx, rx) = mpsc::unbounded_channel();
         let peer = SocketAddr::from((Ipv4Addr::LOCALHOST, 40_000 + self.conns.len() as u16));
-        let (id, gate, _queued) = lock(&self.shared).register(tx, peer);
+        let (id, gate, _queued) = lock(&self.shared).register(tx, peer, 0);
         let reader = Reader::detached(self.shared.clone(), id, gate);
         self.conns.push(Conn {
             id,
@@ -127,9 +127,9 @@ impl Server {
     /// it; zxids never run ahead of the server's.
     pub fn check(&self) {
         let st = lock(&self.shared);
-        let last = st.tree.last_zxid();
+        let last = st.tree().last_zxid();
         let live: std::collections::BTreeSet<i64> = st.sessions.iter().map(|s| s.id).collect();
-        for (path, node) in st.tree.iter() {
+        for (path, node) in st.tree().iter() {
             let stat = node.stat();
             assert_eq!(stat.num_children as usize, node.children.len(), "{path}");
             assert_eq!(node.listing().len(), node.children.len(), "{path}");
@@ -139,13 +139,13 @@ impl Server {
             );
             for c in &node.children {
                 let child = crate::tree::path::child(path, c);
-                assert!(st.tree.get(&child).is_some(), "{path} lists missing {c}");
+                assert!(st.tree().get(&child).is_some(), "{path} lists missing {c}");
             }
             if path != "/" {
                 let parent = crate::tree::path::parent_for_event(path);
                 let name = crate::tree::path::split(path).map_or("", |(_, n)| n);
                 let p = st
-                    .tree
+                    .tree()
                     .get(parent)
                     .unwrap_or_else(|| panic!("{path}: no parent"));
                 assert!(p.children.contains(name), "{path} not listed by {parent}");
@@ -157,7 +157,7 @@ impl Server {
                     "{path} owned by dead session {owner:#x}"
                 );
                 assert!(
-                    st.tree.ephemerals_of(owner).any(|p| p == path),
+                    st.tree().ephemerals_of(owner).any(|p| p == path),
                     "{path} not indexed under {owner:#x}"
                 );
             }

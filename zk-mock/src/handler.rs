@@ -26,11 +26,12 @@ pub(crate) async fn serve(
     shared: Shared,
     socket: TcpStream,
     peer: SocketAddr,
+    server: usize,
     shutdown: watch::Receiver<bool>,
 ) {
     let _ = socket.set_nodelay(true);
     let (rd, wr) = socket.into_split();
-    serve_io(shared, rd, wr, peer, shutdown).await
+    serve_io(shared, rd, wr, peer, server, shutdown).await
 }
 
 /// Serves one connection over any byte stream (a TCP socket's halves, or a
@@ -40,6 +41,7 @@ pub(crate) async fn serve_io<R, W>(
     rd: R,
     wr: W,
     peer: SocketAddr,
+    server: usize,
     shutdown: watch::Receiver<bool>,
 ) where
     R: AsyncRead + Unpin + Send + 'static,
@@ -48,7 +50,7 @@ pub(crate) async fn serve_io<R, W>(
     let (tx, rx) = mpsc::unbounded_channel();
     let (conn, gate, queued, max_packet) = {
         let mut st = lock(&shared);
-        let (conn, gate, queued) = st.register(tx, peer);
+        let (conn, gate, queued) = st.register(tx, peer, server);
         (conn, gate, queued, st.settings.max_packet)
     };
     let span = tracing::debug_span!("conn", id = conn, %peer);

@@ -100,6 +100,7 @@ pub mod codec;
 mod compact;
 mod compat;
 mod dispatch;
+mod ensemble;
 mod error;
 pub mod fault;
 mod four_letter;
@@ -122,6 +123,7 @@ pub mod tree;
 mod watch;
 
 pub use compat::{Compat, UnknownCompat};
+pub use ensemble::{Lag, ServerStatus};
 pub use error::{Error, WaitTimeout};
 pub use four_letter::{VERSION, VERSION_3_9};
 pub use mock::{Control, Metrics, Refusal, RuleGuard, Stall, Times, ZkMock, ZkMockBuilder};

@@ -47,6 +47,8 @@ pub(crate) struct Conn {
     /// Bytes queued for the writer and not yet written to the socket.
     pub(crate) queued: Arc<AtomicUsize>,
     pub(crate) gate: watch::Sender<Gate>,
+    /// The server (of an ensemble) whose port the connection came in on.
+    pub(crate) server: usize,
     pub(crate) session: Option<i64>,
     /// The session this connection is stalled for (bound or still handshaking).
     pub(crate) stalled_for: Option<i64>,
@@ -110,6 +112,7 @@ impl Outboxes {
         tx: mpsc::UnboundedSender<Outgoing>,
         peer: SocketAddr,
         now_wall_ms: i64,
+        server: usize,
     ) -> (ConnId, watch::Receiver<Gate>, Arc<AtomicUsize>) {
         let id = self.next_conn;
         self.next_conn += 1;
@@ -125,6 +128,7 @@ impl Outboxes {
                 tx,
                 queued: queued.clone(),
                 gate,
+                server,
                 session: None,
                 stalled_for: None,
                 muted: false,

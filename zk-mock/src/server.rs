@@ -5,6 +5,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::ensemble::ServerStatus;
 use crate::handler;
 use crate::state::{lock, Shared};
 
@@ -20,22 +21,81 @@ pub(crate) enum Acceptor {}
 /// The secure client port: its listener and TLS acceptor.
 pub(crate) type Secure = (TcpListener, Acceptor);
 
-/// Accepts connections until `shutdown` flips, spawning a handler per socket.
+/// Serves every server of the ensemble (one listener each; the secure port
+/// is server 0's) until `shutdown` flips, with the timers they share.
 pub(crate) async fn run(
+    listeners: Vec<TcpListener>,
+    secure: Option<Secure>,
+    shared: Shared,
+    shutdown: watch::Receiver<bool>,
+) {
+    let lag = tokio::spawn(lag_loop(shared.clone(), shutdown.clone()));
+    let mut others = Vec::new();
+    let mut listeners = listeners.into_iter().enumerate();
+    let Some((_, first)) = listeners.next() else {
+        return;
+    };
+    for (i, l) in listeners {
+        others.push(tokio::spawn(accept_loop(
+            i,
+            l,
+            None,
+            shared.clone(),
+            shutdown.clone(),
+        )));
+    }
+    accept_loop(0, first, secure, shared, shutdown).await;
+    for t in others {
+        t.abort();
+    }
+    lag.abort();
+}
+
+/// Applies time-lagged txns as they fall due (`Lag::Time`): sleeps until the
+/// next is due, or until a commit wakes it.
+async fn lag_loop(shared: Shared, mut shutdown: watch::Receiver<bool>) {
+    let wake = lock(&shared).lag_wake.clone();
+    loop {
+        let wait = {
+            let st = lock(&shared);
+            st.next_lag_due()
+                .map(|due| Duration::from_millis(due.saturating_sub(st.clock.now_ms()).max(1)))
+        };
+        let sleep = async {
+            match wait {
+                Some(d) => tokio::time::sleep(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = sleep => lock(&shared).settle_all(),
+            _ = wake.notified() => {}
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+/// One server's accept loop (server 0 also runs the timers).
+async fn accept_loop(
+    server: usize,
     listener: TcpListener,
     secure: Option<Secure>,
     shared: Shared,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let tick = Duration::from_millis(lock(&shared).settings.tick_time.max(1));
-    let ticker = tokio::spawn(expiry_loop(shared.clone(), tick, shutdown.clone()));
-    let check_interval =
-        Duration::from_millis(lock(&shared).settings.container_check_interval_ms.max(1));
-    let containers = tokio::spawn(container_loop(
-        shared.clone(),
-        check_interval,
-        shutdown.clone(),
-    ));
+    let timers = (server == 0).then(|| {
+        let check_interval =
+            Duration::from_millis(lock(&shared).settings.container_check_interval_ms.max(1));
+        (
+            tokio::spawn(expiry_loop(shared.clone(), tick, shutdown.clone())),
+            tokio::spawn(container_loop(
+                shared.clone(),
+                check_interval,
+                shutdown.clone(),
+            )),
+        )
+    });
     loop {
         // A connection on either port; the secure one is handed to TLS.
         let (accepted, tls) = tokio::select! {
@@ -45,10 +105,15 @@ pub(crate) async fn run(
         };
         match accepted {
             Ok((socket, peer)) => {
-                if lock(&shared).refusing {
-                    // A `refuse connections` fault: the client sees the
-                    // connection closed before any handshake.
-                    tracing::debug!(%peer, "refusing connection");
+                let refused = {
+                    let st = lock(&shared);
+                    st.refusing || st.servers[server].status != ServerStatus::Serving
+                };
+                if refused {
+                    // A `refuse connections` fault, or a server that is down:
+                    // the client sees the connection closed before any
+                    // handshake, and moves on to the next server.
+                    tracing::debug!(server, %peer, "refusing connection");
                     drop(socket);
                     continue;
                 }
@@ -58,6 +123,7 @@ pub(crate) async fn run(
                             shared.clone(),
                             socket,
                             peer,
+                            server,
                             shutdown.clone(),
                         ));
                     }
@@ -71,8 +137,10 @@ pub(crate) async fn run(
             }
         }
     }
-    ticker.abort();
-    containers.abort();
+    if let Some((ticker, containers)) = timers {
+        ticker.abort();
+        containers.abort();
+    }
 }
 
 /// Serves a secure-port connection: TLS, then the protocol.

@@ -114,7 +114,7 @@ fn acl_text<S: serde::Serializer>(acl: &[Acl], s: S) -> Result<S::Ok, S::Error> 
 impl Snapshot {
     pub(crate) fn of(st: &State) -> Snapshot {
         let tree = st
-            .tree
+            .tree()
             .iter()
             .map(|(p, n)| {
                 (
@@ -128,7 +128,7 @@ impl Snapshot {
             })
             .collect();
         let mut watches: BTreeMap<String, Vec<WatchSnapshot>> = BTreeMap::new();
-        for (table, path, conn, kind) in st.watches.entries() {
+        for (table, path, conn, kind) in st.all_watches() {
             // Persistent watches sit in both tables; list them once.
             if table == Table::Child
                 && matches!(kind, WatchKind::Persistent | WatchKind::PersistentRecursive)
@@ -166,7 +166,7 @@ impl Snapshot {
                         expires_at_ms: s.deadline,
                         connected: s.conn.is_some(),
                         stalled: st.stalled.contains(&s.id),
-                        ephemerals: st.tree.ephemerals_of(s.id).map(str::to_string).collect(),
+                        ephemerals: st.tree().ephemerals_of(s.id).map(str::to_string).collect(),
                         watches: w,
                     },
                 )
@@ -174,7 +174,7 @@ impl Snapshot {
             .collect();
         Snapshot {
             seed: st.seed,
-            last_zxid: st.tree.last_zxid(),
+            last_zxid: st.tree().last_zxid(),
             tree,
             sessions,
             watches,

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use rand::rngs::SmallRng;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, watch, Notify};
 
 use crate::clock::Clock;
 use crate::codec::{frame, Record};
@@ -29,7 +29,9 @@ use crate::proto::{
 use crate::record::{ChangeKind, Recorder, SessionEvent};
 use crate::session::{ConnId, SessionManager};
 use crate::tree::{DataTree, TreeEvent};
-use crate::watch::{Notification, WatchManager};
+use crate::dispatch::{Txn, TxnOp};
+use crate::ensemble::Replica;
+use crate::watch::Notification;
 use crate::Compat;
 
 pub(crate) use crate::outbox::{Conn, Gate, Outboxes, Outgoing, Sent};
@@ -66,9 +68,12 @@ pub(crate) struct Settings {
 /// Tree, sessions, watches, connections, rules and the recorder.
 #[derive(Debug)]
 pub(crate) struct State {
-    pub(crate) tree: DataTree,
+    /// Each server's replica and watches; an ensemble of one is a single server.
+    pub(crate) servers: Vec<Replica>,
+    /// The server whose replica prep judges writes against.
+    pub(crate) leader: usize,
+    /// Global, as a quorum's sessions are (the leader's `SessionTracker`).
     pub(crate) sessions: SessionManager,
-    pub(crate) watches: WatchManager,
     /// The connections and their outboxes, apart from the data model.
     pub(crate) out: Outboxes,
     pub(crate) clock: Clock,
@@ -88,6 +93,8 @@ pub(crate) struct State {
     pub(crate) refusing: bool,
     /// Bumped after every request and expiry, for [`ZkMock::wait_until`](crate::ZkMock::wait_until).
     pub(crate) changes: watch::Sender<u64>,
+    /// Wakes the task that applies time-lagged txns when one is committed.
+    pub(crate) lag_wake: Arc<Notify>,
 }
 
 /// The handle every task holds.
@@ -119,12 +126,15 @@ impl State {
         recorder: Recorder,
         seed: u64,
         rng: SmallRng,
+        servers: usize,
     ) -> State {
         let settings_check_interval = settings.container_check_interval_ms.max(1);
         State {
-            tree: DataTree::new(),
+            servers: (0..servers.max(1))
+                .map(|_| Replica::new(settings.compat))
+                .collect(),
+            leader: 0,
             sessions,
-            watches: WatchManager::new(settings.compat),
             out: Outboxes::new(settings.max_outbox),
             clock,
             settings,
@@ -137,7 +147,26 @@ impl State {
             pending_kills: Vec::new(),
             refusing: false,
             changes: watch::channel(0).0,
+            lag_wake: Arc::new(Notify::new()),
         }
+    }
+
+    /// The leader's replica: the newest state, what prep judges against.
+    pub(crate) fn tree(&self) -> &DataTree {
+        &self.servers[self.leader].tree
+    }
+
+    /// The server a connection is on (the leader if it is gone).
+    pub(crate) fn server_of(&self, conn: ConnId) -> usize {
+        self.out.conns.get(&conn).map_or(self.leader, |c| c.server)
+    }
+
+    /// Every watch of every server.
+    pub(crate) fn all_watches(
+        &self,
+    ) -> impl Iterator<Item = (crate::watch::Table, &str, ConnId, crate::record::WatchKind)> + '_
+    {
+        self.servers.iter().flat_map(|r| r.watches.entries())
     }
 
     /// Registers a new connection; its first `ip` auth id is the peer address.
@@ -145,9 +174,10 @@ impl State {
         &mut self,
         tx: mpsc::UnboundedSender<Outgoing>,
         peer: SocketAddr,
+        server: usize,
     ) -> (ConnId, watch::Receiver<Gate>, Arc<AtomicUsize>) {
         let now = self.clock.wall_ms();
-        self.out.register(tx, peer, now)
+        self.out.register(tx, peer, now, server)
     }
 
     /// Queues a frame to a connection (no-op if it is gone or muted).
@@ -202,13 +232,14 @@ impl State {
             if let Some(s) = c.session.and_then(|s| self.sessions.get_mut(s)) {
                 if s.conn == Some(conn) {
                     s.conn = None;
-                    let (id, now, zxid) = (s.id, self.clock.now_ms(), self.tree.last_zxid());
+                    let id = s.id;
+                    let (now, zxid) = (self.clock.now_ms(), self.servers[c.server].last_zxid());
                     self.recorder
                         .session(now, id, SessionEvent::Disconnected, zxid);
                 }
             }
+            self.servers[c.server].watches.remove_conn(conn);
         }
-        self.watches.remove_conn(conn);
     }
 
     /// The connection's reader is gone (EOF or error).
@@ -272,11 +303,8 @@ impl State {
         }
     }
 
-    /// Fires the watches for a transaction's events.
-    pub(crate) fn fire(&mut self, events: &[TreeEvent], zxid: i64, session: i64) {
-        if events.is_empty() {
-            return;
-        }
+    /// Records a transaction's changes (once, as the leader applies it).
+    pub(crate) fn record_changes(&mut self, events: &[TreeEvent], zxid: i64, session: i64) {
         let now = self.clock.now_ms();
         for e in events {
             let kind = match e {
@@ -286,23 +314,22 @@ impl State {
             };
             self.recorder.change(now, zxid, session, e.path(), kind);
         }
-        let mut notes = Vec::new();
-        self.watches.fire(events, &mut notes);
-        self.notify(notes, zxid);
     }
 
-    /// The session a connection carries (0 before the handshake).
-    pub(crate) fn session_of(&self, conn: ConnId) -> i64 {
-        self.out
-            .conns
-            .get(&conn)
-            .and_then(|c| c.session)
-            .unwrap_or(0)
+    /// Fires one server's watches for a transaction's events.
+    pub(crate) fn fire_on(&mut self, server: usize, events: &[TreeEvent], zxid: i64) {
+        if events.is_empty() {
+            return;
+        }
+        let mut notes = Vec::new();
+        self.servers[server].watches.fire(events, &mut notes);
+        self.notify(notes, zxid);
     }
 
     /// Records the watches registered since the last call.
     pub(crate) fn record_watches(&mut self, conn: ConnId) {
-        let registered = self.watches.take_registered();
+        let server = self.server_of(conn);
+        let registered = self.servers[server].watches.take_registered();
         if registered.is_empty() {
             return;
         }
@@ -364,12 +391,16 @@ impl State {
     /// The first packet: create or re-attach a session
     /// (`ZooKeeperServer.processConnectRequest`).
     pub(crate) fn connect(&mut self, conn: ConnId, req: &ConnectRequest) -> Flow {
-        if req.last_zxid_seen > self.tree.last_zxid() {
-            // CLIENT_ZXID_AHEAD: close with no response.
+        let server = self.server_of(conn);
+        let server_zxid = self.servers[server].last_zxid();
+        if req.last_zxid_seen > server_zxid {
+            // CLIENT_ZXID_AHEAD: close with no response. In an ensemble this
+            // is what sends a client away from a server that is behind it.
             tracing::info!(
                 conn,
-                client = req.last_zxid_seen,
-                server = self.tree.last_zxid(),
+                server,
+                client = format_args!("{:#x}", req.last_zxid_seen),
+                zxid = format_args!("{server_zxid:#x}"),
                 "client zxid ahead of server; closing"
             );
             self.close_conn(conn);
@@ -383,16 +414,23 @@ impl State {
         let now = self.clock.now_ms();
         let read_only = req.read_only.map(|_| false);
         if req.session_id == 0 {
-            // createSession is a transaction: it consumes a zxid.
-            self.tree.next_zxid();
             let s = self.sessions.create(now, timeout, conn).clone();
+            // createSession is a transaction: it consumes a zxid.
+            let zxid = self.next_zxid();
+            self.commit(Txn {
+                zxid,
+                time: self.clock.wall_ms(),
+                session: s.id,
+                auth: Vec::new(),
+                op: TxnOp::CreateSession,
+                origin: None,
+            });
             tracing::debug!(
                 conn,
                 session = format_args!("{:#x}", s.id),
                 timeout,
                 "session created"
             );
-            let zxid = self.tree.last_zxid();
             if let Some(c) = self.out.conns.get_mut(&conn) {
                 c.session = Some(s.id);
                 c.last_op = "SESS";
@@ -435,7 +473,7 @@ impl State {
             if let Some(c) = self.out.conns.get_mut(&conn) {
                 c.session = Some(req.session_id);
             }
-            let zxid = self.tree.last_zxid();
+            let zxid = self.servers[server].last_zxid();
             self.recorder
                 .session(now, req.session_id, SessionEvent::Reattached, zxid);
             let passwd = self
@@ -460,7 +498,7 @@ impl State {
                 session = format_args!("{:#x}", req.session_id),
                 "unknown, expired or wrong password: expired answer"
             );
-            let zxid = self.tree.last_zxid();
+            let zxid = self.servers[server].last_zxid();
             self.recorder
                 .session(now, req.session_id, SessionEvent::Refused, zxid);
             self.send(conn, ConnectResponse::expired(req.read_only).to_bytes());
@@ -482,12 +520,17 @@ impl State {
     /// The closeSession transaction: a zxid, the session's ephemerals
     /// deleted with it, watchers told.
     fn kill(&mut self, session: i64, how: SessionEvent) -> i64 {
-        let zxid = self.tree.next_zxid();
+        let zxid = self.next_zxid();
         let now = self.clock.now_ms();
         self.recorder.session(now, session, how, zxid);
-        let mut events = Vec::new();
-        self.tree.kill_session(zxid, session, &mut events);
-        self.fire(&events, zxid, session);
+        self.commit(Txn {
+            zxid,
+            time: self.clock.wall_ms(),
+            session,
+            auth: Vec::new(),
+            op: TxnOp::CloseSession,
+            origin: None,
+        });
         zxid
     }
 
@@ -561,18 +604,23 @@ impl State {
     /// transaction (firing NodeDeleted and the parent's
     /// NodeChildrenChanged). Returns how many it deleted.
     pub(crate) fn check_containers(&mut self) -> usize {
-        let candidates = self.tree.reap_candidates(self.clock.wall_ms());
+        let candidates = self.tree().reap_candidates(self.clock.wall_ms());
         let mut deleted = 0;
         for path in candidates {
-            let zxid = self.tree.next_zxid();
-            let mut events = Vec::new();
-            match self.tree.delete_container(zxid, &path, &mut events) {
-                Ok(()) => {
-                    tracing::debug!(path, zxid, "container check deleted a node");
-                    self.fire(&events, zxid, 0);
-                    deleted += 1;
-                }
-                Err(e) => tracing::debug!(path, zxid, ?e, "container check failed"),
+            let zxid = self.next_zxid();
+            let applied = self.commit(Txn {
+                zxid,
+                time: self.clock.wall_ms(),
+                session: 0,
+                auth: Vec::new(),
+                op: TxnOp::DeleteContainer(path.clone()),
+                origin: None,
+            });
+            if applied.err == 0 {
+                tracing::debug!(path, zxid, "container check deleted a node");
+                deleted += 1;
+            } else {
+                tracing::debug!(path, zxid, err = applied.err, "container check failed");
             }
         }
         if deleted > 0 {
@@ -600,6 +648,7 @@ impl State {
             self.expire(id);
         }
         self.kill_due();
+        self.settle_all();
     }
 
     /// Tells waiters that something was recorded.

@@ -204,5 +204,5 @@ pub(crate) async fn serve(
         }
     };
     let (rd, wr) = tokio::io::split(stream);
-    crate::handler::serve_io(shared, rd, wr, peer, shutdown).await
+    crate::handler::serve_io(shared, rd, wr, peer, 0, shutdown).await
 }

@@ -13,16 +13,21 @@ use crate::fault::{RequestView, Verdict};
 use crate::proto::*;
 use crate::session::ConnId;
 use crate::state::{Flow, State};
-use crate::tree::{Caller, TreeEvent};
+use crate::tree::Caller;
 
+mod commit;
 mod multi;
 mod read;
 mod reply;
 mod session;
+mod txn;
 mod watch;
 mod write;
 
 pub(super) use reply::Reply;
+pub(crate) use txn::{Txn, TxnOp};
+
+use crate::ensemble::Replica;
 
 /// The outcome of one request as the recorder and logs see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +40,8 @@ pub(crate) struct Applied {
 #[derive(Clone, Copy)]
 pub(super) struct Ctx<'a> {
     pub(super) conn: ConnId,
+    /// The server the connection is on.
+    pub(super) server: usize,
     pub(super) session: i64,
     pub(super) xid: i32,
     pub(super) op: i32,
@@ -115,7 +122,7 @@ impl State {
         op: i32,
         req: Result<Request, RequestError>,
     ) -> (Flow, Applied) {
-        let last = self.tree.last_zxid();
+        let last = self.servers[self.server_of(conn)].last_zxid();
         match verdict {
             Verdict::Delay(d) => {
                 self.pause(conn, *d);
@@ -166,7 +173,7 @@ impl State {
                     Flow::Close,
                     Applied {
                         err: ErrorCode::SessionExpired.code(),
-                        zxid: self.tree.last_zxid(),
+                        zxid: self.tree().last_zxid(),
                     },
                 )
             }
@@ -182,6 +189,22 @@ impl State {
         op: i32,
         req: Result<Request, RequestError>,
     ) -> (Flow, Applied) {
+        let (auth, server) = match self.out.conns.get(&conn) {
+            Some(c) => (c.auth.clone(), c.server),
+            None => (Vec::new(), self.leader),
+        };
+        let caller = Caller {
+            session,
+            auth: &auth,
+        };
+        let cx = Ctx {
+            conn,
+            server,
+            session,
+            xid,
+            op,
+            caller,
+        };
         let req = match req {
             Ok(r) => r,
             Err(RequestError::Unimplemented(op)) => {
@@ -192,32 +215,15 @@ impl State {
                 tracing::debug!(conn, ?code, %e, "malformed request body");
                 // Writes fail in PrepRequestProcessor as an error txn (a zxid is
                 // consumed); reads fail in FinalRequestProcessor.
-                let zxid = if code.is_write() {
-                    self.tree.next_zxid()
-                } else {
-                    self.tree.last_zxid()
-                };
+                if code.is_write() {
+                    let applied = self.submit(cx, TxnOp::Error(ErrorCode::MarshallingError));
+                    return (Flow::Continue, applied);
+                }
+                let zxid = self.servers[server].last_zxid();
                 let err = ErrorCode::MarshallingError.code();
                 self.reply_header(conn, xid, zxid, err);
                 return (Flow::Continue, Applied { err, zxid });
             }
-        };
-        let auth = self
-            .out
-            .conns
-            .get(&conn)
-            .map(|c| c.auth.clone())
-            .unwrap_or_default();
-        let caller = Caller {
-            session,
-            auth: &auth,
-        };
-        let cx = Ctx {
-            conn,
-            session,
-            xid,
-            op,
-            caller,
         };
         match req {
             Request::Create(..)
@@ -227,8 +233,9 @@ impl State {
             | Request::SetAcl(_)
             | Request::Check(_)
             | Request::Reconfig
+            | Request::Multi(_)
             | Request::InternalOp(_) => self.apply_write(cx, req),
-            Request::Multi(_) | Request::MultiRead(_) => self.apply_multi(cx, req),
+            Request::MultiRead(_) => self.apply_multi_read(cx, req),
             Request::Exists(_)
             | Request::GetData(_)
             | Request::GetChildren(_)
@@ -258,32 +265,17 @@ impl State {
         (Flow::Close, Applied { err, zxid: -1 })
     }
 
-    /// A write: allocate the zxid first (failed writes consume it too), apply,
-    /// fire watches, then reply.
-    pub(super) fn write(
-        &mut self,
-        conn: ConnId,
-        xid: i32,
-        apply: impl FnOnce(&mut State, i64, &mut Vec<TreeEvent>) -> Result<Reply, ErrorCode>,
-    ) -> Applied {
-        let zxid = self.tree.next_zxid();
-        let mut events = Vec::new();
-        let result = apply(self, zxid, &mut events);
-        let session = self.session_of(conn);
-        self.fire(&events, zxid, session);
-        self.finish(conn, xid, zxid, result)
-    }
-
-    /// A read: reply with the last processed zxid.
+    /// A read on the connection's server: reply with the last zxid that
+    /// server applied.
     pub(super) fn read(
         &mut self,
-        conn: ConnId,
-        xid: i32,
-        apply: impl FnOnce(&mut State) -> Result<Reply, ErrorCode>,
+        cx: Ctx<'_>,
+        apply: impl FnOnce(&mut Replica) -> Result<Reply, ErrorCode>,
     ) -> Applied {
-        let result = apply(self);
-        let zxid = self.tree.last_zxid();
-        self.finish(conn, xid, zxid, result)
+        let replica = &mut self.servers[cx.server];
+        let result = apply(replica);
+        let zxid = replica.last_zxid();
+        self.finish(cx.conn, cx.xid, zxid, result)
     }
 
     pub(super) fn finish(

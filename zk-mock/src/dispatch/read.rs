@@ -14,13 +14,14 @@ impl State {
     pub(super) fn apply_read(&mut self, cx: Ctx<'_>, req: Request) -> (Flow, Applied) {
         let Ctx {
             conn,
+            server,
             session,
             xid,
             op,
             caller,
         } = cx;
         let applied = match req {
-            Request::Exists(r) => self.read(conn, xid, |st| {
+            Request::Exists(r) => self.read(cx, |st| {
                 if r.path.contains('\0') {
                     return Err(ErrorCode::BadArguments);
                 }
@@ -39,7 +40,7 @@ impl State {
                 let node = st.tree.get(&r.path).ok_or(ErrorCode::NoNode)?;
                 Ok(Reply::Stat(node.stat()))
             }),
-            Request::GetData(r) => self.read(conn, xid, |st| {
+            Request::GetData(r) => self.read(cx, |st| {
                 let node = st.tree.read(&r.path, perms::READ, caller)?;
                 let out = Reply::Data(node.data.clone(), node.stat());
                 if r.watch {
@@ -49,7 +50,7 @@ impl State {
             }),
             Request::GetChildren(r) | Request::GetChildren2(r) => {
                 let two = op == OpCode::GetChildren2 as i32;
-                self.read(conn, xid, |st| {
+                self.read(cx, |st| {
                     let node = st.tree.read(&r.path, perms::READ, caller)?;
                     let children: Vec<String> = node.listing().to_vec();
                     let stat = node.stat();
@@ -64,7 +65,7 @@ impl State {
                     })
                 })
             }
-            Request::GetAcl(r) => self.read(conn, xid, |st| {
+            Request::GetAcl(r) => self.read(cx, |st| {
                 let node = st.tree.read(&r.path, perms::READ | perms::ADMIN, caller)?;
                 let mut acl: Vec<Acl> = node.acl.to_vec();
                 // Without ADMIN, digest ids are masked to `user:x`.
@@ -77,8 +78,14 @@ impl State {
                 }
                 Ok(Reply::Acl(acl, node.stat()))
             }),
-            Request::Sync(r) => self.read(conn, xid, |_| Ok(Reply::Path(r.path.clone()))),
-            Request::GetEphemerals(r) => self.read(conn, xid, |st| {
+            Request::Sync(r) => {
+                // The server catches up with the leader before it answers
+                // (`FollowerRequestProcessor` sends sync to the leader, and the
+                // answer comes after every commit before it).
+                self.catch_up(server);
+                self.read(cx, |_| Ok(Reply::Path(r.path.clone())))
+            }
+            Request::GetEphemerals(r) => self.read(cx, |st| {
                 let prefix = r.path.trim();
                 let all = prefix.is_empty() || prefix == "/";
                 let ephemerals = st
@@ -89,7 +96,7 @@ impl State {
                     .collect();
                 Ok(Reply::Ephemerals(ephemerals))
             }),
-            Request::GetAllChildrenNumber(r) => self.read(conn, xid, |st| {
+            Request::GetAllChildrenNumber(r) => self.read(cx, |st| {
                 st.tree.read(&r.path, perms::READ, caller)?;
                 // "/" is special-cased (`nodes.size() - 2`); "" counts every
                 // key starting with "/", i.e. all nodes but the "" alias.

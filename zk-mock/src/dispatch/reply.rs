@@ -7,6 +7,7 @@ use crate::session::ConnId;
 use crate::state::State;
 
 /// A successful reply body.
+#[derive(Debug)]
 pub(crate) enum Reply {
     None,
     Path(String),

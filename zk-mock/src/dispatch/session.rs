@@ -11,6 +11,7 @@ impl State {
     pub(super) fn apply_session(&mut self, cx: Ctx<'_>, req: Request) -> (Flow, Applied) {
         let Ctx {
             conn,
+            server,
             session,
             xid,
             caller,
@@ -18,19 +19,19 @@ impl State {
         } = cx;
         let applied = match req {
             Request::Ping => {
-                let zxid = self.tree.last_zxid();
+                let zxid = self.servers[server].last_zxid();
                 self.reply_header(conn, XID_PING, zxid, 0);
                 Applied { err: 0, zxid }
             }
             Request::CloseSession => {
                 let zxid = self
                     .close_session(session, SessionEvent::Closed)
-                    .unwrap_or_else(|| self.tree.last_zxid());
+                    .unwrap_or_else(|| self.servers[server].last_zxid());
                 self.reply_header(conn, xid, zxid, 0);
                 self.close_conn(conn);
                 return (Flow::Close, Applied { err: 0, zxid });
             }
-            Request::WhoAmI => self.read(conn, xid, |_| {
+            Request::WhoAmI => self.read(cx, |_| {
                 // `getUserName`: digest ids show the user, the part before ':'.
                 let client_info = caller
                     .auth

@@ -9,23 +9,25 @@ use super::{Applied, Ctx, Reply};
 impl State {
     /// Applies one request of this family.
     pub(super) fn apply_watch(&mut self, cx: Ctx<'_>, req: Request) -> (Flow, Applied) {
-        let Ctx { conn, xid, .. } = cx;
+        let Ctx {
+            conn, server, xid, ..
+        } = cx;
         let applied = match req {
-            Request::CheckWatches(r) => self.read(conn, xid, |st| {
+            Request::CheckWatches(r) => self.read(cx, |st| {
                 match st.watches.check(r.watcher_type, &r.path, conn) {
                     None => Err(ErrorCode::MarshallingError),
                     Some(true) => Ok(Reply::None),
                     Some(false) => Err(ErrorCode::NoWatcher),
                 }
             }),
-            Request::RemoveWatches(r) => self.read(conn, xid, |st| {
+            Request::RemoveWatches(r) => self.read(cx, |st| {
                 match st.watches.remove(r.watcher_type, &r.path, conn) {
                     None => Err(ErrorCode::MarshallingError),
                     Some(true) => Ok(Reply::None),
                     Some(false) => Err(ErrorCode::NoWatcher),
                 }
             }),
-            Request::AddWatch(r) => self.read(conn, xid, |st| {
+            Request::AddWatch(r) => self.read(cx, |st| {
                 // No ACL and no existence check; an unknown mode is an
                 // IllegalArgumentException, i.e. MARSHALLINGERROR.
                 let recursive = match r.mode {
@@ -38,8 +40,9 @@ impl State {
             }),
             Request::SetWatches(w) => {
                 let mut notes: Vec<Notification> = Vec::new();
-                self.watches.set_watches(
-                    &self.tree,
+                let replica = &mut self.servers[server];
+                replica.watches.set_watches(
+                    &replica.tree,
                     conn,
                     w.relative_zxid,
                     &w.data_watches,
@@ -48,13 +51,13 @@ impl State {
                     &mut notes,
                 );
                 for p in &w.persistent_watches {
-                    self.watches.add_persistent(p, conn, false);
+                    replica.watches.add_persistent(p, conn, false);
                 }
                 for p in &w.persistent_recursive_watches {
-                    self.watches.add_persistent(p, conn, true);
+                    replica.watches.add_persistent(p, conn, true);
                 }
+                let zxid = replica.last_zxid();
                 self.notify(notes, 0);
-                let zxid = self.tree.last_zxid();
                 self.reply_header(conn, xid, zxid, 0);
                 Applied { err: 0, zxid }
             }

@@ -52,6 +52,7 @@ pub struct ZkMockBuilder {
     secure_port: u16,
     max_outbox: usize,
     expiry_cleanup_delay: Duration,
+    servers: usize,
 }
 
 impl Default for ZkMockBuilder {
@@ -78,11 +79,22 @@ impl Default for ZkMockBuilder {
             secure_port: 0,
             max_outbox: 128 << 20,
             expiry_cleanup_delay: Duration::ZERO,
+            servers: 1,
         }
     }
 }
 
 impl ZkMockBuilder {
+    /// An ensemble of `n` servers (at least 1, the default): `n` client
+    /// ports, one connect string naming them all, one session space and one
+    /// txn log, each server with its own replica. Server 0 leads. With a
+    /// fixed port in [`listen`](Self::listen), server `i` listens on
+    /// `port + i`. See [`ZkMock::server`](crate::ZkMock::server).
+    pub fn servers(mut self, n: usize) -> Self {
+        self.servers = n.max(1);
+        self
+    }
+
     /// Where to listen; the default is `127.0.0.1:0` (a free loopback port).
     pub fn listen(mut self, addr: SocketAddr) -> Self {
         self.addr = addr;
@@ -268,12 +280,22 @@ impl ZkMockBuilder {
     /// As for [`start`](Self::start).
     pub fn start_blocking(self) -> Result<ZkMock, Error> {
         let (min, max) = self.session_timeouts()?;
-        let bind_err = |source| Error::Bind {
-            addr: self.addr,
-            source,
-        };
-        let listener = bind(self.addr, self.listen_backlog).map_err(bind_err)?;
-        let addr = listener.local_addr().map_err(bind_err)?;
+        let mut listeners = Vec::with_capacity(self.servers);
+        let mut addrs = Vec::with_capacity(self.servers);
+        for i in 0..self.servers {
+            let mut at = self.addr;
+            if at.port() != 0 {
+                let port = u16::try_from(usize::from(at.port()) + i).map_err(|_| Error::Config(
+                    format!("{} servers from port {} run past port 65535", self.servers, at.port()),
+                ))?;
+                at.set_port(port);
+            }
+            let bind_err = |source| Error::Bind { addr: at, source };
+            let listener = bind(at, self.listen_backlog).map_err(bind_err)?;
+            addrs.push(listener.local_addr().map_err(bind_err)?);
+            listeners.push(listener);
+        }
+        let addr = addrs[0];
         let secure = self.secure_listener()?;
         let secure_addr = secure.as_ref().map(|(_, _, a)| *a);
         let (state, seed) = self.new_state(addr.port(), min, max);
@@ -307,7 +329,11 @@ impl ZkMockBuilder {
                             return;
                         }
                     };
-                    match tokio::net::TcpListener::from_std(listener) {
+                    let listeners: std::io::Result<Vec<_>> = listeners
+                        .into_iter()
+                        .map(tokio::net::TcpListener::from_std)
+                        .collect();
+                    match listeners {
                         Ok(l) => server::run(l, secure, server_state, rx).await,
                         Err(e) => tracing::error!(%e, "cannot register listener"),
                     }
@@ -315,10 +341,10 @@ impl ZkMockBuilder {
                 // Dropping the runtime cancels every connection task and closes its socket.
             })
             .map_err(Error::Runtime)?;
-        tracing::info!(%addr, ?secure_addr, seed, "zk-mock listening");
+        tracing::info!(?addrs, ?secure_addr, seed, "zk-mock listening");
         Ok(ZkMock {
             control: Control {
-                addr,
+                addrs: addrs.into(),
                 secure_addr,
                 seed,
                 shared,
@@ -416,6 +442,7 @@ impl ZkMockBuilder {
             recorder,
             seed,
             SmallRng::seed_from_u64(seed),
+            self.servers,
         );
         (state, seed)
     }

@@ -44,7 +44,8 @@ use super::{Refusal, RuleGuard, Stall};
 /// controls the same server, and does nothing once the server has stopped.
 #[derive(Debug, Clone)]
 pub struct Control {
-    pub(super) addr: SocketAddr,
+    /// Each server's client address (one, for a single server).
+    pub(super) addrs: Arc<[SocketAddr]>,
     pub(super) secure_addr: Option<SocketAddr>,
     pub(super) seed: u64,
     pub(super) shared: Shared,
@@ -53,12 +54,21 @@ pub struct Control {
 impl Control {
     /// As [`ZkMock::addr`].
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.addrs[0]
+    }
+
+    /// As [`ZkMock::addrs`].
+    pub fn addrs(&self) -> Vec<SocketAddr> {
+        self.addrs.to_vec()
     }
 
     /// As [`ZkMock::connect_string`].
     pub fn connect_string(&self) -> String {
-        self.addr.to_string()
+        self.addrs
+            .iter()
+            .map(SocketAddr::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     /// As [`ZkMock::secure_addr`].
@@ -96,7 +106,7 @@ impl Control {
 
     /// As [`ZkMock::last_zxid`].
     pub fn last_zxid(&self) -> i64 {
-        self.state().tree.last_zxid()
+        self.state().tree().last_zxid()
     }
 
     /// As [`ZkMock::session_ids`].
@@ -111,9 +121,9 @@ impl Control {
     pub fn ephemerals(&self, session: impl Into<SessionId>) -> Vec<(String, i64)> {
         let st = self.state();
         let mut v: Vec<(String, i64)> = st
-            .tree
+            .tree()
             .ephemerals_of(session.into().0)
-            .filter_map(|p| st.tree.get(p).map(|n| (p.to_string(), n.czxid)))
+            .filter_map(|p| st.tree().get(p).map(|n| (p.to_string(), n.czxid)))
             .collect();
         v.sort_by_key(|(_, z)| *z);
         v
@@ -227,7 +237,17 @@ impl Control {
 
     /// As [`ZkMock::set_sequence_counter`].
     pub fn set_sequence_counter(&self, parent: &str, next: i32) -> bool {
-        self.state().tree.set_sequence_counter(parent, next)
+        let mut st = self.state();
+        // Every replica, so followers hand out the same numbers.
+        let leader = st.leader;
+        let mut set = false;
+        for (i, r) in st.servers.iter_mut().enumerate() {
+            let ok = r.tree.set_sequence_counter(parent, next);
+            if i == leader {
+                set = ok;
+            }
+        }
+        set
     }
 
     // ---- clock --------------------------------------------------------------

@@ -45,14 +45,14 @@ impl Control {
         Metrics {
             sessions: st.sessions.iter().count(),
             connections: st.out.conns.len(),
-            znodes: st.tree.node_count(),
-            watches: st.watches.count(),
+            znodes: st.tree().node_count(),
+            watches: st.servers.iter().map(|r| r.watches.count()).sum(),
             ephemerals: st
                 .sessions
                 .iter()
-                .map(|s| st.tree.ephemerals_of(s.id).count())
+                .map(|s| st.tree().ephemerals_of(s.id).count())
                 .sum(),
-            last_zxid: st.tree.last_zxid(),
+            last_zxid: st.tree().last_zxid(),
             packets_received: st.out.packets_received,
             packets_sent: st.out.packets_sent,
             totals: st.recorder.total(),

@@ -186,6 +186,12 @@ impl DataTree {
         self.last_zxid
     }
 
+    /// Makes `zxid` the last processed one, as a replica applying a txn
+    /// prepared elsewhere does (never moves backwards).
+    pub fn advance_to(&mut self, zxid: i64) {
+        self.last_zxid = self.last_zxid.max(zxid);
+    }
+
     /// Looks a node up; `""` is the root's alias, as in `DataTree.nodes`.
     pub fn get(&self, path: &str) -> Option<&Node> {
         self.nodes.get(if path.is_empty() { "/" } else { path })

@@ -1,0 +1,115 @@
+//! Commit and apply: a prepared [`Txn`] goes to every replica in zxid
+//! order; each server fires its own watches and answers its own
+//! connection's request when it applies the txn (see `ensemble.rs`).
+
+use std::sync::Arc;
+
+use crate::ensemble::{Lag, Pending};
+use crate::session::ConnId;
+use crate::state::State;
+
+use super::txn::{execute, Outcome, Txn};
+use super::Applied;
+
+impl State {
+    /// Allocates the next zxid on the leader (every txn takes one, failed
+    /// ones included).
+    pub(crate) fn next_zxid(&mut self) -> i64 {
+        let leader = self.leader;
+        self.servers[leader].tree.next_zxid()
+    }
+
+    /// Commits a prepared txn: the leader applies it at once, and each
+    /// follower when its lag allows. Returns the outcome as the leader saw
+    /// it, which every replica repeats.
+    pub(crate) fn commit(&mut self, txn: Txn) -> Applied {
+        let leader = self.leader;
+        let err = self.apply_txn(leader, &txn, true);
+        let applied = Applied {
+            err,
+            zxid: txn.zxid,
+        };
+        if self.servers.len() > 1 {
+            let now = self.clock.now_ms();
+            let txn = Arc::new(txn);
+            let mut timed = false;
+            for i in (0..self.servers.len()).filter(|&i| i != leader) {
+                self.servers[i].backlog.push_back(Pending {
+                    committed_ms: now,
+                    txn: txn.clone(),
+                });
+                timed |= matches!(self.servers[i].lag, Lag::Time(_));
+                self.settle(i);
+            }
+            if timed {
+                self.lag_wake.notify_one();
+            }
+        }
+        applied
+    }
+
+    /// Applies one txn to one server's replica: fires that server's watches,
+    /// then answers the request if it came through this server. `record`:
+    /// the leader's apply, which the recorder keeps the changes of.
+    fn apply_txn(&mut self, server: usize, txn: &Txn, record: bool) -> i32 {
+        let mut events = Vec::new();
+        let outcome = execute(
+            &mut self.servers[server].tree,
+            &self.settings,
+            txn,
+            &mut events,
+        );
+        if record {
+            self.record_changes(&events, txn.zxid, txn.session);
+        }
+        self.fire_on(server, &events, txn.zxid);
+        let err = outcome.err();
+        if let Some((conn, xid)) = txn.origin {
+            if self.out.conns.get(&conn).is_some_and(|c| c.server == server) {
+                self.send_outcome(conn, xid, txn.zxid, outcome);
+            }
+        }
+        err
+    }
+
+    /// Queues a txn's answer.
+    pub(super) fn send_outcome(&mut self, conn: ConnId, xid: i32, zxid: i64, outcome: Outcome) {
+        match outcome {
+            Outcome::Reply(r) => r.send(self, conn, xid, zxid),
+            Outcome::Multi(resp, _) => self.reply(conn, xid, zxid, &resp),
+            Outcome::Silent => {}
+            Outcome::Failed(e) => self.reply_header(conn, xid, zxid, e.code()),
+        }
+    }
+
+    /// Applies what a follower's lag lets it apply now.
+    pub(crate) fn settle(&mut self, server: usize) {
+        let now = self.clock.now_ms();
+        while self.servers[server].front_due(now) {
+            let Some(p) = self.servers[server].backlog.pop_front() else {
+                break;
+            };
+            self.apply_txn(server, &p.txn, false);
+        }
+    }
+
+    /// [`settle`](Self::settle) on every server (the ticker, clock moves).
+    pub(crate) fn settle_all(&mut self) {
+        for i in 0..self.servers.len() {
+            self.settle(i);
+        }
+    }
+
+    /// Applies every committed txn a server has not, whatever its lag: what
+    /// `sync`, a restart and an election do.
+    pub(crate) fn catch_up(&mut self, server: usize) {
+        while let Some(p) = self.servers[server].backlog.pop_front() {
+            self.apply_txn(server, &p.txn, false);
+        }
+    }
+
+    /// When the next time-lagged txn falls due, on the session clock.
+    pub(crate) fn next_lag_due(&self) -> Option<u64> {
+        self.servers.iter().filter_map(|r| r.next_due_ms()).min()
+    }
+}
