@@ -25,7 +25,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::compat::Compat;
-use crate::dispatch::Txn;
+use crate::dispatch::{Txn, TxnOp};
+use crate::session::ConnId;
+use crate::state::State;
 use crate::tree::DataTree;
 use crate::watch::WatchManager;
 
@@ -133,4 +135,213 @@ impl Replica {
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// One server as [`ZkMock::servers`](crate::ZkMock::servers) reports it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct ServerInfo {
+    /// Its index: 0 to n−1 (ZooKeeper's myid is the index + 1).
+    pub index: usize,
+    /// Its client address.
+    pub addr: std::net::SocketAddr,
+    /// What it is doing.
+    #[serde(serialize_with = "status_name")]
+    pub status: ServerStatus,
+    /// Whether it leads (the one server of a standalone mock does).
+    pub leader: bool,
+    /// How far behind the leader it applies txns.
+    #[serde(serialize_with = "lag_json")]
+    pub lag: Lag,
+    /// The last zxid it has applied.
+    pub last_zxid: i64,
+    /// Committed txns it has not applied yet.
+    pub behind: usize,
+    /// Its client connections.
+    pub connections: usize,
+}
+
+fn status_name<S: serde::Serializer>(s: &ServerStatus, ser: S) -> Result<S::Ok, S::Error> {
+    ser.serialize_str(s.name())
+}
+
+fn lag_json<S: serde::Serializer>(lag: &Lag, ser: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = ser.serialize_map(Some(1))?;
+    match lag {
+        Lag::None => {}
+        Lag::Txns(n) => m.serialize_entry("txns", n)?,
+        Lag::Time(d) => m.serialize_entry("ms", &millis(*d))?,
+    }
+    m.end()
+}
+
+/// What a change to a server asks of its caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Then {
+    /// Nothing more.
+    Done,
+    /// The ensemble is electing a leader: end the election after the window.
+    Elect,
+    /// Nothing changed (the server was already so, or there is no such server).
+    Unchanged,
+}
+
+impl State {
+    /// Whether server `i` takes clients now.
+    pub(crate) fn serves(&self, i: usize) -> bool {
+        !self.electing
+            && self
+                .servers
+                .get(i)
+                .is_some_and(|r| r.status == ServerStatus::Serving)
+    }
+
+    /// Whether a majority of the servers is up (not killed or partitioned).
+    pub(crate) fn has_quorum(&self) -> bool {
+        let up = self
+            .servers
+            .iter()
+            .filter(|r| r.status == ServerStatus::Serving)
+            .count();
+        up > self.servers.len() / 2
+    }
+
+    /// Closes every client connection of server `i`.
+    fn drop_clients(&mut self, i: usize) {
+        let conns: Vec<ConnId> = self
+            .out
+            .conns
+            .iter()
+            .filter(|(_, c)| c.server == i)
+            .map(|(&id, _)| id)
+            .collect();
+        for conn in conns {
+            self.close_conn(conn);
+        }
+    }
+
+    /// Takes server `i` down (killed, or partitioned from the quorum): its
+    /// connections drop and it applies nothing until it is back. Losing the
+    /// leader or the quorum starts an election.
+    pub(crate) fn take_down(&mut self, i: usize, how: ServerStatus) -> Then {
+        match self.servers.get(i).map(|r| r.status) {
+            Some(ServerStatus::Serving) => {}
+            _ => return Then::Unchanged,
+        }
+        self.servers[i].status = how;
+        self.drop_clients(i);
+        tracing::info!(server = i, status = how.name(), "server down");
+        let then = if i == self.leader || !self.has_quorum() {
+            self.begin_election();
+            Then::Elect
+        } else {
+            Then::Done
+        };
+        self.changed();
+        then
+    }
+
+    /// Brings server `i` back: it catches up with the committed txns (as a
+    /// restarted ZooKeeper syncs with the leader) and serves again; if that
+    /// restores the quorum, a leader is elected.
+    pub(crate) fn bring_up(&mut self, i: usize) -> Then {
+        match self.servers.get(i).map(|r| r.status) {
+            Some(ServerStatus::Killed | ServerStatus::Partitioned) => {}
+            _ => return Then::Unchanged,
+        }
+        self.servers[i].status = ServerStatus::Serving;
+        self.catch_up(i);
+        tracing::info!(server = i, "server up");
+        self.changed();
+        if self.electing {
+            Then::Elect
+        } else {
+            Then::Done
+        }
+    }
+
+    /// Sets a server's lag and applies what the new lag lets through.
+    pub(crate) fn set_lag(&mut self, i: usize, lag: Lag) -> bool {
+        let Some(r) = self.servers.get_mut(i) else {
+            return false;
+        };
+        r.lag = lag;
+        self.settle(i);
+        self.lag_wake.notify_one();
+        true
+    }
+
+    /// Leader loss: every server drops its clients and takes none, and
+    /// nothing is written, until [`end_election`](Self::end_election).
+    pub(crate) fn begin_election(&mut self) {
+        self.electing = true;
+        for i in 0..self.servers.len() {
+            self.drop_clients(i);
+        }
+        tracing::info!("leader election started");
+        self.changed();
+    }
+
+    /// Ends an election if a quorum is up: every server that is up catches
+    /// up, the one with the highest id leads (all have the same zxid, and
+    /// `FastLeaderElection` then prefers the higher myid), a new epoch
+    /// begins (`NEWLEADER`: zxid `epoch << 32`), and every session's
+    /// timeout starts afresh (the new leader's `SessionTracker` is built
+    /// from the snapshot). Returns whether it ended.
+    pub(crate) fn end_election(&mut self) -> bool {
+        if !self.electing || !self.has_quorum() {
+            return false;
+        }
+        let up: Vec<usize> = (0..self.servers.len())
+            .filter(|&i| self.servers[i].status == ServerStatus::Serving)
+            .collect();
+        for &i in &up {
+            self.catch_up(i);
+        }
+        let Some(&leader) = up.last() else {
+            return false;
+        };
+        self.leader = leader;
+        let epoch = (self.tree().last_zxid() >> 32) + 1;
+        self.commit(Txn {
+            zxid: epoch << 32,
+            time: self.clock.wall_ms(),
+            session: 0,
+            auth: Vec::new(),
+            op: TxnOp::NewEpoch,
+            origin: None,
+        });
+        for &i in &up {
+            self.catch_up(i);
+        }
+        let now = self.clock.now_ms();
+        self.sessions.touch_all(now);
+        self.electing = false;
+        tracing::info!(leader, epoch, "leader elected");
+        self.changed();
+        true
+    }
+
+    /// Every server, as the controls report them.
+    pub(crate) fn server_infos(&self, addrs: &[std::net::SocketAddr]) -> Vec<ServerInfo> {
+        self.servers
+            .iter()
+            .enumerate()
+            .map(|(i, r)| ServerInfo {
+                index: i,
+                addr: addrs[i],
+                status: if r.status == ServerStatus::Serving && self.electing {
+                    ServerStatus::Electing
+                } else {
+                    r.status
+                },
+                leader: i == self.leader,
+                lag: r.lag,
+                last_zxid: r.last_zxid(),
+                behind: r.backlog.len(),
+                connections: self.out.conns.values().filter(|c| c.server == i).count(),
+            })
+            .collect()
+    }
 }

@@ -384,7 +384,12 @@ fn mntr(out: &mut String, state: &State) {
             "zk_global_sessions" => state.sessions.iter().count().to_string(),
             "zk_packets_sent" => state.out.packets_sent.to_string(),
             "zk_packets_received" => state.out.packets_received.to_string(),
-            "zk_watch_count" => state.servers.iter().map(|r| r.watches.count()).sum::<usize>().to_string(),
+            "zk_watch_count" => state
+                .servers
+                .iter()
+                .map(|r| r.watches.count())
+                .sum::<usize>()
+                .to_string(),
             "zk_approximate_data_size" => data_size.to_string(),
             "zk_open_file_descriptor_count" => fds.to_string(),
             "zk_max_file_descriptor_count" => max_fds.clone(),

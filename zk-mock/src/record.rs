@@ -77,6 +77,8 @@ pub struct RequestRecord {
     pub zxid: i64,
     /// The fault verdict applied, if a rule matched.
     pub verdict: Option<String>,
+    /// The server (of an ensemble; 0 for a single server) it came through.
+    pub server: usize,
 }
 
 /// A watch registered by a request.
@@ -112,6 +114,8 @@ pub struct NotificationRecord {
     /// The zxid of the transaction that caused it (0 for SetWatches replays).
     /// On the wire a 3.8 server sends −1.
     pub zxid: i64,
+    /// The server (of an ensemble; 0 for a single server) that sent it.
+    pub server: usize,
 }
 
 /// What happened to a session.
@@ -321,6 +325,7 @@ impl Recorder {
         err: i32,
         zxid: i64,
         verdict: Option<String>,
+        server: usize,
     ) {
         self.count(session, path, |c| {
             c.requests += 1;
@@ -344,6 +349,7 @@ impl Recorder {
             err,
             zxid,
             verdict,
+            server,
         };
         Self::push(&mut self.requests, self.capacity, &mut self.dropped, r);
     }
@@ -372,6 +378,7 @@ impl Recorder {
         kind: WatchKind,
         event_type: i32,
         zxid: i64,
+        server: usize,
     ) {
         self.count(session, Some(path), |c| c.notifications += 1);
         if !self.enabled {
@@ -386,6 +393,7 @@ impl Recorder {
             kind,
             event_type,
             zxid,
+            server,
         };
         Self::push(&mut self.notifications, self.capacity, &mut self.dropped, r);
     }
@@ -734,6 +742,10 @@ pub trait RequestQuery<'a>: Iterator<Item = &'a RequestRecord> + Sized {
     fn faulted(self) -> impl Iterator<Item = &'a RequestRecord> {
         self.filter(|r| r.verdict.is_some())
     }
+    /// Only those that came through this server of an ensemble.
+    fn through(self, server: usize) -> impl Iterator<Item = &'a RequestRecord> {
+        self.filter(move |r| r.server == server)
+    }
 }
 
 impl<'a, I: Iterator<Item = &'a RequestRecord>> RequestQuery<'a> for I {}
@@ -765,6 +777,10 @@ pub trait NotificationQuery<'a>: Iterator<Item = &'a NotificationRecord> + Sized
     /// Only those caused by the transaction with this zxid.
     fn zxid(self, zxid: i64) -> impl Iterator<Item = &'a NotificationRecord> {
         self.filter(move |n| n.zxid == zxid)
+    }
+    /// Only those this server of an ensemble sent.
+    fn from_server(self, server: usize) -> impl Iterator<Item = &'a NotificationRecord> {
+        self.filter(move |n| n.server == server)
     }
 }
 
@@ -926,7 +942,7 @@ mod tests {
     fn the_log_is_bounded_but_counters_are_not() {
         let mut r = Recorder::new(true, 2);
         for i in 0..5 {
-            r.request(0, 7, i, 4, Some("/a"), 0, 1, None);
+            r.request(0, 7, i, 4, Some("/a"), 0, 1, None, 0);
         }
         let s = r.snapshot(1);
         assert_eq!(s.requests.count(), 2);
@@ -942,9 +958,9 @@ mod tests {
     #[test]
     fn json_lines_are_in_history_order() {
         let mut r = Recorder::new(true, 10);
-        r.request(0, 7, 1, 4, Some("/a"), 0, 1, None);
+        r.request(0, 7, 1, 4, Some("/a"), 0, 1, None, 0);
         r.watch(0, 7, "/a", WatchKind::Data);
-        r.notification(0, 7, "/a", WatchKind::Data, 3, 2);
+        r.notification(0, 7, "/a", WatchKind::Data, 3, 2, 0);
         let text = r.snapshot(9).to_json_lines();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3);
@@ -960,9 +976,9 @@ mod tests {
     #[test]
     fn queries_filter() {
         let mut r = Recorder::new(true, 10);
-        r.notification(0, 1, "/a", WatchKind::Data, 3, 2);
-        r.notification(0, 2, "/a", WatchKind::Child, 4, 2);
-        r.notification(0, 2, "/b", WatchKind::Data, 2, 3);
+        r.notification(0, 1, "/a", WatchKind::Data, 3, 2, 0);
+        r.notification(0, 2, "/a", WatchKind::Child, 4, 2, 0);
+        r.notification(0, 2, "/b", WatchKind::Data, 2, 3, 0);
         let notes = || r.notifications.iter();
         assert_eq!(notes().to_session(2).count(), 2);
         let a_children = notes().by_path("/a").event(EventType::NodeChildrenChanged);
@@ -978,7 +994,7 @@ mod tests {
         let n = RETAINED_ENDED as i64 + 500;
         for id in 0..n {
             let path = format!("/e-{id}");
-            r.request(0, id, 1, 1, Some(&path), 0, id, None);
+            r.request(0, id, 1, 1, Some(&path), 0, id, None, 0);
             r.change(0, id, id, &path, ChangeKind::Deleted);
             r.session(0, id, SessionEvent::Expired, id);
         }
@@ -986,7 +1002,7 @@ mod tests {
         assert_eq!(r.per_path.len(), RETAINED_ENDED);
         // The most recent are the ones kept; a live session keeps its own.
         assert!(r.per_session.contains_key(&(n - 1)) && !r.per_session.contains_key(&0));
-        r.request(0, -7, 1, 1, None, 0, 1, None);
+        r.request(0, -7, 1, 1, None, 0, 1, None, 0);
         assert_eq!(r.per_session[&-7].requests, 1);
         assert_eq!(r.total().requests, n as u64 + 1);
     }
@@ -996,10 +1012,10 @@ mod tests {
         let mut r = Recorder::new(false, 10);
         // "/lock" is deleted, created again (live), and many other paths
         // are deleted after it: the live path's counters stay.
-        r.request(0, 1, 1, 1, Some("/lock"), 0, 1, None);
+        r.request(0, 1, 1, 1, Some("/lock"), 0, 1, None, 0);
         r.change(0, 2, 1, "/lock", ChangeKind::Deleted);
         r.change(0, 3, 1, "/lock", ChangeKind::Created);
-        r.request(0, 1, 2, 1, Some("/lock"), 0, 3, None);
+        r.request(0, 1, 2, 1, Some("/lock"), 0, 3, None, 0);
         for id in 0..RETAINED_ENDED as i64 + 10 {
             r.change(0, id, 1, &format!("/e-{id}"), ChangeKind::Deleted);
         }
@@ -1014,7 +1030,7 @@ mod tests {
         // After clear, deletions from before it no longer age out new counters.
         r.change(0, 1, 1, "/x", ChangeKind::Deleted);
         r.clear();
-        r.request(0, 1, 3, 1, Some("/x"), 0, 1, None);
+        r.request(0, 1, 3, 1, Some("/x"), 0, 1, None, 0);
         for id in 0..RETAINED_ENDED as i64 {
             r.change(0, id, 1, &format!("/g-{id}"), ChangeKind::Deleted);
         }

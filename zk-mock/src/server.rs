@@ -5,7 +5,6 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::ensemble::ServerStatus;
 use crate::handler;
 use crate::state::{lock, Shared};
 
@@ -107,7 +106,7 @@ async fn accept_loop(
             Ok((socket, peer)) => {
                 let refused = {
                     let st = lock(&shared);
-                    st.refusing || st.servers[server].status != ServerStatus::Serving
+                    st.refusing || !st.serves(server)
                 };
                 if refused {
                     // A `refuse connections` fault, or a server that is down:

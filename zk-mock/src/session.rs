@@ -218,6 +218,14 @@ impl SessionManager {
         }
     }
 
+    /// Starts every session's timeout afresh (a new leader's tracker).
+    pub(crate) fn touch_all(&mut self, now: u64) {
+        let ids: Vec<i64> = self.sessions.keys().copied().collect();
+        for id in ids {
+            self.touch(id, now);
+        }
+    }
+
     /// Re-attaches a session with a new timeout; false if unknown or the password is wrong.
     pub(crate) fn reattach(
         &mut self,

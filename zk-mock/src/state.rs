@@ -21,6 +21,8 @@ use tokio::sync::{mpsc, watch, Notify};
 
 use crate::clock::Clock;
 use crate::codec::{frame, Record};
+use crate::dispatch::{Txn, TxnOp};
+use crate::ensemble::Replica;
 use crate::fault::RuleSet;
 use crate::proto::{
     ConnectRequest, ConnectResponse, ReplyHeader, WatcherEvent, STATE_SYNC_CONNECTED,
@@ -29,8 +31,6 @@ use crate::proto::{
 use crate::record::{ChangeKind, Recorder, SessionEvent};
 use crate::session::{ConnId, SessionManager};
 use crate::tree::{DataTree, TreeEvent};
-use crate::dispatch::{Txn, TxnOp};
-use crate::ensemble::Replica;
 use crate::watch::Notification;
 use crate::Compat;
 
@@ -63,6 +63,8 @@ pub(crate) struct Settings {
     /// on the session clock: what a client sees of a server that has not
     /// applied the expiry yet (CURATOR-604). 0: at once, as ZooKeeper does.
     pub(crate) expiry_cleanup_delay_ms: u64,
+    /// How long an ensemble that lost its leader goes without one.
+    pub(crate) election_window_ms: u64,
 }
 
 /// Tree, sessions, watches, connections, rules and the recorder.
@@ -91,6 +93,8 @@ pub(crate) struct State {
     pub(crate) pending_kills: Vec<(u64, i64)>,
     /// While true, new connections are closed as soon as they are accepted.
     pub(crate) refusing: bool,
+    /// No leader (an election, or no quorum): no server takes clients.
+    pub(crate) electing: bool,
     /// Bumped after every request and expiry, for [`ZkMock::wait_until`](crate::ZkMock::wait_until).
     pub(crate) changes: watch::Sender<u64>,
     /// Wakes the task that applies time-lagged txns when one is committed.
@@ -146,6 +150,7 @@ impl State {
             next_container_check: settings_check_interval,
             pending_kills: Vec::new(),
             refusing: false,
+            electing: false,
             changes: watch::channel(0).0,
             lag_wake: Arc::new(Notify::new()),
         }
@@ -270,7 +275,7 @@ impl State {
             }
             let session = c.session.unwrap_or(0);
             self.recorder
-                .notification(now, session, &n.path, n.kind, n.event_type, zxid);
+                .notification(now, session, &n.path, n.kind, n.event_type, zxid, c.server);
             // 3.9 sends the zxid of the change (ZOOKEEPER-4655); SetWatches
             // replays (zxid 0 here) carry −1 there too.
             let wire_zxid = if self.settings.compat == Compat::V3_9 && zxid > 0 {
@@ -643,6 +648,10 @@ impl State {
 
     /// Expires every session whose deadline has passed.
     pub(crate) fn expire_due(&mut self) {
+        if self.electing {
+            // No leader, no session tracker: nothing expires.
+            return;
+        }
         let now = self.clock.now_ms();
         for id in self.sessions.expired(now) {
             self.expire(id);

@@ -65,7 +65,12 @@ impl State {
         self.fire_on(server, &events, txn.zxid);
         let err = outcome.err();
         if let Some((conn, xid)) = txn.origin {
-            if self.out.conns.get(&conn).is_some_and(|c| c.server == server) {
+            if self
+                .out
+                .conns
+                .get(&conn)
+                .is_some_and(|c| c.server == server)
+            {
                 self.send_outcome(conn, xid, txn.zxid, outcome);
             }
         }

@@ -64,6 +64,7 @@ impl State {
             return Flow::Close;
         };
         c.received += 1;
+        let server = c.server;
         let Some(session) = c.session else {
             // The session expired or was closed while this request was in flight:
             // ZooKeeper drops requests of unknown sessions without a reply.
@@ -98,6 +99,7 @@ impl State {
             applied.err,
             applied.zxid,
             verdict.map(|v| v.name()),
+            server,
         );
         if let Some(c) = self.out.conns.get_mut(&conn) {
             // `ServerCnxn.updateStatsForResponse`.

@@ -52,12 +52,13 @@ impl State {
 fn multi_read_op(replica: &Replica, op: &MultiOp, caller: Caller<'_>) -> MultiResult {
     let tree = &replica.tree;
     let result = match op {
-        MultiOp::GetData(r) => tree
-            .read(&r.path, perms::READ, caller)
-            .map(|n| MultiResult::GetData {
-                data: n.data.clone(),
-                stat: n.stat(),
-            }),
+        MultiOp::GetData(r) => {
+            tree.read(&r.path, perms::READ, caller)
+                .map(|n| MultiResult::GetData {
+                    data: n.data.clone(),
+                    stat: n.stat(),
+                })
+        }
         MultiOp::GetChildren(r) => {
             tree.read(&r.path, perms::READ, caller)
                 .map(|n| MultiResult::GetChildren {

@@ -53,6 +53,7 @@ pub struct ZkMockBuilder {
     max_outbox: usize,
     expiry_cleanup_delay: Duration,
     servers: usize,
+    election_window: Duration,
 }
 
 impl Default for ZkMockBuilder {
@@ -80,6 +81,7 @@ impl Default for ZkMockBuilder {
             max_outbox: 128 << 20,
             expiry_cleanup_delay: Duration::ZERO,
             servers: 1,
+            election_window: Duration::from_millis(200),
         }
     }
 }
@@ -92,6 +94,13 @@ impl ZkMockBuilder {
     /// `port + i`. See [`ZkMock::server`](crate::ZkMock::server).
     pub fn servers(mut self, n: usize) -> Self {
         self.servers = n.max(1);
+        self
+    }
+
+    /// How long an ensemble is without a leader when it loses one (a killed
+    /// or partitioned leader, a lost quorum): 200 ms by default.
+    pub fn election_window(mut self, window: Duration) -> Self {
+        self.election_window = window;
         self
     }
 
@@ -285,9 +294,13 @@ impl ZkMockBuilder {
         for i in 0..self.servers {
             let mut at = self.addr;
             if at.port() != 0 {
-                let port = u16::try_from(usize::from(at.port()) + i).map_err(|_| Error::Config(
-                    format!("{} servers from port {} run past port 65535", self.servers, at.port()),
-                ))?;
+                let port = u16::try_from(usize::from(at.port()) + i).map_err(|_| {
+                    Error::Config(format!(
+                        "{} servers from port {} run past port 65535",
+                        self.servers,
+                        at.port()
+                    ))
+                })?;
                 at.set_port(port);
             }
             let bind_err = |source| Error::Bind { addr: at, source };
@@ -348,6 +361,7 @@ impl ZkMockBuilder {
                 secure_addr,
                 seed,
                 shared,
+                runtime: handle.clone(),
             },
             handle,
             shutdown: tx,
@@ -433,6 +447,7 @@ impl ZkMockBuilder {
             reconfig_enabled: self.reconfig_enabled,
             max_outbox: self.max_outbox,
             expiry_cleanup_delay_ms: self.expiry_cleanup_delay.as_millis() as u64,
+            election_window_ms: u64::try_from(self.election_window.as_millis()).unwrap_or(u64::MAX),
         };
         let recorder = Recorder::new(self.record, self.recorder_capacity);
         let state = State::new(

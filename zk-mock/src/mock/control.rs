@@ -49,6 +49,8 @@ pub struct Control {
     pub(super) secure_addr: Option<SocketAddr>,
     pub(super) seed: u64,
     pub(super) shared: Shared,
+    /// The server's runtime, for the election timer.
+    pub(super) runtime: tokio::runtime::Handle,
 }
 
 impl Control {

@@ -60,6 +60,20 @@ impl ZkMock {
             .expect("zk-mock failed to start")
     }
 
+    /// Starts an ensemble of `n` servers on free loopback ports (see
+    /// [`ZkMockBuilder::servers`]); [`connect_string`](Self::connect_string)
+    /// names them all.
+    ///
+    /// # Panics
+    /// As [`start`](Self::start).
+    pub async fn ensemble(n: usize) -> ZkMock {
+        ZkMock::builder()
+            .servers(n)
+            .start()
+            .await
+            .expect("zk-mock failed to start")
+    }
+
     /// A builder for non-default settings.
     pub fn builder() -> ZkMockBuilder {
         ZkMockBuilder::default()
@@ -97,12 +111,18 @@ impl Drop for ZkMock {
 impl ZkMock {
     // The controls (the same as `Control`'s, which other tasks can hold).
 
-    /// The address the server listens on.
+    /// The address the server listens on (server 0's, for an ensemble).
     pub fn addr(&self) -> SocketAddr {
         self.control.addr()
     }
 
-    /// The connect string to hand to a client, e.g. `127.0.0.1:40123`.
+    /// Every server's client address (one for a single server).
+    pub fn addrs(&self) -> Vec<SocketAddr> {
+        self.control.addrs()
+    }
+
+    /// The connect string to hand to a client, e.g. `127.0.0.1:40123`
+    /// (for an ensemble, every server's, comma-separated).
     pub fn connect_string(&self) -> String {
         self.control.connect_string()
     }

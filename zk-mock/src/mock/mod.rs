@@ -8,9 +8,11 @@ mod control;
 mod guards;
 mod handle;
 mod metrics;
+mod servers;
 
 pub use builder::ZkMockBuilder;
 pub use control::Control;
 pub use guards::{Refusal, RuleGuard, Stall, Times};
 pub use handle::ZkMock;
 pub use metrics::Metrics;
+pub use servers::Server;

@@ -8,6 +8,7 @@ mod binary;
 mod compat;
 mod containers;
 mod crud;
+mod ensemble;
 mod errors;
 mod faults;
 mod handshake;

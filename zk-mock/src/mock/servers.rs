@@ -1,0 +1,204 @@
+//! The servers of an ensemble: [`ZkMock::servers`], [`ZkMock::server`]'s
+//! [`Server`] handle (kill, restart, partition, heal, lag) and
+//! [`ZkMock::leader_election`].
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::ensemble::{Lag, ServerInfo, ServerStatus, Then};
+use crate::state::lock;
+
+#[cfg(doc)]
+use super::ZkMock;
+use super::{Control, ZkMock as Mock};
+
+impl Control {
+    /// As [`ZkMock::servers`].
+    pub fn servers(&self) -> Vec<ServerInfo> {
+        self.state().server_infos(&self.addrs)
+    }
+
+    /// As [`ZkMock::server`].
+    ///
+    /// # Panics
+    /// If there is no server `index`.
+    pub fn server(&self, index: usize) -> Server {
+        assert!(
+            index < self.addrs.len(),
+            "zk-mock: no server {index}: the ensemble has {} (0..{})",
+            self.addrs.len(),
+            self.addrs.len()
+        );
+        Server {
+            control: self.clone(),
+            index,
+        }
+    }
+
+    /// As [`ZkMock::leader`].
+    pub fn leader(&self) -> usize {
+        self.state().leader
+    }
+
+    /// As [`ZkMock::leader_election`].
+    pub fn leader_election(&self, window: Duration) {
+        self.state().begin_election();
+        self.end_election_after(window);
+    }
+
+    /// Ends the election once `window` has passed (if a quorum is up then;
+    /// else when a server comes back and restores it).
+    fn end_election_after(&self, window: Duration) {
+        let shared = self.shared.clone();
+        self.runtime.spawn(async move {
+            tokio::time::sleep(window).await;
+            lock(&shared).end_election();
+        });
+    }
+
+    fn then(&self, then: Then) -> bool {
+        if then == Then::Elect {
+            let window = Duration::from_millis(self.state().settings.election_window_ms);
+            self.end_election_after(window);
+        }
+        then != Then::Unchanged
+    }
+}
+
+impl Mock {
+    /// Every server of the ensemble (one for a single server): address,
+    /// status, whether it leads, its lag, the last zxid it applied, how many
+    /// committed txns it has yet to apply, and its connections.
+    pub fn servers(&self) -> Vec<ServerInfo> {
+        self.control.servers()
+    }
+
+    /// A handle on server `index` (0-based) of the ensemble.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// let zk = zk_mock::ZkMock::ensemble(3).await;
+    /// assert_eq!(zk.connect_string().split(',').count(), 3);
+    /// zk.server(2).set_lag(zk_mock::Lag::Txns(1)); // reads through it are one write behind
+    /// zk.server(1).kill(); // its clients fail over; sessions survive
+    /// zk.server(1).restart();
+    /// zk.leader_election(Duration::from_millis(50)); // every client drops for 50 ms
+    /// # }
+    /// ```
+    ///
+    /// # Panics
+    /// If there is no server `index`.
+    pub fn server(&self, index: usize) -> Server {
+        self.control.server(index)
+    }
+
+    /// The index of the server that leads.
+    pub fn leader(&self) -> usize {
+        self.control.leader()
+    }
+
+    /// Leader loss: every server drops its clients and takes none, so
+    /// nothing is written, for `window`; then a leader is elected (the
+    /// server with the highest index that is up), a new epoch starts its
+    /// zxids at `epoch << 32`, every server has caught up, and every
+    /// session's timeout starts afresh.
+    pub fn leader_election(&self, window: Duration) {
+        self.control.leader_election(window);
+    }
+}
+
+/// One server of an ensemble (see [`ZkMock::server`]). Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Server {
+    control: Control,
+    index: usize,
+}
+
+impl Server {
+    /// Its index in the ensemble.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Its client address.
+    pub fn addr(&self) -> SocketAddr {
+        self.control.addrs[self.index]
+    }
+
+    /// A connect string naming only this server.
+    pub fn connect_string(&self) -> String {
+        self.addr().to_string()
+    }
+
+    /// What it reports in [`ZkMock::servers`].
+    pub fn info(&self) -> ServerInfo {
+        self.control.servers().swap_remove(self.index)
+    }
+
+    /// What it is doing.
+    pub fn status(&self) -> ServerStatus {
+        self.info().status
+    }
+
+    /// The last zxid it has applied.
+    pub fn last_zxid(&self) -> i64 {
+        self.control.state().servers[self.index].last_zxid()
+    }
+
+    /// Kills it: its connections drop (its clients fail over to the other
+    /// servers and keep their sessions if they reconnect within the
+    /// timeout), new connections are closed at once, and it applies nothing
+    /// until [`restart`](Self::restart). Killing the leader, or the server
+    /// that leaves no quorum, starts an election (the builder's
+    /// [`election_window`](crate::ZkMockBuilder::election_window)). False if
+    /// it was not serving.
+    pub fn kill(&self) -> bool {
+        let then = self
+            .control
+            .state()
+            .take_down(self.index, ServerStatus::Killed);
+        self.control.then(then)
+    }
+
+    /// Restarts a killed server: it catches up with every committed txn,
+    /// as a restarted ZooKeeper syncs with the leader, and serves again.
+    /// False if it was not down.
+    pub fn restart(&self) -> bool {
+        let then = self.control.state().bring_up(self.index);
+        self.control.then(then)
+    }
+
+    /// Cuts it off from the quorum: it stops serving and closes its
+    /// connections, as a ZooKeeper server that loses the leader does.
+    /// False if it was not serving.
+    pub fn partition(&self) -> bool {
+        let then = self
+            .control
+            .state()
+            .take_down(self.index, ServerStatus::Partitioned);
+        self.control.then(then)
+    }
+
+    /// Heals a partition: as [`restart`](Self::restart).
+    pub fn heal(&self) -> bool {
+        self.restart()
+    }
+
+    /// Sets how far behind the leader it applies txns: reads through it are
+    /// stale, its watches fire late, and a write through it is answered
+    /// when it applies that write. Mock-only: a real ensemble cannot be made
+    /// to lag on demand. The leader applies every txn as it commits; a lag
+    /// set on it takes effect once it follows.
+    pub fn set_lag(&self, lag: Lag) {
+        self.control.state().set_lag(self.index, lag);
+    }
+
+    /// Applies every committed txn it has not yet, whatever its lag.
+    pub fn catch_up(&self) {
+        let mut st = self.control.state();
+        st.catch_up(self.index);
+        st.changed();
+    }
+}

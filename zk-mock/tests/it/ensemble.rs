@@ -1,0 +1,326 @@
+//! The ensemble: N servers, one txn log, a replica each. Replication,
+//! lagging followers (stale reads, late watches, late answers), `sync`,
+//! expiry applied at each server's own pace (CURATOR-498), the
+//! `lastZxidSeen` refusal, failover on a kill, leader elections and quorum
+//! loss — through `zookeeper-client` and raw sockets.
+
+use std::time::Duration;
+
+use zk_mock::client::RawClient;
+use zk_mock::proto::ConnectRequest;
+use zk_mock::record::{NotificationQuery, RequestQuery};
+use zk_mock::{Lag, ServerStatus, ZkMock};
+use zookeeper_client::{Client, EventType, SessionState};
+
+use crate::support::*;
+
+async fn ensemble(n: usize) -> ZkMock {
+    init_tracing();
+    ZkMock::builder()
+        .servers(n)
+        .election_window(Duration::from_millis(100))
+        .start()
+        .await
+        .unwrap()
+}
+
+/// A client that can only reach server `i`.
+async fn on(mock: &ZkMock, i: usize) -> Client {
+    connect_to(&mock.server(i).connect_string()).await
+}
+
+#[tokio::test]
+async fn an_ensemble_names_every_server_and_every_replica_applies_every_write() {
+    let mock = ensemble(3).await;
+    let hosts: Vec<String> = mock.addrs().iter().map(|a| a.to_string()).collect();
+    assert_eq!(mock.connect_string(), hosts.join(","));
+    let servers = mock.servers();
+    assert_eq!(servers.len(), 3);
+    assert!(servers.iter().all(|s| s.status == ServerStatus::Serving));
+    assert_eq!(servers.iter().filter(|s| s.leader).count(), 1);
+    assert!(servers[0].leader, "server 0 leads a fresh ensemble");
+
+    let (a, b, c) = (on(&mock, 0).await, on(&mock, 1).await, on(&mock, 2).await);
+    let (stat, _) = a.create("/x", b"one", &persistent()).await.unwrap();
+    for client in [&b, &c] {
+        let (data, read) = client.get_data("/x").await.unwrap();
+        assert_eq!(data, b"one");
+        assert_eq!(read, stat, "every replica holds the same node");
+    }
+    let zxids: Vec<i64> = mock.servers().iter().map(|s| s.last_zxid).collect();
+    assert_eq!(zxids, vec![zxids[0]; 3]);
+    // The recorder says which server each request came through.
+    mock.inspect(|log| {
+        assert_eq!(log.requests().by_path("/x").through(0).count(), 1);
+        assert_eq!(log.requests().by_path("/x").through(1).count(), 1);
+        assert_eq!(log.requests().by_path("/x").through(2).count(), 1);
+    });
+}
+
+#[tokio::test]
+async fn a_lagging_follower_serves_stale_reads_and_fires_its_watches_late() {
+    let mock = ensemble(3).await;
+    mock.server(1).set_lag(Lag::Txns(1));
+    let writer = on(&mock, 0).await;
+    let reader = on(&mock, 1).await;
+
+    writer.create("/a", b"", &persistent()).await.unwrap();
+    // Server 1 holds /a back: its reader does not see it, and leaves a watch.
+    let (stat, created) = reader.check_and_watch_stat("/a").await.unwrap();
+    assert_eq!(stat, None, "a read through the lagging follower is stale");
+    assert_eq!(mock.servers()[1].behind, 1);
+
+    writer.create("/b", b"", &persistent()).await.unwrap();
+    // Now server 1 applies /a (and holds /b back): the watch fires, late.
+    let ev = with_timeout(QUICK, "the late NodeCreated", created.changed()).await;
+    assert_eq!(ev.event_type, EventType::NodeCreated);
+    assert_eq!(ev.path, "/a");
+    assert!(reader.check_stat("/b").await.unwrap().is_none());
+    mock.inspect(|log| {
+        assert_eq!(log.notifications().by_path("/a").from_server(1).count(), 1);
+    });
+}
+
+#[tokio::test]
+async fn a_write_through_a_lagging_follower_is_answered_when_that_follower_applies_it() {
+    let mock = ensemble(3).await;
+    mock.server(1).set_lag(Lag::Txns(1));
+    let leader_client = on(&mock, 0).await;
+    let follower_client = on(&mock, 1).await;
+
+    let write = tokio::spawn(async move {
+        let r = follower_client.create("/w", b"", &persistent()).await;
+        (r, follower_client)
+    });
+    // The leader has it at once; the follower's client waits for its server.
+    with_timeout(QUICK, "the write at the leader", async {
+        while leader_client.check_stat("/w").await.unwrap().is_none() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    assert_eq!(mock.servers()[1].behind, 1);
+    assert!(
+        !write.is_finished(),
+        "answered before its server applied it"
+    );
+    // One more commit lets server 1 apply /w and answer.
+    leader_client
+        .create("/next", b"", &persistent())
+        .await
+        .unwrap();
+    let (r, follower_client) = with_timeout(QUICK, "the late answer", write).await.unwrap();
+    let (stat, _) = r.unwrap();
+    assert_eq!(follower_client.check_stat("/w").await.unwrap(), Some(stat));
+}
+
+#[tokio::test]
+async fn sync_brings_a_lagging_follower_up_to_the_leader() {
+    let mock = ensemble(3).await;
+    mock.server(2).set_lag(Lag::Txns(100));
+    let writer = on(&mock, 0).await;
+    let reader = on(&mock, 2).await;
+    writer.create("/s", b"v", &persistent()).await.unwrap();
+    assert!(reader.check_stat("/s").await.unwrap().is_none());
+    reader.sync("/s").await.unwrap();
+    assert_eq!(reader.get_data("/s").await.unwrap().0, b"v");
+    assert_eq!(mock.servers()[2].behind, 0);
+    assert_eq!(mock.servers()[2].last_zxid, mock.last_zxid());
+}
+
+#[tokio::test]
+async fn a_time_lag_applies_each_txn_that_long_after_its_commit() {
+    let mock = ZkMock::builder()
+        .servers(2)
+        .clock(zk_mock::clock::ClockMode::Manual)
+        .start()
+        .await
+        .unwrap();
+    mock.server(1).set_lag(Lag::Time(Duration::from_secs(1)));
+    let writer = on(&mock, 0).await;
+    let reader = on(&mock, 1).await;
+    writer.create("/t", b"", &persistent()).await.unwrap();
+    assert!(reader.check_stat("/t").await.unwrap().is_none());
+    mock.advance(Duration::from_millis(999));
+    assert!(reader.check_stat("/t").await.unwrap().is_none());
+    mock.advance(Duration::from_millis(1));
+    assert!(reader.check_stat("/t").await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn an_expired_sessions_ephemerals_linger_on_a_lagging_follower_curator_498() {
+    let mock = ensemble(3).await;
+    mock.server(1).set_lag(Lag::Txns(1));
+    let admin = on(&mock, 0).await;
+    admin.create("/lock", b"", &persistent()).await.unwrap();
+    let holder = on(&mock, 0).await;
+    holder.create("/lock/n-1", b"", &ephemeral()).await.unwrap();
+    let follower_reader = on(&mock, 1).await;
+    follower_reader.sync("/lock").await.unwrap();
+    assert_eq!(
+        follower_reader.list_children("/lock").await.unwrap(),
+        ["n-1"]
+    );
+
+    // Expiry is decided once; the leader applies the closeSession at once...
+    assert!(mock.expire_session(holder.session_id().0));
+    assert!(admin.list_children("/lock").await.unwrap().is_empty());
+    // ...while the lagging follower still lists the dead session's node.
+    assert_eq!(
+        follower_reader.list_children("/lock").await.unwrap(),
+        ["n-1"],
+        "the follower has not applied the closeSession yet"
+    );
+    admin.create("/tick", b"", &persistent()).await.unwrap();
+    assert!(follower_reader
+        .list_children("/lock")
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+#[tokio::test]
+async fn a_server_behind_the_clients_last_zxid_refuses_it() {
+    let mock = ensemble(3).await;
+    mock.server(2).set_lag(Lag::Txns(100));
+    let writer = on(&mock, 0).await;
+    writer.create("/z", b"", &persistent()).await.unwrap();
+    let seen = mock.last_zxid();
+    let req = ConnectRequest {
+        time_out: 6000,
+        last_zxid_seen: seen,
+        passwd: Some(bytes::Bytes::from_static(&[0; 16])),
+        read_only: Some(false),
+        ..Default::default()
+    };
+    // ZooKeeperServer.processConnectRequest: CLIENT_ZXID_AHEAD, closed with no answer.
+    let (_, behind) = RawClient::handshake(mock.server(2).addr(), &req)
+        .await
+        .unwrap();
+    assert!(behind.is_none(), "a server behind the client answered it");
+    let (_, caught_up) = RawClient::handshake(mock.server(1).addr(), &req)
+        .await
+        .unwrap();
+    assert!(
+        caught_up.is_some(),
+        "a server that has applied the zxid refused it"
+    );
+}
+
+#[tokio::test]
+async fn killing_a_clients_server_fails_it_over_with_its_session_and_ephemerals() {
+    let mock = ensemble(3).await;
+    let client = connect_to(&mock.connect_string()).await;
+    let session = client.session_id();
+    client.create("/e", b"", &ephemeral()).await.unwrap();
+    let on_server = mock
+        .servers()
+        .iter()
+        .position(|s| s.connections == 1)
+        .expect("the client is on one server");
+    let mut state = client.state_watcher();
+
+    assert!(mock.server(on_server).kill());
+    assert_eq!(mock.server(on_server).status(), ServerStatus::Killed);
+    assert!(
+        !mock.server(on_server).kill(),
+        "killing a dead server does nothing"
+    );
+    with_timeout(QUICK, "the failover", async {
+        while state.changed().await != SessionState::SyncConnected {}
+    })
+    .await;
+    assert_eq!(client.session_id(), session);
+    assert!(client.check_stat("/e").await.unwrap().is_some());
+    let now_on = mock
+        .servers()
+        .iter()
+        .position(|s| s.connections == 1)
+        .unwrap();
+    assert_ne!(now_on, on_server);
+
+    // A restarted server catches up before it serves.
+    client
+        .create("/while-down", b"", &persistent())
+        .await
+        .unwrap();
+    assert!(mock.server(on_server).restart());
+    let back = on(&mock, on_server).await;
+    assert!(back.check_stat("/while-down").await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn a_leader_election_drops_every_client_and_starts_a_new_epoch() {
+    let mock = ensemble(3).await;
+    let client = connect_to(&mock.connect_string()).await;
+    let session = client.session_id();
+    let (before, _) = client.create("/pre", b"", &persistent()).await.unwrap();
+    assert_eq!(before.mzxid >> 32, 0);
+    let mut state = client.state_watcher();
+
+    mock.leader_election(Duration::from_millis(100));
+    assert!(mock
+        .servers()
+        .iter()
+        .all(|s| s.status == ServerStatus::Electing && s.connections == 0));
+    assert_eq!(state.changed().await, SessionState::Disconnected);
+    with_timeout(QUICK, "the reconnect after the election", async {
+        while state.changed().await != SessionState::SyncConnected {}
+    })
+    .await;
+    assert_eq!(
+        client.session_id(),
+        session,
+        "the session survives the election"
+    );
+    assert_eq!(mock.leader(), 2, "the highest id among equals leads");
+    let (after, _) = client.create("/post", b"", &persistent()).await.unwrap();
+    assert_eq!(after.mzxid, (1 << 32) + 1, "the new epoch's first write");
+}
+
+#[tokio::test]
+async fn killing_the_leader_elects_another_and_losing_the_quorum_stops_every_server() {
+    let mock = ensemble(3).await;
+    let client = connect_to(&mock.connect_string()).await;
+    client.create("/k", b"", &persistent()).await.unwrap();
+
+    assert!(mock.server(0).kill());
+    with_timeout(QUICK, "a new leader", async {
+        while mock
+            .servers()
+            .iter()
+            .any(|s| s.status == ServerStatus::Electing)
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert_eq!(mock.leader(), 2);
+    client.create("/k2", b"", &persistent()).await.unwrap();
+
+    // Two of three down: no quorum, so the survivor takes no clients.
+    assert!(mock.server(2).kill());
+    assert_eq!(mock.server(1).status(), ServerStatus::Electing);
+    let refused = RawClient::connect(mock.server(1).addr(), 6000).await;
+    assert!(refused.is_err(), "a server without a quorum took a client");
+
+    // One back: a quorum again, a leader after the window, writes again.
+    assert!(mock.server(0).restart());
+    with_timeout(QUICK, "the quorum back", async {
+        loop {
+            if let Ok(()) = client.create("/k3", b"", &persistent()).await.map(drop) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let zxids: Vec<(ServerStatus, i64)> = mock
+        .servers()
+        .iter()
+        .map(|s| (s.status, s.last_zxid))
+        .collect();
+    assert_eq!(zxids[0], (ServerStatus::Serving, mock.last_zxid()));
+    assert_eq!(zxids[1], (ServerStatus::Serving, mock.last_zxid()));
+    assert_eq!(zxids[2].0, ServerStatus::Killed);
+}
