@@ -17,6 +17,11 @@
 //! | `GET /recorder/notifications?session=&path=&event=` | recorded notifications |
 //! | `DELETE /recorder` | forget the recording |
 //! | `GET /metrics` | counters |
+//! | `GET /servers` | each server: index, addr, status, leader, lag, last_zxid, behind, connections |
+//! | `POST /servers/{i}/kill`, `/restart`, `/partition`, `/heal` | one server down or back |
+//! | `POST /servers/{i}/lag` with `{"ms": N}` or `{"txns": N}` (`{}`: none) | a follower's lag |
+//! | `POST /servers/{i}/catch_up` | apply what it holds back |
+//! | `POST /election` with `{"ms": N}` (window; default the builder's) | leader loss |
 //!
 //! Session ids are accepted in decimal (as clients print them) or `0x` hex,
 //! in paths and, in a rule's `session`, as a JSON number or string.
@@ -92,6 +97,10 @@ pub fn router(control: Control) -> Router {
         .route("/recorder/notifications", get(notifications))
         .route("/recorder", delete(clear))
         .route("/metrics", get(metrics))
+        .route("/servers", get(servers))
+        .route("/servers/{i}/lag", post(server_lag))
+        .route("/servers/{i}/{verb}", post(server_verb))
+        .route("/election", post(election))
         .fallback(|| async {
             not_found("no such endpoint; see the zk-mock README for the admin API")
         })
@@ -377,4 +386,97 @@ async fn clear(State(c): State<Control>) -> ApiResult {
 
 async fn metrics(State(c): State<Control>) -> ApiResult {
     ok(c.metrics())
+}
+
+async fn servers(State(c): State<Control>) -> ApiResult {
+    ok(c.servers())
+}
+
+fn server_index(c: &Control, text: &str) -> Result<usize, ApiError> {
+    let n = c.addrs().len();
+    match text.parse::<usize>() {
+        Ok(i) if i < n => Ok(i),
+        _ => Err(not_found(format!(
+            "no server {text:?}: the ensemble's servers are 0..{n}"
+        ))),
+    }
+}
+
+async fn server_verb(
+    State(c): State<Control>,
+    Path((i, verb)): Path<(String, String)>,
+) -> ApiResult {
+    let i = server_index(&c, &i)?;
+    let server = c.server(i);
+    let done = match verb.as_str() {
+        "kill" => server.kill(),
+        "restart" => server.restart(),
+        "partition" => server.partition(),
+        "heal" => server.heal(),
+        "catch_up" => {
+            server.catch_up();
+            true
+        }
+        other => {
+            return Err(not_found(format!(
+                "unknown server verb {other:?}: kill, restart, partition, heal, lag or catch_up"
+            )))
+        }
+    };
+    if done {
+        ok(server.info())
+    } else {
+        Err(ApiError(
+            StatusCode::CONFLICT,
+            format!(
+                "server {i} cannot {verb}: it is {}",
+                server.info().status.name()
+            ),
+        ))
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct LagBody {
+    ms: Option<u64>,
+    txns: Option<usize>,
+}
+
+async fn server_lag(
+    State(c): State<Control>,
+    Path(i): Path<String>,
+    body: Result<Json<LagBody>, JsonRejection>,
+) -> ApiResult {
+    let i = server_index(&c, &i)?;
+    let Json(b) = body.map_err(|e| {
+        bad(format!(
+            "expected {{\"ms\": N}} or {{\"txns\": N}}: {}",
+            e.body_text()
+        ))
+    })?;
+    let lag = match (b.ms, b.txns) {
+        (Some(_), Some(_)) => return Err(bad("a lag is ms or txns, not both")),
+        (Some(ms), None) => crate::Lag::Time(Duration::from_millis(ms)),
+        (None, Some(n)) => crate::Lag::Txns(n),
+        (None, None) => crate::Lag::None,
+    };
+    let server = c.server(i);
+    server.set_lag(lag);
+    ok(server.info())
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ElectionBody {
+    ms: Option<u64>,
+}
+
+async fn election(State(c): State<Control>, body: Option<Json<ElectionBody>>) -> ApiResult {
+    let window = body
+        .and_then(|Json(b)| b.ms)
+        .map(Duration::from_millis)
+        .unwrap_or_else(|| c.election_window());
+    c.leader_election(window);
+    ok(json!({ "electing": true, "window_ms": window.as_millis() as u64 }))
 }

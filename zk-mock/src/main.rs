@@ -97,6 +97,15 @@ struct Args {
     /// Require client certificates signed by this CA, PEM (ssl.clientAuth=need).
     #[arg(long = "tls-ca", requires = "secure_port")]
     tls_ca: Option<std::path::PathBuf>,
+    /// Serve an ensemble of N servers on ports PORT..PORT+N-1 (0: N free
+    /// ports), one session space and one txn log; the admin interface's
+    /// /servers endpoints kill, restart, partition and lag them.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=255))]
+    servers: u16,
+    /// In an ensemble, how long the servers go without a leader when they
+    /// lose it (ms).
+    #[arg(long = "election-window", default_value_t = 200)]
+    election_window: u64,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -126,6 +135,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .extended_types(args.extended_types)
         .reconfig_enabled(args.reconfig_enabled)
         .max_outbox_bytes(args.max_outbox_bytes)
+        .servers(usize::from(args.servers))
+        .election_window(std::time::Duration::from_millis(args.election_window))
         .record(args.recorder_capacity > 0)
         .recorder_capacity(args.recorder_capacity)
         .clock(match args.clock {

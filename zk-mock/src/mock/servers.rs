@@ -40,6 +40,11 @@ impl Control {
         self.state().leader
     }
 
+    /// As [`ZkMock::election_window`].
+    pub fn election_window(&self) -> Duration {
+        Duration::from_millis(self.state().settings.election_window_ms)
+    }
+
     /// As [`ZkMock::leader_election`].
     pub fn leader_election(&self, window: Duration) {
         self.state().begin_election();
@@ -97,6 +102,12 @@ impl Mock {
     /// The index of the server that leads.
     pub fn leader(&self) -> usize {
         self.control.leader()
+    }
+
+    /// How long an ensemble that loses its leader goes without one
+    /// ([`ZkMockBuilder::election_window`](crate::ZkMockBuilder::election_window)).
+    pub fn election_window(&self) -> Duration {
+        self.control.election_window()
     }
 
     /// Leader loss: every server drops its clients and takes none, so

@@ -9,6 +9,9 @@ use std::process::{Child, Command, Stdio};
 pub(crate) struct Binary {
     pub(crate) child: Child,
     pub(crate) addr: SocketAddr,
+    /// Every server's address, comma-separated (`--servers N`).
+    #[allow(dead_code)]
+    pub(crate) connect_string: String,
     /// The admin interface's address and announcement, with `--admin-port`.
     #[allow(dead_code)]
     pub(crate) admin: Option<(SocketAddr, String)>,
@@ -48,9 +51,14 @@ pub(crate) fn spawn_with(args: &[&str], admin_token: Option<&str>) -> Binary {
         .lines()
         .map_while(Result::ok);
     let line = lines.next().unwrap_or_default();
-    let addr = line
+    let connect_string = line
         .split_whitespace()
         .nth(3)
+        .unwrap_or_default()
+        .to_string();
+    let addr = connect_string
+        .split(',')
+        .next()
         .and_then(|a| a.parse().ok())
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
     let admin = args.contains(&"--admin-port").then(|| {
@@ -66,5 +74,10 @@ pub(crate) fn spawn_with(args: &[&str], admin_token: Option<&str>) -> Binary {
         (addr, line)
     });
     std::thread::spawn(move || lines.for_each(drop));
-    Binary { child, addr, admin }
+    Binary {
+        child,
+        addr,
+        connect_string,
+        admin,
+    }
 }

@@ -306,3 +306,61 @@ async fn the_binary_takes_its_admin_token_from_the_flag_or_the_environment() {
         assert_eq!(s, 200, "{args:?} {env:?}");
     }
 }
+
+#[tokio::test]
+async fn the_binary_serves_an_ensemble_whose_servers_the_admin_interface_kills_lags_and_restarts() {
+    let (b, admin, _) = admin_binary(&["--servers", "3", "--election-window", "50"], None);
+    let hosts: Vec<&str> = b.connect_string.split(',').collect();
+    assert_eq!(hosts.len(), 3, "{}", b.connect_string);
+
+    let (s, v) = http(admin, "GET", "/servers", None).await;
+    assert_eq!(s, 200);
+    let servers = v.as_array().unwrap();
+    assert_eq!(servers.len(), 3);
+    assert_eq!(servers[0]["leader"], true);
+    assert_eq!(servers[1]["status"], "serving");
+    assert_eq!(servers[2]["addr"], hosts[2]);
+
+    // A lagging server 2: its client reads stale data.
+    let (s, v) = http(admin, "POST", "/servers/2/lag", Some(r#"{"txns": 1}"#)).await;
+    assert_eq!((s, &v["lag"]["txns"]), (200, &Value::from(1)));
+    let writer = connect_to(hosts[0]).await;
+    let reader = connect_to(hosts[2]).await;
+    writer.create("/lagged", b"", &persistent()).await.unwrap();
+    assert!(reader.check_stat("/lagged").await.unwrap().is_none());
+    let (_, v) = http(admin, "GET", "/servers", None).await;
+    assert_eq!(v[2]["behind"], 1);
+    let (s, _) = http(admin, "POST", "/servers/2/catch_up", None).await;
+    assert_eq!(s, 200);
+    assert!(reader.check_stat("/lagged").await.unwrap().is_some());
+
+    // Kill and restart: a second kill is a 409, an unknown server a 404.
+    let (s, v) = http(admin, "POST", "/servers/1/kill", None).await;
+    assert_eq!((s, v["status"].as_str()), (200, Some("killed")));
+    let (s, v) = http(admin, "POST", "/servers/1/kill", None).await;
+    assert_eq!(s, 409, "{v}");
+    let (s, _) = http(admin, "POST", "/servers/7/kill", None).await;
+    assert_eq!(s, 404);
+    let (s, v) = http(admin, "POST", "/servers/1/restart", None).await;
+    assert_eq!((s, v["status"].as_str()), (200, Some("serving")));
+    let (s, v) = http(
+        admin,
+        "POST",
+        "/servers/1/lag",
+        Some(r#"{"ms": 5, "txns": 1}"#),
+    )
+    .await;
+    assert_eq!(s, 400, "{v}");
+
+    // Leader loss: every client drops for the window, then a new leader.
+    let (s, _) = http(admin, "POST", "/election", Some(r#"{"ms": 50}"#)).await;
+    assert_eq!(s, 200);
+    with_timeout(QUICK, "a write after the election", async {
+        while writer.create("/after", b"", &persistent()).await.is_err() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let (_, v) = http(admin, "GET", "/servers", None).await;
+    assert_eq!(v[2]["leader"], true, "{v}");
+}
