@@ -53,8 +53,21 @@ pub(crate) fn is_command(first: &[u8]) -> bool {
 }
 
 /// The text answer to a four-letter word.
-pub(crate) fn answer(state: &State, word: &[u8]) -> String {
+/// What `srvr` and `mntr` call a server's role.
+fn mode(state: &State, server: usize) -> &'static str {
+    if state.servers.len() == 1 {
+        "standalone"
+    } else if server == state.leader {
+        "leader"
+    } else {
+        "follower"
+    }
+}
+
+/// Answers a four-letter word sent to server `server` of the ensemble.
+pub(crate) fn answer(state: &State, server: usize, word: &[u8]) -> String {
     let mut out = String::new();
+    let replica = &state.servers[server];
     match word {
         b"ruok" => out.push_str("imok"),
         b"isro" => out.push_str("rw"),
@@ -73,9 +86,9 @@ pub(crate) fn answer(state: &State, word: &[u8]) -> String {
             let _ = writeln!(out, "Sent: {}", state.out.packets_sent);
             let _ = writeln!(out, "Connections: {}", state.out.conns.len());
             let _ = writeln!(out, "Outstanding: 0");
-            let _ = writeln!(out, "Zxid: {:#x}", state.tree().last_zxid());
-            let _ = writeln!(out, "Mode: standalone");
-            let _ = writeln!(out, "Node count: {}", state.tree().node_count());
+            let _ = writeln!(out, "Zxid: {:#x}", replica.last_zxid());
+            let _ = writeln!(out, "Mode: {}", mode(state, server));
+            let _ = writeln!(out, "Node count: {}", replica.tree.node_count());
         }
         b"conf" => {
             // The keys and order of `ZooKeeperServer.dumpConf`; the mock has no data directory.
@@ -108,7 +121,7 @@ pub(crate) fn answer(state: &State, word: &[u8]) -> String {
         // requests and watch events), not settable here.
         b"gtmk" => out.push_str("306"),
         b"stmk" | b"hash" => {}
-        b"mntr" => mntr(&mut out, state),
+        b"mntr" => mntr(&mut out, state, server),
         b"srst" => out.push_str("Server stats reset.\n"),
         b"crst" => out.push_str("Connection stats reset.\n"),
         // The watch words dump the data table only (`DataTree.dumpWatches*`),
@@ -351,7 +364,7 @@ const MNTR_KEYS: &str = include_str!("mntr_keys.tsv");
 
 /// `MonitorCommand`: every key ZooKeeper 3.8 reports, the ones the mock
 /// has with its values, counters it does not keep at 0.
-fn mntr(out: &mut String, state: &State) {
+fn mntr(out: &mut String, state: &State, server: usize) {
     let ephemerals: usize = state
         .sessions
         .iter()
@@ -377,10 +390,10 @@ fn mntr(out: &mut String, state: &State) {
         };
         let value = match key {
             "zk_version" => version(state).to_string(),
-            "zk_server_state" => "standalone".into(),
+            "zk_server_state" => mode(state, server).into(),
             "zk_ephemerals_count" => ephemerals.to_string(),
             "zk_num_alive_connections" => state.out.conns.len().to_string(),
-            "zk_znode_count" => state.tree().node_count().to_string(),
+            "zk_znode_count" => state.servers[server].tree.node_count().to_string(),
             "zk_global_sessions" => state.sessions.iter().count().to_string(),
             "zk_packets_sent" => state.out.packets_sent.to_string(),
             "zk_packets_received" => state.out.packets_received.to_string(),

@@ -153,7 +153,8 @@ impl Reader {
                 c.four_letter = true;
                 c.received += 1;
             }
-            let text = four_letter::answer(&st, &word);
+            let server = st.server_of(conn);
+            let text = four_letter::answer(&st, server, &word);
             st.enqueue(conn, Bytes::from(text));
             st.close_conn(conn);
             return Step::Close;

@@ -324,3 +324,40 @@ async fn killing_the_leader_elects_another_and_losing_the_quorum_stops_every_ser
     assert_eq!(zxids[1], (ServerStatus::Serving, mock.last_zxid()));
     assert_eq!(zxids[2].0, ServerStatus::Killed);
 }
+
+#[tokio::test]
+async fn srvr_names_each_servers_mode_and_the_zxid_it_has_applied() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    async fn srvr(addr: std::net::SocketAddr) -> String {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(b"srvr").await.unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        out
+    }
+    let mock = ensemble(3).await;
+    mock.server(2).set_lag(Lag::Txns(1));
+    let client = on(&mock, 0).await;
+    client.create("/m", b"", &persistent()).await.unwrap();
+    let (leader, follower, lagging) = (
+        srvr(mock.server(0).addr()).await,
+        srvr(mock.server(1).addr()).await,
+        srvr(mock.server(2).addr()).await,
+    );
+    assert!(leader.contains("Mode: leader\n"), "{leader}");
+    assert!(follower.contains("Mode: follower\n"), "{follower}");
+    let zxid = |text: &str| {
+        text.lines()
+            .find(|l| l.starts_with("Zxid: "))
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(zxid(&leader), zxid(&follower));
+    assert_ne!(
+        zxid(&leader),
+        zxid(&lagging),
+        "the lagging server reports its own zxid"
+    );
+    let single = ZkMock::start().await;
+    assert!(srvr(single.addr()).await.contains("Mode: standalone\n"));
+}
