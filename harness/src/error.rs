@@ -41,6 +41,9 @@ pub enum RunError {
         #[source]
         source: std::io::Error,
     },
+    /// An ensemble step or setting on a target that is one server.
+    #[error("ensemble steps (servers, kill_server, lag, leader_election, a group's server) need the embedded zk-mock")]
+    Ensemble,
     /// The real target's proxies know no such client.
     #[error("no proxy for client {0:?}")]
     UnknownClient(String),

@@ -113,6 +113,14 @@ pub async fn run(loaded: &Loaded, opts: &RunOptions) -> Outcome {
         );
         return outcome;
     }
+    if opts.target != TargetSpec::Mock && loaded.scenario.server.servers > 1 {
+        outcome.status = Status::Skipped;
+        outcome.errors.push(format!(
+            "needs an ensemble of {} (the real target is one ZooKeeper server; the mock's ensemble is judged against a real one by the conformance suite)",
+            loaded.scenario.server.servers
+        ));
+        return outcome;
+    }
     let target = match Target::start(&opts.target, loaded, seed).await {
         Ok(t) => t,
         Err(e) => {
@@ -664,6 +672,28 @@ async fn act(ctx: &Arc<Ctx>, i: usize, step: Step) -> Result<(), RunError> {
     } else if let Some(chaos) = &step.chaos {
         until = t + chaos.duration.0;
         targets = nemesis(ctx, i, chaos).await;
+    } else if let Some((verb, r)) = [
+        ("kill", &step.kill_server),
+        ("restart", &step.restart_server),
+        ("partition", &step.partition_server),
+        ("heal", &step.heal_server),
+    ]
+    .into_iter()
+    .find_map(|(verb, r)| r.as_ref().map(|r| (verb, r)))
+    {
+        if let Some(i) = server_of(ctx, r, &sessions) {
+            ctx.target.server_verb(verb, i)?;
+            targets.push(format!("server {i}"));
+        }
+    } else if let Some(l) = &step.lag {
+        if let Some(i) = server_of(ctx, &l.server, &sessions) {
+            ctx.target.lag(i, l.lag())?;
+            targets.push(format!("server {i}"));
+        }
+    } else if let Some(window) = step.leader_election {
+        ctx.target.leader_election(window.0)?;
+        until = t + window.0;
+        targets.push("ALL".into());
     } else if let Some(sel) = &step.close {
         for c in resolve(&ctx, sel) {
             if ctx.open.lock().remove(&c) {
@@ -791,12 +821,45 @@ async fn nemesis(ctx: &Arc<Ctx>, step: usize, chaos: &crate::scenario::Chaos) ->
     hit.into_iter().collect()
 }
 
+/// The server a step names: its index, or the server the named client's
+/// session is connected to now (`None`, logged, if it has none).
+fn server_of(
+    ctx: &Arc<Ctx>,
+    r: &crate::scenario::ServerRef,
+    sessions: &std::collections::BTreeMap<String, i64>,
+) -> Option<usize> {
+    match r {
+        crate::scenario::ServerRef::Index(i) => Some(*i),
+        crate::scenario::ServerRef::Of(sel) => {
+            let found = resolve(ctx, sel)
+                .into_iter()
+                .find_map(|c| sessions.get(&c).and_then(|s| ctx.target.server_of(*s)));
+            if found.is_none() {
+                tracing::warn!(client = %sel, "no connected session: no server to act on");
+            }
+            found
+        }
+    }
+}
+
 /// Connects a session for `name` (retrying until the deadline) and opens
 /// its lock; logs the attempt. `None`: it could not.
 async fn open_session(ctx: &Arc<Ctx>, name: &str) -> Option<i64> {
     let j = &ctx.journal;
     j.log(name, Event::Connecting);
-    let cs = match ctx.target.connect_string(name).await {
+    let server = ctx
+        .loaded
+        .scenario
+        .clients
+        .iter()
+        .find(|g| ctx.loaded.members(&g.value).iter().any(|m| m == name))
+        .and_then(|g| {
+            g.value
+                .server
+                .as_ref()
+                .map(crate::scenario::ServerSet::indices)
+        });
+    let cs = match ctx.target.connect_string(name, server.as_deref()).await {
         Ok(cs) => cs,
         Err(e) => {
             j.log(

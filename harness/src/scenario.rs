@@ -108,6 +108,12 @@ pub struct Server {
     /// server that has not applied the expiry yet (CURATOR-604). Mock only.
     #[serde(default)]
     pub expiry_cleanup_delay: Option<Dur>,
+    /// An ensemble of this many servers (default 1): one connect string
+    /// naming them all, a replica each; `kill_server`, `restart_server`,
+    /// `partition_server`, `heal_server`, `lag` and `leader_election`
+    /// steps act on them. Mock only.
+    #[serde(default = "one")]
+    pub servers: usize,
 }
 
 fn default_tick() -> Dur {
@@ -128,6 +134,7 @@ impl Default for Server {
             compat: default_compat(),
             seed: None,
             expiry_cleanup_delay: None,
+            servers: 1,
         }
     }
 }
@@ -377,6 +384,50 @@ pub struct Group {
     /// the lost signal: a negative scenario.
     #[serde(default = "yes")]
     pub fence: bool,
+    /// Connect only to this server of the ensemble, or to these (`[1, 2]`);
+    /// default: any (the connect string names them all).
+    #[serde(default)]
+    pub server: Option<ServerSet>,
+}
+
+/// One server of the ensemble or several.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum ServerSet {
+    /// This one.
+    One(usize),
+    /// These.
+    Some(Vec<usize>),
+}
+
+impl ServerSet {
+    /// The servers named.
+    pub fn indices(&self) -> Vec<usize> {
+        match self {
+            ServerSet::One(i) => vec![*i],
+            ServerSet::Some(v) => v.clone(),
+        }
+    }
+}
+
+/// The server a step acts on: by index, or the one a client's session is
+/// connected to at that moment (a client name or HOLDER).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum ServerRef {
+    /// Server `i` (0-based).
+    Index(usize),
+    /// The server this client is connected to.
+    Of(String),
+}
+
+impl std::fmt::Display for ServerRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServerRef::Index(i) => write!(f, "server {i}"),
+            ServerRef::Of(c) => write!(f, "{c}'s server"),
+        }
+    }
 }
 
 fn one() -> usize {
@@ -649,6 +700,51 @@ pub struct Step {
     /// A seeded random schedule of faults.
     #[serde(default)]
     pub chaos: Option<Chaos>,
+    /// Kill this server of the ensemble: its clients fail over (a killed
+    /// leader, or a lost quorum, starts an election).
+    #[serde(default)]
+    pub kill_server: Option<ServerRef>,
+    /// Restart a killed server: it catches up, then serves.
+    #[serde(default)]
+    pub restart_server: Option<ServerRef>,
+    /// Cut this server off from the quorum: it stops serving.
+    #[serde(default)]
+    pub partition_server: Option<ServerRef>,
+    /// Heal a partitioned server.
+    #[serde(default)]
+    pub heal_server: Option<ServerRef>,
+    /// Make a server apply committed txns late.
+    #[serde(default)]
+    pub lag: Option<LagStep>,
+    /// Leader loss: every server drops its clients for this window.
+    #[serde(default)]
+    pub leader_election: Option<Dur>,
+}
+
+/// A `lag` step: which server, and by how much (`txns` or `time`; neither:
+/// no lag).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LagStep {
+    /// The server: an index, or a client whose server it is.
+    pub server: ServerRef,
+    /// Keep this many committed txns unapplied.
+    #[serde(default)]
+    pub txns: Option<usize>,
+    /// Apply each txn this long after its commit.
+    #[serde(default)]
+    pub time: Option<Dur>,
+}
+
+impl LagStep {
+    /// The mock's lag.
+    pub fn lag(&self) -> zk_mock::Lag {
+        match (self.txns, &self.time) {
+            (Some(n), _) => zk_mock::Lag::Txns(n),
+            (None, Some(d)) => zk_mock::Lag::Time(d.0),
+            (None, None) => zk_mock::Lag::None,
+        }
+    }
 }
 
 impl Step {
@@ -703,6 +799,27 @@ impl Step {
         }
         if let Some(t) = &self.close {
             v.push(("close", t.clone()));
+        }
+        for (name, server) in [
+            ("kill_server", &self.kill_server),
+            ("restart_server", &self.restart_server),
+            ("partition_server", &self.partition_server),
+            ("heal_server", &self.heal_server),
+        ] {
+            if let Some(r) = server {
+                v.push((name, r.to_string()));
+            }
+        }
+        if let Some(l) = &self.lag {
+            let by = match (l.txns, &l.time) {
+                (Some(n), _) => format!("{n} txns"),
+                (None, Some(d)) => d.to_string(),
+                (None, None) => "none".into(),
+            };
+            v.push(("lag", format!("{} by {by}", l.server)));
+        }
+        if let Some(d) = &self.leader_election {
+            v.push(("leader_election", format!("for {d}")));
         }
         if let Some(c) = &self.chaos {
             v.push((
@@ -933,6 +1050,17 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
             ),
         });
     }
+    if !(1..=15).contains(&s.server.servers) {
+        return Err(ScenarioError {
+            file: file.clone(),
+            line: 0,
+            column: 0,
+            message: format!(
+                "server.servers: an ensemble has 1 to 15 servers, not {}",
+                s.server.servers
+            ),
+        });
+    }
     if s.clients.is_empty() {
         return Err(err_at(
             file,
@@ -1032,6 +1160,28 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
             }
             _ => {}
         }
+        let indices = v
+            .server
+            .as_ref()
+            .map(ServerSet::indices)
+            .unwrap_or_default();
+        if v.server.is_some() && indices.is_empty() {
+            return Err(err_at(
+                file,
+                g,
+                format!("clients.server: group {:?} names no server", v.name),
+            ));
+        }
+        if let Some(i) = indices.into_iter().find(|&i| i >= s.server.servers) {
+            return Err(err_at(
+                file,
+                g,
+                format!(
+                    "clients.server: group {:?} names server {i}, but `server.servers` is {} (servers 0..{})",
+                    v.name, s.server.servers, s.server.servers
+                ),
+            ));
+        }
         if v.on_stampede && v.start.is_some() {
             return Err(err_at(
                 file,
@@ -1058,7 +1208,7 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
                 file,
                 step,
                 format!(
-                    "timeline: a step needs exactly one action (expire, disconnect, stall, lose_reply, drop_request, fail, delay, refuse_connections, stampede, crash, close, chaos); found {}",
+                    "timeline: a step needs exactly one action (expire, disconnect, stall, lose_reply, drop_request, fail, delay, refuse_connections, stampede, crash, close, chaos, kill_server, restart_server, partition_server, heal_server, lag, leader_election); found {}",
                     if actions.is_empty() {
                         "none".to_string()
                     } else {
@@ -1073,6 +1223,57 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
                 step,
                 "timeline: a step needs exactly one of `at: <time>` or `on: <event>`".into(),
             ));
+        }
+        let servers = s.server.servers;
+        for (field, server) in [
+            ("kill_server", &v.kill_server),
+            ("restart_server", &v.restart_server),
+            ("partition_server", &v.partition_server),
+            ("heal_server", &v.heal_server),
+            ("lag.server", &v.lag.as_ref().map(|l| l.server.clone())),
+        ] {
+            match server {
+                Some(ServerRef::Index(i)) if *i >= servers => {
+                    return Err(err_at(
+                        file,
+                        step,
+                        format!(
+                            "timeline.{field}: no server {i}: `server.servers` is {servers} (servers 0..{servers})"
+                        ),
+                    ))
+                }
+                Some(ServerRef::Of(c)) if !known(c) => {
+                    return Err(err_at(
+                        file,
+                        step,
+                        format!("timeline.{field}: unknown client {c:?} (a client name, or HOLDER)"),
+                    ))
+                }
+                Some(_) if servers < 2 => {
+                    return Err(err_at(
+                        file,
+                        step,
+                        format!("timeline.{field}: needs an ensemble (`server: {{servers: 3}}`)"),
+                    ))
+                }
+                _ => {}
+            }
+        }
+        if v.leader_election.is_some() && servers < 2 {
+            return Err(err_at(
+                file,
+                step,
+                "timeline.leader_election: needs an ensemble (`server: {servers: 3}`)".into(),
+            ));
+        }
+        if let Some(l) = &v.lag {
+            if l.txns.is_some() && l.time.is_some() {
+                return Err(err_at(
+                    file,
+                    step,
+                    "timeline.lag: give `txns` or `time`, not both".into(),
+                ));
+            }
         }
         if let Some(on) = &v.on {
             let set = [

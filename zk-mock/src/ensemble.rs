@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::compat::Compat;
-use crate::dispatch::{Txn, TxnOp};
+use crate::dispatch::Txn;
 use crate::session::ConnId;
 use crate::state::State;
 use crate::tree::DataTree;
@@ -303,18 +303,11 @@ impl State {
             return false;
         };
         self.leader = leader;
+        // The new leader's epoch: its NEWLEADER zxid is `epoch << 32`, the
+        // first txn `(epoch << 32) + 1`; followers keep reporting the old
+        // epoch's last zxid until they apply that txn.
         let epoch = (self.tree().last_zxid() >> 32) + 1;
-        self.commit(Txn {
-            zxid: epoch << 32,
-            time: self.clock.wall_ms(),
-            session: 0,
-            auth: Vec::new(),
-            op: TxnOp::NewEpoch,
-            origin: None,
-        });
-        for &i in &up {
-            self.catch_up(i);
-        }
+        self.servers[leader].tree.advance_to(epoch << 32);
         let now = self.clock.now_ms();
         self.sessions.touch_all(now);
         self.electing = false;

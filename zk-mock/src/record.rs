@@ -129,6 +129,11 @@ pub enum SessionEvent {
     Reattached,
     /// A connection's re-attach was refused: unknown, expired or wrong password.
     Refused,
+    /// A connection was closed unanswered because the client had seen a
+    /// zxid its server has not applied (`lastZxidSeen`, CLIENT_ZXID_AHEAD):
+    /// what sends a client away from an ensemble server that is behind it.
+    /// The zxid is the server's.
+    ZxidAhead,
     /// Its connection was closed (by the client, a fault or a reconnect elsewhere).
     Disconnected,
     /// The client closed it (closeSession).

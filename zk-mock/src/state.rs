@@ -133,10 +133,17 @@ impl State {
         servers: usize,
     ) -> State {
         let settings_check_interval = settings.container_check_interval_ms.max(1);
+        let mut replicas: Vec<Replica> = (0..servers.max(1))
+            .map(|_| Replica::new(settings.compat))
+            .collect();
+        if replicas.len() > 1 {
+            // A quorum's first leader starts epoch 1 (NEWLEADER zxid
+            // 0x100000000; the first txn is 0x100000001); its followers
+            // report 0 until they apply a txn. A standalone server starts at 0.
+            replicas[0].tree.advance_to(1 << 32);
+        }
         State {
-            servers: (0..servers.max(1))
-                .map(|_| Replica::new(settings.compat))
-                .collect(),
+            servers: replicas,
             leader: 0,
             sessions,
             out: Outboxes::new(settings.max_outbox),
@@ -408,6 +415,9 @@ impl State {
                 zxid = format_args!("{server_zxid:#x}"),
                 "client zxid ahead of server; closing"
             );
+            let now = self.clock.now_ms();
+            self.recorder
+                .session(now, req.session_id, SessionEvent::ZxidAhead, server_zxid);
             self.close_conn(conn);
             return Flow::Close;
         }
@@ -458,10 +468,13 @@ impl State {
             );
             return Flow::Continue;
         }
-        // Any other connection of this session is closed first, even if the
-        // password turns out to be wrong (CLIENT_RECONNECT).
+        // Any other connection of this session on this server is closed
+        // first, even if the password turns out to be wrong
+        // (CLIENT_RECONNECT). One on another server of an ensemble stays
+        // open: that server does not know yet, and finds out when a request
+        // of it reaches the leader (SESSIONMOVED, see `dispatch::moved`).
         if let Some(old) = self.sessions.get(req.session_id).and_then(|s| s.conn) {
-            if old != conn {
+            if old != conn && self.server_of(old) == server {
                 self.close_conn(old);
             }
         }

@@ -44,6 +44,7 @@ impl MockTarget {
             .seed(seed)
             .expiry_cleanup_delay(server.expiry_cleanup_delay.map(|d| d.0).unwrap_or_default())
             .recorder_capacity(2_000_000)
+            .servers(server.servers)
             .start()
             .await?;
         Ok(MockTarget {

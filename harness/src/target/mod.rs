@@ -25,6 +25,13 @@ pub(crate) async fn ephemerals_under(
     dir: &str,
 ) -> Result<Vec<(String, zookeeper_client::Stat)>, zookeeper_client::Error> {
     use zookeeper_client::Error;
+    // The harness's session may be on a server that is behind (an ensemble
+    // with a lagging follower): sync first, as any reader that needs the
+    // newest state must.
+    match c.sync(dir).await {
+        Ok(()) | Err(Error::NoNode) => {}
+        Err(e) => return Err(e),
+    }
     let mut found = Vec::new();
     let mut dirs = vec![(dir.to_string(), 0)];
     while let Some((d, depth)) = dirs.pop() {
@@ -131,12 +138,67 @@ impl Target {
         }
     }
 
-    /// The connect string for one client (real targets: its own proxy).
-    pub(crate) async fn connect_string(&self, client: &str) -> Result<String, RunError> {
-        match self {
-            Target::Mock(m) => Ok(m.zk.connect_string()),
-            Target::Real(r) => r.connect_string(client).await,
+    /// The connect string for one client (real targets: its own proxy);
+    /// `server`: only that server of the ensemble.
+    pub(crate) async fn connect_string(
+        &self,
+        client: &str,
+        servers: Option<&[usize]>,
+    ) -> Result<String, RunError> {
+        match (self, servers) {
+            (Target::Mock(m), None) => Ok(m.zk.connect_string()),
+            (Target::Mock(m), Some(v)) => Ok(v
+                .iter()
+                .map(|&i| m.zk.server(i).connect_string())
+                .collect::<Vec<_>>()
+                .join(",")),
+            (Target::Real(r), None) => r.connect_string(client).await,
+            (Target::Real(_), Some(_)) => Err(RunError::Ensemble),
         }
+    }
+
+    /// The server of the ensemble `session` is connected to.
+    pub(crate) fn server_of(&self, session: i64) -> Option<usize> {
+        match self {
+            Target::Mock(m) => m.zk.server_of(session),
+            Target::Real(_) => None,
+        }
+    }
+
+    /// kill, restart, partition or heal server `i` of the ensemble.
+    pub(crate) fn server_verb(&self, verb: &str, i: usize) -> Result<(), RunError> {
+        let Target::Mock(m) = self else {
+            return Err(RunError::Ensemble);
+        };
+        let server = m.zk.server(i);
+        let done = match verb {
+            "kill" => server.kill(),
+            "restart" => server.restart(),
+            "partition" => server.partition(),
+            _ => server.heal(),
+        };
+        if !done {
+            tracing::warn!(server = i, verb, "the server was not in a state to {verb}");
+        }
+        Ok(())
+    }
+
+    /// Sets server `i`'s lag.
+    pub(crate) fn lag(&self, i: usize, lag: zk_mock::Lag) -> Result<(), RunError> {
+        let Target::Mock(m) = self else {
+            return Err(RunError::Ensemble);
+        };
+        m.zk.server(i).set_lag(lag);
+        Ok(())
+    }
+
+    /// Leader loss for `window`.
+    pub(crate) fn leader_election(&self, window: Duration) -> Result<(), RunError> {
+        let Target::Mock(m) = self else {
+            return Err(RunError::Ensemble);
+        };
+        m.zk.leader_election(window);
+        Ok(())
     }
 
     /// The connect string for the harness's own session (no faults).

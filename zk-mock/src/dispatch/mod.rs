@@ -71,7 +71,15 @@ impl State {
             return Flow::Continue;
         };
         let now = self.clock.now_ms();
-        if !self.sessions.touch(session, now) {
+        let moved = self
+            .sessions
+            .get(session)
+            .is_some_and(|s| s.conn.is_some_and(|owner| owner != conn));
+        if moved {
+            if let Some(flow) = self.moved(conn, server, session, xid, op, &req) {
+                return flow;
+            }
+        } else if !self.sessions.touch(session, now) {
             return Flow::Continue;
         }
         let path = req.as_ref().ok().and_then(|r| r.path().map(str::to_string));
@@ -113,6 +121,69 @@ impl State {
         self.record_watches(conn);
         self.changed();
         flow
+    }
+
+    /// A request on a connection whose session has since re-attached on
+    /// another server of the ensemble. Whatever reaches the leader fails
+    /// its owner check (`SessionTrackerImpl.checkSession`: a
+    /// SessionMovedException), and the connection is closed with no reply
+    /// (`FinalRequestProcessor`: `cnxn.sendCloseSession()`): a write from a
+    /// follower's connection (an error txn, so it takes a zxid), and any
+    /// request at all on the leader's. A follower answers reads, pings and
+    /// sync from its own replica as before (`None`: go on). SESSIONMOVED
+    /// (−118) is never sent; the recorder notes it as the request's error.
+    fn moved(
+        &mut self,
+        conn: ConnId,
+        server: usize,
+        session: i64,
+        xid: i32,
+        op: i32,
+        req: &Result<Request, RequestError>,
+    ) -> Option<Flow> {
+        let code = OpCode::from_i32(op);
+        let write = code.is_some_and(OpCode::is_write);
+        let local = matches!(req, Ok(Request::Auth(_) | Request::Sasl(_)));
+        if local || (!write && server != self.leader) {
+            return None;
+        }
+        let zxid = if write {
+            let zxid = self.next_zxid();
+            self.commit(Txn {
+                zxid,
+                time: self.clock.wall_ms(),
+                session,
+                auth: Vec::new(),
+                op: TxnOp::Error(ErrorCode::SessionMoved),
+                origin: None,
+            });
+            zxid
+        } else {
+            self.servers[server].last_zxid()
+        };
+        tracing::info!(
+            conn,
+            server,
+            session = format_args!("{session:#x}"),
+            op,
+            "session moved to another server: closing its old connection"
+        );
+        let path = req.as_ref().ok().and_then(|r| r.path().map(str::to_string));
+        let now = self.clock.now_ms();
+        self.recorder.request(
+            now,
+            session,
+            xid,
+            op,
+            path.as_deref(),
+            ErrorCode::SessionMoved.code(),
+            zxid,
+            None,
+            server,
+        );
+        self.close_conn(conn);
+        self.changed();
+        Some(Flow::Close)
     }
 
     fn apply_fault(

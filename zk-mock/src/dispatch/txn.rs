@@ -50,8 +50,6 @@ pub(crate) enum TxnOp {
     CloseSession,
     /// The container manager's delete of an empty container or expired TTL node.
     DeleteContainer(String),
-    /// A new leader's first zxid (`epoch << 32`, `NEWLEADER`): only the zxid.
-    NewEpoch,
 }
 
 /// What applying a txn gives its origin connection.
@@ -111,7 +109,7 @@ pub(crate) fn execute(
     match &txn.op {
         TxnOp::Write(req) => w.write(req),
         TxnOp::Error(e) => Outcome::Failed(*e),
-        TxnOp::CreateSession | TxnOp::NewEpoch => Outcome::Reply(Reply::None),
+        TxnOp::CreateSession => Outcome::Reply(Reply::None),
         TxnOp::CloseSession => {
             w.tree.kill_session(txn.zxid, txn.session, w.events);
             Outcome::Reply(Reply::None)

@@ -35,6 +35,13 @@ impl Control {
         }
     }
 
+    /// As [`ZkMock::server_of`].
+    pub fn server_of(&self, session: impl Into<crate::SessionId>) -> Option<usize> {
+        let st = self.state();
+        let conn = st.sessions.get(session.into().0)?.conn?;
+        st.out.conns.get(&conn).map(|c| c.server)
+    }
+
     /// As [`ZkMock::leader`].
     pub fn leader(&self) -> usize {
         self.state().leader
@@ -97,6 +104,12 @@ impl Mock {
     /// If there is no server `index`.
     pub fn server(&self, index: usize) -> Server {
         self.control.server(index)
+    }
+
+    /// The server a session is connected to now (`None` between
+    /// connections, or for an unknown session).
+    pub fn server_of(&self, session: impl Into<crate::SessionId>) -> Option<usize> {
+        self.control.server_of(session)
     }
 
     /// The index of the server that leads.

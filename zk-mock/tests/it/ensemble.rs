@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use zk_mock::client::RawClient;
-use zk_mock::proto::ConnectRequest;
+use zk_mock::proto::{ConnectRequest, ErrorCode};
 use zk_mock::record::{NotificationQuery, RequestQuery};
 use zk_mock::{Lag, ServerStatus, ZkMock};
 use zookeeper_client::{Client, EventType, SessionState};
@@ -198,6 +198,14 @@ async fn a_server_behind_the_clients_last_zxid_refuses_it() {
         .await
         .unwrap();
     assert!(behind.is_none(), "a server behind the client answered it");
+    mock.inspect(|log| {
+        let refused: Vec<_> = log
+            .sessions()
+            .filter(|s| s.event == zk_mock::record::SessionEvent::ZxidAhead)
+            .collect();
+        assert_eq!(refused.len(), 1, "the refusal is recorded");
+        assert!(refused[0].zxid < seen);
+    });
     let (_, caught_up) = RawClient::handshake(mock.server(1).addr(), &req)
         .await
         .unwrap();
@@ -255,7 +263,7 @@ async fn a_leader_election_drops_every_client_and_starts_a_new_epoch() {
     let client = connect_to(&mock.connect_string()).await;
     let session = client.session_id();
     let (before, _) = client.create("/pre", b"", &persistent()).await.unwrap();
-    assert_eq!(before.mzxid >> 32, 0);
+    assert_eq!(before.mzxid >> 32, 1, "a quorum's first epoch is 1");
     let mut state = client.state_watcher();
 
     mock.leader_election(Duration::from_millis(100));
@@ -275,7 +283,7 @@ async fn a_leader_election_drops_every_client_and_starts_a_new_epoch() {
     );
     assert_eq!(mock.leader(), 2, "the highest id among equals leads");
     let (after, _) = client.create("/post", b"", &persistent()).await.unwrap();
-    assert_eq!(after.mzxid, (1 << 32) + 1, "the new epoch's first write");
+    assert_eq!(after.mzxid, (2 << 32) + 1, "the new epoch's first write");
 }
 
 #[tokio::test]
@@ -360,4 +368,94 @@ async fn srvr_names_each_servers_mode_and_the_zxid_it_has_applied() {
     );
     let single = ZkMock::start().await;
     assert!(srvr(single.addr()).await.contains("Mode: standalone\n"));
+}
+
+/// Re-attaches `c`'s session on another server with a raw ConnectRequest.
+async fn move_session(c: &RawClient, to: std::net::SocketAddr) -> RawClient {
+    let req = ConnectRequest {
+        time_out: c.timeout,
+        last_zxid_seen: c.last_zxid,
+        session_id: c.session_id,
+        passwd: Some(c.passwd.clone()),
+        read_only: Some(false),
+        ..Default::default()
+    };
+    let (moved, resp) = RawClient::handshake(to, &req).await.unwrap();
+    assert_eq!(resp.expect("re-attached").session_id, c.session_id);
+    moved
+}
+
+#[tokio::test]
+async fn after_a_session_moves_its_old_followers_connection_still_reads_and_a_write_closes_it() {
+    let mock = ensemble(3).await;
+    let mut old = RawClient::connect(mock.server(1).addr(), 6000)
+        .await
+        .unwrap();
+    raw_create_ok(&mut old, "/moved", 0).await;
+    let mut new = move_session(&old, mock.server(2).addr()).await;
+
+    // Server 1 does not know yet: it answers reads and pings from its replica.
+    let r = raw_get(&mut old, "/moved", false).await;
+    assert_eq!(r.header.err, 0);
+    let ping = old
+        .request_raw(zk_mock::proto::OpCode::Ping as i32, &[])
+        .await
+        .unwrap();
+    assert_eq!(ping.header.err, 0);
+
+    // A write reaches the leader, whose owner check fails: the connection is
+    // closed with no answer, and the error txn took a zxid.
+    let before = mock.last_zxid();
+    let body = create_req("/from-old", None, 0);
+    let closed = old.request(zk_mock::proto::OpCode::Create, &body).await;
+    assert!(
+        closed.is_err(),
+        "the old connection answered a write: {closed:?}"
+    );
+    assert_eq!(
+        mock.last_zxid(),
+        before + 1,
+        "the failed write is an error txn"
+    );
+    mock.inspect(|log| {
+        let r = log
+            .requests()
+            .error(ErrorCode::SessionMoved)
+            .next()
+            .unwrap();
+        assert_eq!((r.server, r.path.as_deref()), (1, Some("/from-old")));
+    });
+    // The session lives on through its new connection.
+    raw_create_ok(&mut new, "/from-new", 0).await;
+    assert_eq!(mock.session_ids().len(), 1);
+}
+
+#[tokio::test]
+async fn after_a_session_moves_its_old_leaders_connection_is_closed_by_any_request() {
+    let mock = ensemble(3).await;
+    let mut old = RawClient::connect(mock.server(0).addr(), 6000)
+        .await
+        .unwrap();
+    let _new = move_session(&old, mock.server(1).addr()).await;
+    let before = mock.last_zxid();
+    let read = old
+        .request(zk_mock::proto::OpCode::GetData, &path_watch("/", false))
+        .await;
+    assert!(
+        read.is_err(),
+        "the leader answered a moved session's read: {read:?}"
+    );
+    assert_eq!(mock.last_zxid(), before, "a read takes no zxid");
+    assert_eq!(mock.session_ids().len(), 1);
+}
+
+#[tokio::test]
+async fn on_one_server_a_reattach_closes_the_sessions_other_connection_at_once() {
+    let mock = ensemble(3).await;
+    let mut old = RawClient::connect(mock.server(1).addr(), 6000)
+        .await
+        .unwrap();
+    let _new = move_session(&old, mock.server(1).addr()).await;
+    // CLIENT_RECONNECT: closed, with nothing sent.
+    assert!(old.read_frame().await.unwrap().is_none());
 }
