@@ -52,6 +52,17 @@ impl Server {
         Ok(Server::Mock(zk))
     }
 
+    /// An ensemble of `n` mock servers on one runtime, recording as
+    /// [`mock`](Self::mock) does; clients spread over its connect string.
+    pub async fn mock_ensemble(n: usize) -> Result<Server, BoxError> {
+        let zk = ZkMock::builder()
+            .servers(n)
+            .recorder_capacity(4_000_000)
+            .start()
+            .await?;
+        Ok(Server::Mock(zk))
+    }
+
     /// A real ZooKeeper, if Java and the Debian package are installed.
     pub async fn real() -> Result<Server, BoxError> {
         Ok(Server::Real(start_real().await?))

@@ -30,8 +30,8 @@ struct Args {
     /// Skip the N = 1000 lock runs.
     #[arg(long)]
     skip_1000: bool,
-    /// Sections to run (comma-separated): ops, raw, sessions, locks.
-    #[arg(long, value_delimiter = ',', default_value = "ops,raw,sessions,locks")]
+    /// Sections to run (comma-separated): ops, ensemble, raw, sessions, locks.
+    #[arg(long, value_delimiter = ',', default_value = "ops,ensemble,raw,sessions,locks")]
     only: Vec<String>,
     /// Recipes for the lock sections (default: all).
     #[arg(long, value_delimiter = ',')]
@@ -243,6 +243,55 @@ async fn run(args: Args) -> Result<(), BoxError> {
                 ));
             }
             drop(clients);
+        }
+    }
+
+    // ---- an ensemble of 3 against a single server ---------------------------
+    if section("ensemble") {
+        // Issue #16: an ensemble of 3 costs at most 1.5x a single server per
+        // write. The same client; its sessions spread over the ensemble's
+        // connect string, so most writes come through a follower, and every
+        // write is applied by three replicas.
+        let ensemble = Server::mock_ensemble(3).await?;
+        r.line("\n## An ensemble of 3 against a single server (zk-mock; sessions spread over the ensemble's servers)\n");
+        r.line("| op | sessions | 1 server ops/s | 3 servers ops/s | server CPU per op: 1 / 3 servers | 3 servers / 1, CPU per op |");
+        r.line("|---|---|---|---|---|---|");
+        let total_ops = if args.quick { 2_000 } else { 20_000 };
+        for sessions in [16usize, 64] {
+            let single = connect_many(&mock.connect_string(), sessions).await?;
+            let spread = connect_many(&ensemble.connect_string(), sessions).await?;
+            for op in Op::ALL {
+                let per = (total_ops / sessions).max(20);
+                let mut cells = Vec::new();
+                for (cs, s) in [(&single, &mock), (&spread, &ensemble)] {
+                    op_workload(cs, op, (per / 10).max(5)).await?;
+                    let (run, used) = with_cpu(s, op_workload(cs, op, per)).await?;
+                    cells.push((run.throughput(), used / run.ops.max(1) as u32));
+                    if let Some(m) = s.mock_handle() {
+                        m.clear_recording();
+                    }
+                }
+                let over = cells[1].1.as_secs_f64() / cells[0].1.as_secs_f64().max(1e-12);
+                let cell = if op.is_write() {
+                    if over > 1.5 {
+                        r.misses.push(format!(
+                            "{} x{sessions}: an ensemble of 3 costs {over:.2}x a single server per write > 1.5x",
+                            op.name()
+                        ));
+                    }
+                    format!("{over:.2}x (target 1.5x)")
+                } else {
+                    format!("{over:.2}x")
+                };
+                r.line(format!(
+                    "| {} | {sessions} | {:.0} | {:.0} | {} / {} | {cell} |",
+                    op.name(),
+                    cells[0].0,
+                    cells[1].0,
+                    ms(cells[0].1),
+                    ms(cells[1].1),
+                ));
+            }
         }
     }
 
