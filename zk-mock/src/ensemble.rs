@@ -90,6 +90,8 @@ pub(crate) struct Replica {
     pub(crate) backlog: VecDeque<Pending>,
     pub(crate) lag: Lag,
     pub(crate) status: ServerStatus,
+    /// Serving read-only clients, cut off from the quorum (`readonlymode.enabled`).
+    pub(crate) read_only: bool,
 }
 
 impl Replica {
@@ -100,6 +102,7 @@ impl Replica {
             backlog: VecDeque::new(),
             lag: Lag::None,
             status: ServerStatus::Serving,
+            read_only: false,
         }
     }
 
@@ -157,6 +160,9 @@ pub struct ServerInfo {
     pub last_zxid: i64,
     /// Committed txns it has not applied yet.
     pub behind: usize,
+    /// Cut off from the quorum, serving read-only clients
+    /// ([`ZkMockBuilder::read_only_mode`](crate::ZkMockBuilder::read_only_mode)).
+    pub read_only: bool,
     /// Its client connections.
     pub connections: usize,
 }
@@ -188,13 +194,59 @@ pub(crate) enum Then {
 }
 
 impl State {
-    /// Whether server `i` takes clients now.
+    /// Whether server `i` takes clients now (a read-only server does: it
+    /// sorts them out in the handshake).
     pub(crate) fn serves(&self, i: usize) -> bool {
-        !self.electing
-            && self
-                .servers
-                .get(i)
-                .is_some_and(|r| r.status == ServerStatus::Serving)
+        self.servers
+            .get(i)
+            .is_some_and(|r| r.read_only || (!self.electing && r.status == ServerStatus::Serving))
+    }
+
+    /// Whether server `i` is up but cut off from a quorum: partitioned, or
+    /// up while too few others are.
+    fn cut_off(&self, i: usize) -> bool {
+        match self.servers[i].status {
+            ServerStatus::Partitioned => true,
+            ServerStatus::Serving => !self.has_quorum(),
+            _ => false,
+        }
+    }
+
+    /// `QuorumPeer`'s read-only fallback, once a server has been cut off
+    /// for the read-only delay: every server still cut off starts a
+    /// `ReadOnlyZooKeeperServer` and takes read-only clients.
+    pub(crate) fn start_read_only(&mut self) {
+        if !self.settings.read_only_mode {
+            return;
+        }
+        for i in 0..self.servers.len() {
+            if self.cut_off(i) && !self.servers[i].read_only {
+                self.servers[i].read_only = true;
+                // The line ZooKeeper logs (ReadOnlyZooKeeperServer), which
+                // test suites wait for.
+                tracing::info!(server = i, "Read-only server started");
+            }
+        }
+        self.changed();
+    }
+
+    /// A read-only server rejoins the quorum: it shuts its read-only server
+    /// down (every connection closes) and its local sessions are gone.
+    fn leave_read_only(&mut self, i: usize) {
+        if !std::mem::take(&mut self.servers[i].read_only) {
+            return;
+        }
+        self.drop_clients(i);
+        let local: Vec<i64> = self
+            .sessions
+            .iter()
+            .filter(|s| s.local == Some(i))
+            .map(|s| s.id)
+            .collect();
+        for id in local {
+            self.sessions.remove(id);
+        }
+        tracing::info!(server = i, "read-only server stopped: back in the quorum");
     }
 
     /// Whether a majority of the servers is up (not killed or partitioned).
@@ -231,6 +283,9 @@ impl State {
         }
         self.servers[i].status = how;
         self.drop_clients(i);
+        if how == ServerStatus::Killed {
+            self.servers[i].read_only = false;
+        }
         tracing::info!(server = i, status = how.name(), "server down");
         let then = if i == self.leader || !self.has_quorum() {
             self.begin_election();
@@ -250,6 +305,7 @@ impl State {
             Some(ServerStatus::Killed | ServerStatus::Partitioned) => {}
             _ => return Then::Unchanged,
         }
+        self.leave_read_only(i);
         self.servers[i].status = ServerStatus::Serving;
         self.catch_up(i);
         tracing::info!(server = i, "server up");
@@ -297,6 +353,7 @@ impl State {
             .filter(|&i| self.servers[i].status == ServerStatus::Serving)
             .collect();
         for &i in &up {
+            self.leave_read_only(i);
             self.catch_up(i);
         }
         let Some(&leader) = up.last() else {
@@ -333,6 +390,7 @@ impl State {
                 lag: r.lag,
                 last_zxid: r.last_zxid(),
                 behind: r.backlog.len(),
+                read_only: r.read_only,
                 connections: self.out.conns.values().filter(|c| c.server == i).count(),
             })
             .collect()

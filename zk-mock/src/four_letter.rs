@@ -55,7 +55,9 @@ pub(crate) fn is_command(first: &[u8]) -> bool {
 /// The text answer to a four-letter word.
 /// What `srvr` and `mntr` call a server's role.
 fn mode(state: &State, server: usize) -> &'static str {
-    if state.servers.len() == 1 {
+    if state.servers[server].read_only {
+        "read-only"
+    } else if state.servers.len() == 1 {
         "standalone"
     } else if server == state.leader {
         "leader"
@@ -70,9 +72,12 @@ pub(crate) fn answer(state: &State, server: usize, word: &[u8]) -> String {
     let replica = &state.servers[server];
     match word {
         b"ruok" => out.push_str("imok"),
-        b"isro" => out.push_str("rw"),
+        b"isro" => out.push_str(if replica.read_only { "ro" } else { "rw" }),
         b"srvr" | b"stat" => {
             let _ = writeln!(out, "Zookeeper version: {}", version(state));
+            if replica.read_only {
+                out.push_str("READ-ONLY mode; serving only read-only clients\n");
+            }
             if word == b"stat" {
                 out.push_str("Clients:\n");
                 for c in conns_in_order(state) {

@@ -106,6 +106,17 @@ struct Args {
     /// lose it (ms).
     #[arg(long = "election-window", default_value_t = 200)]
     election_window: u64,
+    /// readonlymode.enabled: a server cut off from the quorum serves
+    /// clients that can be read-only.
+    #[arg(long = "readonly-mode")]
+    readonly_mode: bool,
+    /// How long a cut-off server waits before it goes read-only (ms;
+    /// default max(2000, tick time)).
+    #[arg(long = "read-only-after")]
+    read_only_after: Option<u64>,
+    /// localSessionsEnabled: a read-only server can create sessions.
+    #[arg(long = "local-sessions")]
+    local_sessions: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -120,6 +131,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let args = Args::parse();
     let mut builder = zk_mock::ZkMock::builder()
@@ -137,6 +149,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .max_outbox_bytes(args.max_outbox_bytes)
         .servers(usize::from(args.servers))
         .election_window(std::time::Duration::from_millis(args.election_window))
+        .read_only_mode(args.readonly_mode)
+        .local_sessions(args.local_sessions)
         .record(args.recorder_capacity > 0)
         .recorder_capacity(args.recorder_capacity)
         .clock(match args.clock {
@@ -151,6 +165,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if let Some(d) = args.super_digest {
         builder = builder.super_digest(d);
+    }
+    if let Some(ms) = args.read_only_after {
+        builder = builder.read_only_after(std::time::Duration::from_millis(ms));
     }
     if let Some(s) = args.seed {
         builder = builder.seed(s);

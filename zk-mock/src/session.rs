@@ -108,6 +108,9 @@ pub(crate) struct Session {
     pub(crate) last_active: u64,
     /// The connection currently serving the session.
     pub(crate) conn: Option<ConnId>,
+    /// A read-only server's local session (`Some(server)`): unknown to the
+    /// quorum, gone when that server rejoins it.
+    pub(crate) local: Option<usize>,
 }
 
 /// All live sessions.
@@ -185,6 +188,7 @@ impl SessionManager {
             deadline: self.deadline(now, timeout),
             last_active: now,
             conn: Some(conn),
+            local: None,
         };
         self.sessions.entry(id).or_insert(s)
     }

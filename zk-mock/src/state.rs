@@ -65,6 +65,12 @@ pub(crate) struct Settings {
     pub(crate) expiry_cleanup_delay_ms: u64,
     /// How long an ensemble that lost its leader goes without one.
     pub(crate) election_window_ms: u64,
+    /// `readonlymode.enabled`: a server cut off from the quorum serves
+    /// read-only clients, this long after it lost the quorum.
+    pub(crate) read_only_mode: bool,
+    pub(crate) read_only_after_ms: u64,
+    /// `localSessionsEnabled`: what lets a read-only server create sessions.
+    pub(crate) local_sessions: bool,
 }
 
 /// Tree, sessions, watches, connections, rules and the recorder.
@@ -405,6 +411,18 @@ impl State {
     pub(crate) fn connect(&mut self, conn: ConnId, req: &ConnectRequest) -> Flow {
         let server = self.server_of(conn);
         let server_zxid = self.servers[server].last_zxid();
+        let read_only = self.servers[server].read_only;
+        if read_only && req.read_only != Some(true) {
+            // ZooKeeperServer.processConnectRequest: a read-only server
+            // closes a client that cannot be read-only, with no answer.
+            tracing::info!(
+                conn,
+                server,
+                "Refusing session request for not-read-only client"
+            );
+            self.close_conn(conn);
+            return Flow::Close;
+        }
         if req.last_zxid_seen > server_zxid {
             // CLIENT_ZXID_AHEAD: close with no response. In an ensemble this
             // is what sends a client away from a server that is behind it.
@@ -424,6 +442,9 @@ impl State {
         self.out.packets_received += 1;
         if let Some(c) = self.out.conns.get_mut(&conn) {
             c.received += 1;
+        }
+        if read_only {
+            return self.connect_read_only(conn, server, req);
         }
         let timeout = self.sessions.negotiate(req.time_out);
         let now = self.clock.now_ms();
@@ -523,6 +544,101 @@ impl State {
             self.close_conn(conn);
             Flow::Close
         }
+    }
+
+    /// The handshake on a read-only server (`ReadOnlyZooKeeperServer`), for
+    /// a client that can be read-only. A global session cannot come back
+    /// here (`validateSession`: RENEW_GLOBAL_SESSION_IN_RO_MODE, closed
+    /// unanswered); a local one of this server can. A new session is a
+    /// local one with `localSessionsEnabled`; without it,
+    /// `ReadOnlyRequestProcessor` fails the createSession and the client
+    /// gets a bare NOTREADONLY header (xid 0) instead of a ConnectResponse,
+    /// its connection left open.
+    fn connect_read_only(&mut self, conn: ConnId, server: usize, req: &ConnectRequest) -> Flow {
+        let timeout = self.sessions.negotiate(req.time_out);
+        let now = self.clock.now_ms();
+        let zxid = self.servers[server].last_zxid();
+        let id = req.session_id;
+        if id != 0 {
+            let local = self.sessions.get(id).map(|s| s.local);
+            if local.is_some_and(|l| l != Some(server)) {
+                tracing::info!(
+                    conn,
+                    server,
+                    session = format_args!("{id:#x}"),
+                    "Refusing global session reconnection in RO mode"
+                );
+                self.close_conn(conn);
+                return Flow::Close;
+            }
+            if let Some(old) = self.sessions.get(id).and_then(|s| s.conn) {
+                if old != conn {
+                    self.close_conn(old);
+                }
+            }
+            if !self
+                .sessions
+                .reattach(id, req.passwd.as_ref(), timeout, conn, now)
+            {
+                self.recorder.session(now, id, SessionEvent::Refused, zxid);
+                self.send(conn, ConnectResponse::expired(req.read_only).to_bytes());
+                self.close_conn(conn);
+                return Flow::Close;
+            }
+            if let Some(c) = self.out.conns.get_mut(&conn) {
+                c.session = Some(id);
+            }
+            self.recorder
+                .session(now, id, SessionEvent::Reattached, zxid);
+            let passwd = self
+                .sessions
+                .get(id)
+                .map(|s| Bytes::copy_from_slice(&s.passwd));
+            self.send(
+                conn,
+                ConnectResponse {
+                    protocol_version: 0,
+                    time_out: timeout,
+                    session_id: id,
+                    passwd,
+                    read_only: Some(true),
+                }
+                .to_bytes(),
+            );
+            return Flow::Continue;
+        }
+        if !self.settings.local_sessions {
+            tracing::info!(
+                conn,
+                server,
+                "read-only server without local sessions: NOTREADONLY for a new session"
+            );
+            self.reply_header(conn, 0, zxid, crate::proto::ErrorCode::NotReadOnly.code());
+            return Flow::Continue;
+        }
+        let s = self.sessions.create(now, timeout, conn).clone();
+        if let Some(l) = self.sessions.get_mut(s.id) {
+            l.local = Some(server);
+        }
+        if let Some(c) = self.out.conns.get_mut(&conn) {
+            c.session = Some(s.id);
+            c.last_op = "SESS";
+            c.last_response_ms = now;
+        }
+        self.recorder
+            .session(now, s.id, SessionEvent::Created, zxid);
+        self.send(
+            conn,
+            ConnectResponse {
+                protocol_version: 0,
+                time_out: timeout,
+                session_id: s.id,
+                passwd: Some(Bytes::copy_from_slice(&s.passwd)),
+                read_only: Some(true),
+            }
+            .to_bytes(),
+        );
+        Flow::Continue
     }
 
     /// Ends a session as a transaction with its own zxid: its ephemerals are

@@ -31,7 +31,11 @@ struct Args {
     #[arg(long)]
     skip_1000: bool,
     /// Sections to run (comma-separated): ops, ensemble, raw, sessions, locks.
-    #[arg(long, value_delimiter = ',', default_value = "ops,ensemble,raw,sessions,locks")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "ops,ensemble,raw,sessions,locks"
+    )]
     only: Vec<String>,
     /// Recipes for the lock sections (default: all).
     #[arg(long, value_delimiter = ',')]

@@ -278,6 +278,11 @@ impl State {
             op,
             caller,
         };
+        if self.servers[server].read_only {
+            if let Some(done) = self.read_only_request(cx, &req) {
+                return done;
+            }
+        }
         let req = match req {
             Ok(r) => r,
             Err(RequestError::Unimplemented(op)) => {
@@ -326,6 +331,43 @@ impl State {
             | Request::WhoAmI
             | Request::Auth(_)
             | Request::Sasl(_) => self.apply_session(cx, req),
+        }
+    }
+
+    /// `ReadOnlyRequestProcessor`: on a read-only server, writes and sync
+    /// get NOTREADONLY (the connection stays open); closeSession ends the
+    /// local session and is answered; reads go on (`None`).
+    fn read_only_request(
+        &mut self,
+        cx: Ctx<'_>,
+        req: &Result<Request, RequestError>,
+    ) -> Option<(Flow, Applied)> {
+        let zxid = self.servers[cx.server].last_zxid();
+        match OpCode::from_i32(cx.op) {
+            Some(OpCode::CloseSession) => {
+                if let Some(s) = self.sessions.remove(cx.session) {
+                    let now = self.clock.now_ms();
+                    self.recorder.session(
+                        now,
+                        cx.session,
+                        crate::record::SessionEvent::Closed,
+                        zxid,
+                    );
+                    if let Some(c) = s.conn.and_then(|c| self.out.conns.get_mut(&c)) {
+                        c.session = None;
+                    }
+                }
+                self.reply_header(cx.conn, cx.xid, zxid, 0);
+                self.close_conn(cx.conn);
+                Some((Flow::Close, Applied { err: 0, zxid }))
+            }
+            Some(code) if code.is_write() || code == OpCode::Sync || code == OpCode::Reconfig => {
+                let _ = req;
+                let err = ErrorCode::NotReadOnly.code();
+                self.reply_header(cx.conn, cx.xid, zxid, err);
+                Some((Flow::Continue, Applied { err, zxid }))
+            }
+            _ => None,
         }
     }
 

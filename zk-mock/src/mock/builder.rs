@@ -54,6 +54,9 @@ pub struct ZkMockBuilder {
     expiry_cleanup_delay: Duration,
     servers: usize,
     election_window: Duration,
+    read_only_mode: bool,
+    read_only_after: Duration,
+    local_sessions: bool,
 }
 
 impl Default for ZkMockBuilder {
@@ -82,6 +85,9 @@ impl Default for ZkMockBuilder {
             expiry_cleanup_delay: Duration::ZERO,
             servers: 1,
             election_window: Duration::from_millis(200),
+            read_only_mode: false,
+            read_only_after: Duration::from_millis(2000),
+            local_sessions: false,
         }
     }
 }
@@ -101,6 +107,33 @@ impl ZkMockBuilder {
     /// or partitioned leader, a lost quorum): 200 ms by default.
     pub fn election_window(mut self, window: Duration) -> Self {
         self.election_window = window;
+        self
+    }
+
+    /// `readonlymode.enabled`: a server of an ensemble that is cut off from
+    /// the quorum (partitioned, or left without one) starts a read-only
+    /// server after [`read_only_after`](Self::read_only_after) and takes
+    /// clients that said they can be read-only: reads are answered from its
+    /// replica, writes and sync get NOTREADONLY, other clients are closed.
+    /// New sessions there need [`local_sessions`](Self::local_sessions), as
+    /// in ZooKeeper 3.8.
+    pub fn read_only_mode(mut self, enabled: bool) -> Self {
+        self.read_only_mode = enabled;
+        self
+    }
+
+    /// How long a cut-off server waits before it goes read-only:
+    /// `max(2000 ms, tickTime)` by default, as `QuorumPeer` does.
+    pub fn read_only_after(mut self, after: Duration) -> Self {
+        self.read_only_after = after;
+        self
+    }
+
+    /// `localSessionsEnabled`: a read-only server can create (local)
+    /// sessions. Without it, it answers a new read-only client with a
+    /// NOTREADONLY header instead of a session, as 3.8 does.
+    pub fn local_sessions(mut self, enabled: bool) -> Self {
+        self.local_sessions = enabled;
         self
     }
 
@@ -448,6 +481,15 @@ impl ZkMockBuilder {
             max_outbox: self.max_outbox,
             expiry_cleanup_delay_ms: self.expiry_cleanup_delay.as_millis() as u64,
             election_window_ms: u64::try_from(self.election_window.as_millis()).unwrap_or(u64::MAX),
+            read_only_mode: self.read_only_mode,
+            read_only_after_ms: u64::try_from(self.read_only_after.as_millis())
+                .unwrap_or(u64::MAX)
+                .max(if self.read_only_after == Duration::from_millis(2000) {
+                    self.tick_time
+                } else {
+                    0
+                }),
+            local_sessions: self.local_sessions,
         };
         let recorder = Recorder::new(self.record, self.recorder_capacity);
         let state = State::new(

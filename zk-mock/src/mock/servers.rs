@@ -69,9 +69,25 @@ impl Control {
     }
 
     fn then(&self, then: Then) -> bool {
+        let (window, read_only) = {
+            let st = self.state();
+            let s = &st.settings;
+            (
+                Duration::from_millis(s.election_window_ms),
+                s.read_only_mode
+                    .then(|| Duration::from_millis(s.read_only_after_ms)),
+            )
+        };
         if then == Then::Elect {
-            let window = Duration::from_millis(self.state().settings.election_window_ms);
             self.end_election_after(window);
+        }
+        if let (Some(after), true) = (read_only, then != Then::Unchanged) {
+            // Whoever is still cut off from a quorum then goes read-only.
+            let shared = self.shared.clone();
+            self.runtime.spawn(async move {
+                tokio::time::sleep(after).await;
+                lock(&shared).start_read_only();
+            });
         }
         then != Then::Unchanged
     }

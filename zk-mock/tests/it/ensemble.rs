@@ -459,3 +459,127 @@ async fn on_one_server_a_reattach_closes_the_sessions_other_connection_at_once()
     // CLIENT_RECONNECT: closed, with nothing sent.
     assert!(old.read_frame().await.unwrap().is_none());
 }
+
+async fn four_letter(addr: std::net::SocketAddr, word: &[u8]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(word).await.unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    out
+}
+
+async fn read_only_ensemble(local_sessions: bool) -> ZkMock {
+    init_tracing();
+    ZkMock::builder()
+        .servers(3)
+        .election_window(Duration::from_millis(50))
+        .read_only_mode(true)
+        .read_only_after(Duration::from_millis(100))
+        .local_sessions(local_sessions)
+        .start()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_partitioned_server_in_read_only_mode_serves_read_only_clients_until_it_heals() {
+    let mock = read_only_ensemble(true).await;
+    let writer = on(&mock, 0).await;
+    writer
+        .create("/ro", b"before", &persistent())
+        .await
+        .unwrap();
+    assert!(mock.server(2).partition());
+    with_timeout(QUICK, "server 2 read-only", async {
+        while !mock.servers()[2].read_only {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert_eq!(four_letter(mock.server(2).addr(), b"isro").await, "ro");
+    let srvr = four_letter(mock.server(2).addr(), b"srvr").await;
+    assert!(
+        srvr.contains("READ-ONLY mode; serving only read-only clients\n"),
+        "{srvr}"
+    );
+    assert!(srvr.contains("Mode: read-only\n"), "{srvr}");
+    assert_eq!(four_letter(mock.server(0).addr(), b"isro").await, "rw");
+
+    // A client that cannot be read-only is closed unanswered.
+    assert!(RawClient::connect(mock.server(2).addr(), 6000)
+        .await
+        .is_err());
+    // One that can gets a local session: reads from the cut-off replica,
+    // NOTREADONLY for writes and sync.
+    let ro = with_timeout(
+        QUICK,
+        "a read-only session",
+        Client::connector()
+            .with_readonly(true)
+            .connect(&mock.server(2).connect_string()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(ro.state(), SessionState::ConnectedReadOnly);
+    assert!(ro.session().is_readonly());
+    writer.set_data("/ro", b"after", None).await.unwrap();
+    assert_eq!(
+        ro.get_data("/ro").await.unwrap().0,
+        b"before",
+        "the cut-off replica"
+    );
+    assert_eq!(
+        ro.create("/w", b"", &persistent()).await.unwrap_err(),
+        zookeeper_client::Error::NotReadOnly
+    );
+    assert_eq!(
+        ro.sync("/").await.unwrap_err(),
+        zookeeper_client::Error::NotReadOnly
+    );
+
+    // Healed: the read-only server stops, its connections close, and its
+    // local sessions are gone; it has caught up.
+    let ro_session = ro.session_id();
+    assert!(mock.server(2).heal());
+    assert!(!mock.servers()[2].read_only);
+    assert!(!mock.session_ids().contains(&ro_session.0.into()));
+    let back = on(&mock, 2).await;
+    assert_eq!(back.get_data("/ro").await.unwrap().0, b"after");
+}
+
+#[tokio::test]
+async fn without_local_sessions_a_read_only_server_answers_a_new_session_with_notreadonly() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use zk_mock::codec::Record;
+    let mock = read_only_ensemble(false).await;
+    // Two of three down: the survivor has no quorum and goes read-only.
+    assert!(mock.server(0).kill());
+    assert!(mock.server(1).kill());
+    with_timeout(QUICK, "the survivor read-only", async {
+        while !mock.servers()[2].read_only {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    let req = ConnectRequest {
+        time_out: 6000,
+        passwd: Some(bytes::Bytes::from_static(&[0; 16])),
+        read_only: Some(true),
+        ..Default::default()
+    };
+    let mut s = tokio::net::TcpStream::connect(mock.server(2).addr())
+        .await
+        .unwrap();
+    s.write_all(&zk_mock::codec::frame(&req.to_bytes()))
+        .await
+        .unwrap();
+    let mut frame = [0u8; 20];
+    s.read_exact(&mut frame).await.unwrap();
+    // ReadOnlyRequestProcessor fails the createSession: a bare reply header
+    // (xid 0, the server's zxid, NOTREADONLY), not a ConnectResponse.
+    assert_eq!(&frame[..8], &[0, 0, 0, 16, 0, 0, 0, 0]);
+    let zxid = i64::from_be_bytes(frame[8..16].try_into().unwrap());
+    assert_eq!(zxid, mock.servers()[2].last_zxid);
+    assert_eq!(i32::from_be_bytes(frame[16..].try_into().unwrap()), -119);
+}

@@ -5,16 +5,22 @@
 //! `3.4` ask for an old server: `--compat 3.8`, notifications without
 //! zxids; anything else is 3.9: `--compat 3.9`), the JVM flags in
 //! `SERVER_JVMFLAGS` (super digest, extended types, container check
-//! interval) and a mounted zoo.cfg. Anything zk-mock cannot be — an
-//! ensemble, SASL enforcement, TLS, host networking — panics with
-//! "zk-mock cannot run this test", so such a test fails loudly instead of
-//! passing against the wrong server.
+//! interval) and a mounted zoo.cfg. A zoo.cfg with `server.N` lines (host
+//! networking, a `myid` in the mounted data directory) is one server of an
+//! ensemble: the first of its "containers" starts one `zk-mock --servers N`
+//! on the client ports the lines name, and each container is one of its
+//! servers — `stop` and `start` kill and restart it through the admin
+//! interface, and its log is the binary's log lines about it. Anything
+//! zk-mock cannot be — SASL enforcement, TLS, reconfig of an ensemble —
+//! panics with "zk-mock cannot run this test", so such a test fails loudly
+//! instead of passing against the wrong server.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::marker::PhantomData;
+use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 fn unsupported(what: &str) -> ! {
     panic!("zk-mock cannot run this test: {what}")
@@ -107,22 +113,85 @@ impl<I> RunnableImage<I> {
     }
 }
 
-/// The server's log (only ensemble tests read it).
+/// One ensemble server's log: the binary's log lines about it.
 #[derive(Debug)]
-pub struct LogStream;
+pub struct LogStream {
+    log: Option<(Arc<Log>, usize)>,
+}
 
 impl LogStream {
+    /// Waits (up to a minute) until a line about this server contains `message`.
     pub fn wait_for_message(&self, message: &str) -> Result<(), String> {
-        unsupported(&format!("waiting for the log message {message:?}"))
+        let Some((log, index)) = &self.log else {
+            unsupported(&format!("waiting for the log message {message:?} of a standalone server"))
+        };
+        let tag = format!("server={index}");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut lines = log.lines.lock().unwrap();
+        loop {
+            if lines.iter().any(|l| l.contains(message) && l.contains(&tag)) {
+                return Ok(());
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(format!("no log line {message:?} for server {index} within a minute"));
+            }
+            lines = log.grew.wait_timeout(lines, left).unwrap().0;
+        }
     }
 }
 
-/// A running `zk-mock`; killed on drop.
+/// The lines an ensemble's binary has logged so far.
+#[derive(Debug, Default)]
+pub struct Log {
+    lines: Mutex<Vec<String>>,
+    grew: Condvar,
+}
+
+/// One `zk-mock --servers N` serving every "container" of an ensemble.
+#[derive(Debug)]
+struct Ensemble {
+    child: Mutex<Child>,
+    admin: SocketAddr,
+    log: Arc<Log>,
+}
+
+impl Drop for Ensemble {
+    fn drop(&mut self) {
+        let mut c = self.child.lock().unwrap();
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+impl Ensemble {
+    /// `POST /servers/{index}/{verb}` on its admin interface.
+    fn server_verb(&self, index: usize, verb: &str) {
+        let mut s = TcpStream::connect(self.admin).expect("the admin interface");
+        let req = format!(
+            "POST /servers/{index}/{verb} HTTP/1.1\r\nhost: localhost\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+        );
+        s.write_all(req.as_bytes()).unwrap();
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        // 409: it already was (stopped twice); anything else is a bug here.
+        if !(out.starts_with("HTTP/1.1 200") || out.starts_with("HTTP/1.1 409")) {
+            panic!("zk-mock admin {verb} of server {index}: {out}");
+        }
+    }
+}
+
+/// The ensembles running, by their `server.N` lines; a container holds its
+/// ensemble, and the last one dropped stops it.
+static ENSEMBLES: Mutex<Vec<(String, std::sync::Weak<Ensemble>)>> = Mutex::new(Vec::new());
+
+/// A running `zk-mock` (or one server of an ensemble); stopped on drop.
 #[derive(Debug)]
 pub struct Container<'a, I> {
     args: Vec<String>,
     port: u16,
     child: Mutex<Option<Child>>,
+    member: Option<(Arc<Ensemble>, usize)>,
     _image: PhantomData<&'a I>,
 }
 
@@ -160,8 +229,12 @@ impl<I> Container<'_, I> {
     }
 
     /// Stops the server: every client loses its connection, and sessions
-    /// expire on the clients' side as with a stopped ZooKeeper.
+    /// expire on the clients' side as with a stopped ZooKeeper. (An
+    /// ensemble's server is killed; the others carry on.)
     pub fn stop(&self) {
+        if let Some((e, i)) = &self.member {
+            return e.server_verb(*i, "kill");
+        }
         if let Some(mut c) = self.child.lock().unwrap().take() {
             let _ = c.kill();
             let _ = c.wait();
@@ -171,6 +244,9 @@ impl<I> Container<'_, I> {
     /// Starts it again on the same port (with an empty tree: unlike a
     /// container, the mock keeps no data directory).
     pub fn start(&self) {
+        if let Some((e, i)) = &self.member {
+            return e.server_verb(*i, "restart");
+        }
         let mut child = self.child.lock().unwrap();
         if child.is_none() {
             *child = Some(spawn(&self.args, self.port).0);
@@ -178,14 +254,152 @@ impl<I> Container<'_, I> {
     }
 
     pub fn stdout(&self) -> LogStream {
-        LogStream
+        LogStream {
+            log: self.member.as_ref().map(|(e, i)| (e.log.clone(), *i)),
+        }
     }
 }
 
 impl<I> Drop for Container<'_, I> {
     fn drop(&mut self) {
-        self.stop();
+        if self.member.is_none() {
+            self.stop();
+        }
     }
+}
+
+/// What a zoo.cfg with `server.N` lines asks for.
+struct EnsembleSpec {
+    /// The `server.N` lines, in order: the ensemble's identity.
+    key: String,
+    servers: usize,
+    first_port: u16,
+    flags: Vec<String>,
+}
+
+/// Starts (or joins) the ensemble of `spec`; returns it and server `myid`'s index.
+fn join_ensemble(spec: &EnsembleSpec, myid: usize) -> (Arc<Ensemble>, usize) {
+    let mut all = ENSEMBLES.lock().unwrap();
+    all.retain(|(_, e)| e.strong_count() > 0);
+    if let Some(e) = all.iter().find(|(k, _)| *k == spec.key).and_then(|(_, e)| e.upgrade()) {
+        return (e, myid - 1);
+    }
+    let bin = std::env::var("ZK_MOCK_BIN").expect("ZK_MOCK_BIN: the zk-mock binary to run");
+    let mut child = Command::new(&bin)
+        .args(["--port", &spec.first_port.to_string()])
+        .args(["--servers", &spec.servers.to_string(), "--admin-port", "0"])
+        .args(&spec.flags)
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {bin}: {e}"));
+    let mut out = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    const ADMIN: &str = "zk-mock admin interface on http://";
+    let admin = out
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| l.strip_prefix(ADMIN).and_then(|a| a.split_whitespace().next()?.parse().ok()))
+        .expect("zk-mock announces its admin interface");
+    std::thread::spawn(move || out.for_each(drop));
+    let log = Arc::new(Log::default());
+    let err = child.stderr.take().expect("stderr");
+    let sink = log.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            sink.lines.lock().unwrap().push(line);
+            sink.grew.notify_all();
+        }
+    });
+    let e = Arc::new(Ensemble {
+        child: Mutex::new(child),
+        admin,
+        log,
+    });
+    all.push((spec.key.clone(), Arc::downgrade(&e)));
+    (e, myid - 1)
+}
+
+/// The ensemble a zoo.cfg with `server.N` lines describes, if it has them.
+fn ensemble_spec(image: &RunnableImage<GenericImage>) -> Option<(EnsembleSpec, usize)> {
+    let cfg = image
+        .volumes
+        .iter()
+        .find(|(_, d)| d == "/conf/zoo.cfg")
+        .map(|(s, _)| std::fs::read_to_string(s).expect("zoo.cfg"))?;
+    let lines: Vec<&str> = cfg.lines().map(str::trim).filter(|l| l.starts_with("server.")).collect();
+    if lines.is_empty() {
+        return None;
+    }
+    if image.network.as_deref() != Some("host") {
+        unsupported("an ensemble off the host network");
+    }
+    // server.N=host:quorum:election[:role];host:clientPort
+    let mut ports = Vec::new();
+    for l in &lines {
+        let (id, rest) = l.trim_start_matches("server.").split_once('=').expect("server.N=");
+        if rest.contains("observer") {
+            unsupported("an ensemble with observers (reconfig)");
+        }
+        let port: u16 = rest
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| unsupported(&format!("server line {l:?}")));
+        ports.push((id.parse::<usize>().expect("server id"), port));
+    }
+    ports.sort_unstable();
+    let first_port = ports[0].1;
+    let consecutive = ports
+        .iter()
+        .enumerate()
+        .all(|(i, &(id, p))| id == i + 1 && usize::from(p) == usize::from(first_port) + i);
+    if !consecutive {
+        unsupported("an ensemble whose ids are not 1..N on consecutive client ports");
+    }
+    let mut flags = Vec::new();
+    for line in cfg.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let (k, v) = line.split_once('=').unwrap_or((line, ""));
+        match k {
+            _ if k.starts_with("server.") => {}
+            "initLimit" | "syncLimit" | "dataDir" => {}
+            "localSessionsEnabled" if v == "true" => flags.push("--local-sessions".into()),
+            _ => unsupported(&format!("ensemble zoo.cfg line {line:?}")),
+        }
+    }
+    for (key, value) in &image.image.env {
+        if key != "SERVER_JVMFLAGS" {
+            continue;
+        }
+        for flag in value.split_whitespace() {
+            match flag {
+                "-Dreadonlymode.enabled=true" => flags.push("--readonly-mode".into()),
+                _ if flag.starts_with("-Dzookeeper.DigestAuthenticationProvider.superDigest=") => {
+                    flags.extend(["--super-digest".into(), flag.split_once('=').unwrap().1.to_string()])
+                }
+                "-Dzookeeper.enableEagerACLCheck=true" => {}
+                _ => unsupported(&format!("ensemble JVM flag {flag}")),
+            }
+        }
+    }
+    let myid = image
+        .volumes
+        .iter()
+        .find(|(_, d)| d == "/data")
+        .and_then(|(s, _)| std::fs::read_to_string(format!("{s}/myid")).ok())
+        .and_then(|m| m.trim().parse().ok())
+        .unwrap_or_else(|| unsupported("an ensemble server without a myid"));
+    let key = lines.join("\n");
+    Some((
+        EnsembleSpec {
+            key,
+            servers: ports.len(),
+            first_port,
+            flags,
+        },
+        myid,
+    ))
 }
 
 /// Translates the test's image into zk-mock flags.
@@ -256,12 +470,23 @@ pub mod clients {
 
     impl Cli {
         pub fn run(&self, image: RunnableImage<GenericImage>) -> Container<'_, GenericImage> {
+            if let Some((spec, myid)) = ensemble_spec(&image) {
+                let (ensemble, index) = join_ensemble(&spec, myid);
+                return Container {
+                    args: Vec::new(),
+                    port: spec.first_port + index as u16,
+                    child: Mutex::new(None),
+                    member: Some((ensemble, index)),
+                    _image: PhantomData,
+                };
+            }
             let args = mock_args(&image);
             let (child, port) = spawn(&args, 0);
             Container {
                 args,
                 port,
                 child: Mutex::new(Some(child)),
+                member: None,
                 _image: PhantomData,
             }
         }
