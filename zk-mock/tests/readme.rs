@@ -78,6 +78,28 @@ async fn a_lost_reply_then_an_expiry() -> Result<(), Box<dyn std::error::Error>>
 }
 // README end
 
+// README begin: ensemble
+#[tokio::test]
+async fn a_stale_read_through_a_lagging_follower() -> Result<(), Box<dyn std::error::Error>> {
+    let zk = ZkMock::ensemble(3).await; // one connect string naming three servers
+    zk.server(2).set_lag(zk_mock::Lag::Txns(1)); // server 2 applies every commit one write late
+    let writer = Client::connect(&zk.server(0).connect_string()).await?;
+    let reader = Client::connect(&zk.server(2).connect_string()).await?;
+    let open = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    writer.create("/config", b"v1", &open).await?;
+    assert!(
+        reader.check_stat("/config").await?.is_none(),
+        "a stale read"
+    );
+    reader.sync("/config").await?; // server 2 catches up before it answers
+    assert_eq!(reader.get_data("/config").await?.0, b"v1");
+    assert_eq!(zk.server_of(reader.session_id().0), Some(2));
+    zk.inspect(|log| assert_eq!(log.requests().through(2).op(OpFamily::GetData).count(), 1));
+    println!("{:?}", zk.servers()); // status, leader, lag, zxid, backlog, connections
+    Ok(())
+}
+// README end
+
 #[test]
 fn the_readme_shows_these_examples() {
     let this = include_str!("readme.rs");
@@ -90,7 +112,7 @@ fn the_readme_shows_these_examples() {
         .filter_map(|rest| rest.split_once('\n'))
         .filter_map(|(_, body)| body.split(end).next())
         .collect();
-    assert_eq!(examples.len(), 2, "two marked examples");
+    assert_eq!(examples.len(), 3, "three marked examples");
     for example in examples {
         assert!(
             readme.contains(example),
