@@ -166,21 +166,31 @@ impl RealZkBuilder {
     /// # Errors
     /// [`RealZkError::Io`] if its directory, config or process cannot be made.
     pub fn spawn(&self) -> Result<RealZk, RealZkError> {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
         let port = free_port().map_err(io("picking a free port"))?;
-        let dir = std::env::temp_dir().join(format!(
-            "zk-real-{}-{}-{port}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::SeqCst)
-        ));
-        let data = dir.join("data");
-        std::fs::create_dir_all(&data).map_err(io(format!("mkdir {}", data.display())))?;
-        let cfg = dir.join("zoo.cfg");
-        let mut text = format!(
+        let dir = member_dir(port)?;
+        let cfg = format!(
             "tickTime={}\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n",
             self.tick_time,
-            data.display()
+            dir.join("data").display()
         );
+        self.spawn_in(
+            dir,
+            cfg,
+            port,
+            "org.apache.zookeeper.server.ZooKeeperServerMain",
+        )
+    }
+
+    /// Starts `main` with `cfg` (plus the builder's lines) in `dir`, serving
+    /// clients on `port`.
+    fn spawn_in(
+        &self,
+        dir: PathBuf,
+        mut text: String,
+        port: u16,
+        main: &str,
+    ) -> Result<RealZk, RealZkError> {
+        let cfg = dir.join("zoo.cfg");
         for line in &self.cfg {
             text.push_str(line);
             text.push('\n');
@@ -211,7 +221,7 @@ impl RealZkBuilder {
             .args(&self.jvm_args)
             .arg("-cp")
             .arg(classpath())
-            .arg("org.apache.zookeeper.server.ZooKeeperServerMain")
+            .arg(main)
             .arg(&cfg)
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
@@ -227,6 +237,186 @@ impl RealZkBuilder {
             stdin,
         })
     }
+}
+
+/// A fresh directory (with `data/`) for one server; the wrapper removes it.
+fn member_dir(port: u16) -> Result<PathBuf, RealZkError> {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "zk-real-{}-{}-{port}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    ));
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).map_err(io(format!("mkdir {}", data.display())))?;
+    Ok(dir)
+}
+
+/// A real ZooKeeper ensemble on loopback (`QuorumPeerMain`, one JVM per
+/// server, `server.N` lines with each server's quorum, election and client
+/// ports): what the conformance suite judges zk-mock's ensemble against.
+/// Server `i` has myid `i + 1`. Dropping it stops every JVM.
+#[derive(Debug)]
+pub struct RealEnsemble {
+    builder: RealZkBuilder,
+    /// (client, quorum, election) ports of each server.
+    ports: Vec<(u16, u16, u16)>,
+    members: Vec<Option<RealZk>>,
+}
+
+impl RealEnsemble {
+    /// Starts `n` servers with `builder`'s settings (its `cfg` lines and JVM
+    /// arguments go to every server; e.g. `.jvm_arg("-Dreadonlymode.enabled=true")`)
+    /// and waits until each one leads or follows.
+    ///
+    /// # Errors
+    /// [`RealZkError`] if one does not start, with its log.
+    pub fn start(n: usize, builder: RealZkBuilder) -> Result<RealEnsemble, RealZkError> {
+        let mut ports = Vec::new();
+        // Hold every listener until all ports are picked, so none repeats.
+        let mut held = Vec::new();
+        for _ in 0..n {
+            let mut three = [0u16; 3];
+            for p in &mut three {
+                let l = TcpListener::bind("127.0.0.1:0").map_err(io("picking a free port"))?;
+                *p = l.local_addr().map_err(io("picking a free port"))?.port();
+                held.push(l);
+            }
+            ports.push((three[0], three[1], three[2]));
+        }
+        drop(held);
+        let mut e = RealEnsemble {
+            builder,
+            ports,
+            members: (0..n).map(|_| None).collect(),
+        };
+        for i in 0..n {
+            e.members[i] = Some(e.spawn(i)?);
+        }
+        for i in 0..n {
+            e.wait_mode(i)?;
+        }
+        Ok(e)
+    }
+
+    fn spawn(&self, i: usize) -> Result<RealZk, RealZkError> {
+        let (client, _, _) = self.ports[i];
+        let dir = member_dir(client)?;
+        let data = dir.join("data");
+        std::fs::write(data.join("myid"), format!("{}\n", i + 1))
+            .map_err(io(format!("writing {}/myid", data.display())))?;
+        let mut cfg = format!(
+            "tickTime={}\ninitLimit=10\nsyncLimit=5\ndataDir={}\nadmin.enableServer=false\n",
+            self.builder.tick_time,
+            data.display()
+        );
+        for (j, (c, q, el)) in self.ports.iter().enumerate() {
+            cfg.push_str(&format!(
+                "server.{}=127.0.0.1:{q}:{el};127.0.0.1:{c}\n",
+                j + 1
+            ));
+        }
+        self.builder.spawn_in(
+            dir,
+            cfg,
+            client,
+            "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+        )
+    }
+
+    /// Waits until server `i` leads or follows.
+    fn wait_mode(&self, i: usize) -> Result<(), RealZkError> {
+        let deadline = Instant::now() + self.builder.startup_timeout;
+        loop {
+            if matches!(self.mode(i).as_deref(), Some("leader" | "follower")) {
+                return Ok(());
+            }
+            let m = self.members[i].as_ref();
+            if m.is_none_or(RealZk::died) || Instant::now() > deadline {
+                return Err(RealZkError::DidNotStart {
+                    addr: self.addr(i),
+                    why: format!("server {i} neither leads nor follows"),
+                    java: java(),
+                    classpath: classpath(),
+                    log: m.map(|m| m.log_tail(60)).unwrap_or_default(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Server `i`'s client address.
+    pub fn addr(&self, i: usize) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.ports[i].0))
+    }
+
+    /// Every server's client address, comma-separated.
+    pub fn connect_string(&self) -> String {
+        (0..self.ports.len())
+            .map(|i| self.addr(i).to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// What `srvr` says of server `i`'s mode (`leader`, `follower`,
+    /// `read-only`), or `None` if it does not serve.
+    pub fn mode(&self, i: usize) -> Option<String> {
+        let out = four_letter(self.addr(i), b"srvr")?;
+        out.lines()
+            .find_map(|l| l.strip_prefix("Mode: "))
+            .map(str::to_string)
+    }
+
+    /// The server that leads, if one does.
+    pub fn leader(&self) -> Option<usize> {
+        (0..self.ports.len()).find(|&i| self.mode(i).as_deref() == Some("leader"))
+    }
+
+    /// Stops server `i`'s JVM (its clients' connections drop).
+    pub fn kill(&mut self, i: usize) {
+        drop(self.members[i].take());
+    }
+
+    /// Starts server `i` again (a fresh data directory: it syncs from the
+    /// leader) and waits until it leads or follows.
+    ///
+    /// # Errors
+    /// [`RealZkError`] if it does not.
+    pub fn restart(&mut self, i: usize) -> Result<(), RealZkError> {
+        if self.members[i].is_none() {
+            self.members[i] = Some(self.spawn(i)?);
+        }
+        self.wait_mode(i)
+    }
+
+    /// Starts server `i` again without waiting (it may have no quorum to join).
+    ///
+    /// # Errors
+    /// [`RealZkError::Io`] if it cannot be spawned.
+    pub fn spawn_again(&mut self, i: usize) -> Result<(), RealZkError> {
+        if self.members[i].is_none() {
+            self.members[i] = Some(self.spawn(i)?);
+        }
+        Ok(())
+    }
+
+    /// The last `n` lines of server `i`'s log.
+    pub fn log_tail(&self, i: usize, n: usize) -> String {
+        self.members[i]
+            .as_ref()
+            .map(|m| m.log_tail(n))
+            .unwrap_or_default()
+    }
+}
+
+/// Sends a four-letter word; `None` if the connection fails.
+fn four_letter(addr: SocketAddr, word: &[u8]) -> Option<String> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(500)).ok()?;
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    s.write_all(word).ok()?;
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    Some(out)
 }
 
 /// Runs the JVM (`$@`) with its output in `$1`, its pid in `$2/jvm.pid`, and

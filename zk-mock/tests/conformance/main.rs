@@ -2,6 +2,11 @@
 //! ZooKeeper 3.8 (started here, in a child JVM) and against zk-mock, with
 //! every reply and every notification compared after normalization.
 //!
+//! The ensemble cases (`ensemble.rs`) start a real 3-server ensemble
+//! (`QuorumPeerMain`) per case and compare a client's view of failover,
+//! a session's move and SESSIONMOVED, the `lastZxidSeen` refusal, `sync`,
+//! quorum loss and read-only mode with `ZkMock::ensemble(3)`'s.
+//!
 //! Run: `cargo test -p zk-mock --features conformance --test conformance`
 //! (needs Java and the Debian `zookeeper` package, or `ZK_CLASSPATH`).
 //!
@@ -35,6 +40,7 @@
 
 mod cases;
 mod driver;
+mod ensemble;
 mod random;
 
 use std::sync::Mutex;

@@ -1,0 +1,469 @@
+//! The ensemble, judged against a real 3-server ZooKeeper 3.8.0 ensemble on
+//! loopback (`QuorumPeerMain` from Debian's jars): the same steps against a
+//! fresh real ensemble and a fresh `ZkMock::ensemble(3)`, each written down as
+//! a transcript of what a client observes (answers, error codes, closed
+//! connections, relative zxids), and the transcripts compared line by line.
+//! Servers are chosen by role (the leader, a follower), never by index.
+//!
+//! Lag is mock-only (no real ensemble can be made to lag on demand), so it is
+//! tested in `tests/it/ensemble.rs`, not here.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use zk_mock::client::RawClient;
+use zk_mock::codec::Record;
+use zk_mock::proto::{
+    ConnectRequest, CreateRequest, OpCode, PathRequest, PathWatchRequest, StatResponse,
+};
+use zk_mock::real::{RealEnsemble, RealZk, RealZkBuilder};
+use zk_mock::ZkMock;
+
+/// What a case needs of an ensemble, real or mock.
+trait Ensemble {
+    fn addr(&self, i: usize) -> SocketAddr;
+    fn leader(&self) -> usize;
+    fn kill(&mut self, i: usize);
+    /// Starts server `i` again; returns once it serves if a quorum is there.
+    fn restart(&mut self, i: usize, wait: bool);
+}
+
+struct Real(RealEnsemble);
+
+impl Ensemble for Real {
+    fn addr(&self, i: usize) -> SocketAddr {
+        self.0.addr(i)
+    }
+    fn leader(&self) -> usize {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(l) = self.0.leader() {
+                return l;
+            }
+            assert!(Instant::now() < deadline, "no leader in the real ensemble");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    fn kill(&mut self, i: usize) {
+        self.0.kill(i);
+    }
+    fn restart(&mut self, i: usize, wait: bool) {
+        if wait {
+            self.0.restart(i).unwrap_or_else(|e| panic!("{e}"));
+        } else {
+            self.0.spawn_again(i).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+}
+
+struct Mock(ZkMock);
+
+impl Ensemble for Mock {
+    fn addr(&self, i: usize) -> SocketAddr {
+        self.0.server(i).addr()
+    }
+    fn leader(&self) -> usize {
+        self.0.leader()
+    }
+    fn kill(&mut self, i: usize) {
+        assert!(self.0.server(i).kill());
+    }
+    fn restart(&mut self, i: usize, _wait: bool) {
+        assert!(self.0.server(i).restart());
+    }
+}
+
+fn real_ensemble(read_only: bool) -> Real {
+    let mut b = RealZkBuilder::default().tick_time(500);
+    if read_only {
+        b = b.jvm_arg("-Dreadonlymode.enabled=true");
+    }
+    Real(RealEnsemble::start(3, b).unwrap_or_else(|e| panic!("{e}")))
+}
+
+async fn mock_ensemble(read_only: bool) -> Mock {
+    Mock(
+        ZkMock::builder()
+            .servers(3)
+            .tick_time(500)
+            .read_only_mode(read_only)
+            .start()
+            .await
+            .unwrap(),
+    )
+}
+
+/// Runs `case` on a fresh real ensemble and a fresh mock ensemble and
+/// compares what the client saw.
+fn judge<F>(name: &str, read_only: bool, case: F)
+where
+    F: for<'a> Fn(
+        &'a mut dyn Ensemble,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Vec<String>> + 'a>>,
+{
+    if !RealZk::available() {
+        panic!(
+            "the ensemble conformance cases need Java and ZooKeeper's jars (Debian's `zookeeper`)"
+        );
+    }
+    let rt = crate::runtime();
+    let real = rt.block_on(async {
+        let mut e = real_ensemble(read_only);
+        case(&mut e).await
+    });
+    let mock = rt.block_on(async {
+        let mut e = mock_ensemble(read_only).await;
+        case(&mut e).await
+    });
+    let width = real.iter().map(String::len).max().unwrap_or(0);
+    let mut table = String::new();
+    for i in 0..real.len().max(mock.len()) {
+        let (r, m) = (
+            real.get(i).map_or("<nothing>", String::as_str),
+            mock.get(i).map_or("<nothing>", String::as_str),
+        );
+        let mark = if r == m { ' ' } else { '!' };
+        table.push_str(&format!("{mark} {r:<width$} | {m}\n"));
+    }
+    if crate::print_all() || real != mock {
+        println!("=== {name}: real ensemble | zk-mock ensemble\n{table}");
+    }
+    assert_eq!(
+        real, mock,
+        "{name}: the mock's ensemble differs from the real one:\n{table}"
+    );
+}
+
+fn connect_req(
+    session: i64,
+    passwd: Bytes,
+    last_zxid: i64,
+    timeout: i32,
+    read_only: bool,
+) -> ConnectRequest {
+    ConnectRequest {
+        time_out: timeout,
+        last_zxid_seen: last_zxid,
+        session_id: session,
+        passwd: Some(passwd),
+        read_only: Some(read_only),
+        ..Default::default()
+    }
+}
+
+fn zeros() -> Bytes {
+    Bytes::from_static(&[0; 16])
+}
+
+/// Re-attaches `c`'s session on `to`: "same session" or what happened.
+async fn reattach(c: &RawClient, to: SocketAddr, timeout: i32) -> (Option<RawClient>, String) {
+    let req = connect_req(c.session_id, c.passwd.clone(), c.last_zxid, timeout, false);
+    match RawClient::handshake(to, &req).await {
+        Ok((n, Some(resp))) if resp.session_id == c.session_id => (
+            Some(n),
+            format!("re-attached: same session, timeout {}", resp.time_out),
+        ),
+        Ok((_, Some(resp))) => (
+            None,
+            format!("re-attach answered session {:#x}", resp.session_id),
+        ),
+        Ok((_, None)) => (None, "re-attach: closed with no answer".into()),
+        Err(e) => (None, format!("re-attach: {}", e.kind())),
+    }
+}
+
+fn create(path: &str, flags: i32) -> CreateRequest {
+    CreateRequest {
+        path: path.into(),
+        data: Some(Bytes::from_static(b"x")),
+        acl: zk_mock::proto::Acl::open_unsafe(),
+        flags,
+    }
+}
+
+/// A request's outcome: its error code, or how the connection ended.
+async fn outcome(c: &mut RawClient, op: OpCode, body: &[u8]) -> String {
+    c.set_read_timeout(Duration::from_secs(5));
+    match c.request_raw(op as i32, body).await {
+        Ok(r) => format!("err {}", r.header.err),
+        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => "no answer".into(),
+        Err(_) => "connection closed, no answer".into(),
+    }
+}
+
+fn followers(e: &dyn Ensemble) -> (usize, usize, usize) {
+    let l = e.leader();
+    ((l + 1) % 3, (l + 2) % 3, l)
+}
+
+#[test]
+fn failover_after_a_server_is_killed() {
+    judge("failover", false, |e| {
+        Box::pin(async move {
+            let mut t = Vec::new();
+            let (f, g, _) = followers(e);
+            let mut c = RawClient::connect(e.addr(f), 6000).await.unwrap();
+            let eph = create("/e", 1);
+            t.push(format!(
+                "create ephemeral on a follower: {}",
+                outcome(&mut c, OpCode::Create, &eph.to_bytes()).await
+            ));
+            e.kill(f);
+            c.set_read_timeout(Duration::from_secs(5));
+            let end = c.read_frame().await;
+            t.push(format!(
+                "its connection after the kill: {}",
+                match end {
+                    Ok(None) | Err(_) => "closed",
+                    Ok(Some(_)) => "a frame",
+                }
+            ));
+            let (n, line) = reattach(&c, e.addr(g), 6000).await;
+            t.push(format!("on the other follower: {line}"));
+            let mut n = n.unwrap();
+            let r = n
+                .request(
+                    OpCode::Exists,
+                    &PathWatchRequest {
+                        path: "/e".into(),
+                        watch: false,
+                    },
+                )
+                .await
+                .unwrap();
+            let owner = r.decode::<StatResponse>().map(|s| s.stat.ephemeral_owner);
+            t.push(format!(
+                "the ephemeral: err {}, owned by the session: {}",
+                r.header.err,
+                owner.is_ok_and(|o| o == c.session_id)
+            ));
+            e.restart(f, true);
+            let (_, line) = reattach(&n, e.addr(f), 6000).await;
+            t.push(format!("back on the restarted server: {line}"));
+            t
+        })
+    });
+}
+
+#[test]
+fn a_session_moves_and_its_old_connection_meets_sessionmoved() {
+    judge("session move", false, |e| {
+        Box::pin(async move {
+            let mut t = Vec::new();
+            let (f, g, l) = followers(e);
+            // Moved from a follower: it still reads; a write closes it.
+            let mut old = RawClient::connect(e.addr(f), 6000).await.unwrap();
+            let (new, line) = reattach(&old, e.addr(g), 9000).await;
+            t.push(format!("follower to follower: {line}"));
+            let mut new = new.unwrap();
+            let get = PathWatchRequest {
+                path: "/".into(),
+                watch: false,
+            }
+            .to_bytes();
+            t.push(format!(
+                "old connection, getData: {}",
+                outcome(&mut old, OpCode::GetData, &get).await
+            ));
+            t.push(format!(
+                "old connection, ping: {}",
+                outcome(&mut old, OpCode::Ping, &[]).await
+            ));
+            let a = new.request(OpCode::Create, &create("/a", 0)).await.unwrap();
+            t.push(format!(
+                "old connection, create: {}",
+                outcome(&mut old, OpCode::Create, &create("/x", 0).to_bytes()).await
+            ));
+            let b = new.request(OpCode::Create, &create("/b", 0)).await.unwrap();
+            t.push(format!(
+                "zxids the old create took: {}",
+                b.header.zxid - a.header.zxid - 1
+            ));
+            // Moved from the leader: even a read closes it, and takes no zxid.
+            let mut old = RawClient::connect(e.addr(l), 6000).await.unwrap();
+            let (new, line) = reattach(&old, e.addr(f), 6000).await;
+            t.push(format!("leader to follower: {line}"));
+            let mut new = new.unwrap();
+            let a = new.request(OpCode::Create, &create("/c", 0)).await.unwrap();
+            t.push(format!(
+                "old leader connection, getData: {}",
+                outcome(&mut old, OpCode::GetData, &get).await
+            ));
+            let b = new.request(OpCode::Create, &create("/d", 0)).await.unwrap();
+            t.push(format!(
+                "zxids the old read took: {}",
+                b.header.zxid - a.header.zxid - 1
+            ));
+            // Re-attached on the same server: the old connection is closed at once.
+            let mut old = RawClient::connect(e.addr(f), 6000).await.unwrap();
+            let (_new, line) = reattach(&old, e.addr(f), 6000).await;
+            t.push(format!("on the same server: {line}"));
+            old.set_read_timeout(Duration::from_secs(5));
+            t.push(format!(
+                "its old connection: {}",
+                match old.read_frame().await {
+                    Ok(None) | Err(_) => "closed",
+                    Ok(Some(_)) => "a frame",
+                }
+            ));
+            t
+        })
+    });
+}
+
+#[test]
+fn a_client_ahead_of_a_server_is_refused_and_sync_catches_up() {
+    judge("lastZxidSeen and sync", false, |e| {
+        Box::pin(async move {
+            let mut t = Vec::new();
+            let (f, _, l) = followers(e);
+            for (who, i) in [("leader", l), ("follower", f)] {
+                let req = connect_req(0, zeros(), 0x7fff_ffff_0000_0000, 6000, false);
+                let r = RawClient::handshake(e.addr(i), &req).await;
+                t.push(format!(
+                    "{who}, lastZxidSeen far ahead: {}",
+                    match r {
+                        Ok((_, None)) | Err(_) => "closed with no answer".to_string(),
+                        Ok((_, Some(resp))) => format!("answered session {:#x}", resp.session_id),
+                    }
+                ));
+            }
+            let mut writer = RawClient::connect(e.addr(l), 6000).await.unwrap();
+            let mut reader = RawClient::connect(e.addr(f), 6000).await.unwrap();
+            let w = writer
+                .request(OpCode::Create, &create("/s", 0))
+                .await
+                .unwrap();
+            let s = reader
+                .request(OpCode::Sync, &PathRequest { path: "/s".into() })
+                .await
+                .unwrap();
+            let path = PathRequest::decode(&s.body)
+                .map(|p| p.path)
+                .unwrap_or_default();
+            t.push(format!(
+                "sync through a follower: err {}, path {path}, zxid the write's: {}",
+                s.header.err,
+                s.header.zxid == w.header.zxid
+            ));
+            let req = connect_req(0, zeros(), w.header.zxid, 6000, false);
+            let r = RawClient::handshake(e.addr(l), &req).await.unwrap();
+            t.push(format!(
+                "leader, lastZxidSeen = its last zxid: answered {}",
+                r.1.is_some()
+            ));
+            t
+        })
+    });
+}
+
+#[test]
+fn quorum_loss_then_read_only_mode_then_the_quorum_back() {
+    judge("quorum loss and read-only mode", true, |e| {
+        Box::pin(async move {
+            let mut t = Vec::new();
+            let (f, g, l) = followers(e);
+            let mut c = RawClient::connect(e.addr(f), 6000).await.unwrap();
+            let _ = c
+                .request(OpCode::Create, &create("/before", 0))
+                .await
+                .unwrap();
+            e.kill(l);
+            e.kill(g);
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let mut isro = String::new();
+            while Instant::now() < deadline {
+                isro = four_letter(e.addr(f), b"isro").await;
+                if isro == "ro" {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            t.push(format!("the survivor, isro: {isro}"));
+            let srvr = four_letter(e.addr(f), b"srvr").await;
+            t.push(format!(
+                "its srvr: {:?}",
+                srvr.lines()
+                    .filter(|l| l.starts_with("Mode:") || l.starts_with("READ-ONLY"))
+                    .collect::<Vec<_>>()
+            ));
+            let r = RawClient::handshake(e.addr(f), &connect_req(0, zeros(), 0, 6000, false)).await;
+            t.push(format!(
+                "a client that cannot be read-only: {}",
+                match r {
+                    Ok((_, None)) | Err(_) => "closed with no answer",
+                    Ok((_, Some(_))) => "answered",
+                }
+            ));
+            let r = RawClient::handshake(
+                e.addr(f),
+                &connect_req(c.session_id, c.passwd.clone(), 0, 6000, true),
+            )
+            .await;
+            t.push(format!(
+                "the global session, read-only re-attach: {}",
+                match r {
+                    Ok((_, None)) | Err(_) => "closed with no answer".to_string(),
+                    Ok((_, Some(resp))) => format!("answered session {:#x}", resp.session_id),
+                }
+            ));
+            t.push(format!(
+                "a new read-only session: {}",
+                new_read_only_session(e.addr(f)).await
+            ));
+            e.restart(l, false);
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while Instant::now() < deadline {
+                isro = four_letter(e.addr(f), b"isro").await;
+                if isro == "rw" {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            t.push(format!("a quorum again, isro: {isro}"));
+            t
+        })
+    });
+}
+
+/// A new session with readOnly set, on a read-only server without local
+/// sessions: what comes back, byte by byte.
+async fn new_read_only_session(addr: SocketAddr) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = connect_req(0, zeros(), 0, 6000, true);
+    s.write_all(&zk_mock::codec::frame(&req.to_bytes()))
+        .await
+        .unwrap();
+    let mut len = [0u8; 4];
+    match tokio::time::timeout(Duration::from_secs(5), s.read_exact(&mut len)).await {
+        Ok(Ok(_)) => {}
+        _ => return "no answer".into(),
+    }
+    let n = u32::from_be_bytes(len) as usize;
+    let mut body = vec![0u8; n];
+    s.read_exact(&mut body).await.unwrap();
+    if n == 16 {
+        let xid = i32::from_be_bytes(body[0..4].try_into().unwrap());
+        let err = i32::from_be_bytes(body[12..16].try_into().unwrap());
+        format!("a {n}-byte reply header: xid {xid}, err {err}")
+    } else {
+        format!("a {n}-byte frame")
+    }
+}
+
+async fn four_letter(addr: SocketAddr, word: &[u8]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut s) = tokio::net::TcpStream::connect(addr).await else {
+        return "refused".into();
+    };
+    if s.write_all(word).await.is_err() {
+        return "closed".into();
+    }
+    let mut out = String::new();
+    match tokio::time::timeout(Duration::from_secs(3), s.read_to_string(&mut out)).await {
+        Ok(Ok(_)) => out.trim().to_string(),
+        _ => "closed".into(),
+    }
+}
