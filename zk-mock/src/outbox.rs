@@ -54,7 +54,9 @@ pub(crate) struct Conn {
     pub(crate) stalled_for: Option<i64>,
     /// While set, frames to this connection are dropped (a `lose reply` fault).
     pub(crate) muted: bool,
-    pub(crate) auth: Vec<Id>,
+    /// The authInfo, shared with every request's caller and txn (a
+    /// clone is a reference count).
+    pub(crate) auth: Arc<[Id]>,
     pub(crate) peer: SocketAddr,
     pub(crate) received: u64,
     pub(crate) sent: u64,
@@ -116,10 +118,10 @@ impl Outboxes {
     ) -> (ConnId, watch::Receiver<Gate>, Arc<AtomicUsize>) {
         let id = self.next_conn;
         self.next_conn += 1;
-        let auth = vec![Id {
+        let auth: Arc<[Id]> = Arc::new([Id {
             scheme: "ip".into(),
             id: peer.ip().to_string(),
-        }];
+        }]);
         let (gate, gate_rx) = watch::channel(Gate::Open);
         let queued = Arc::new(AtomicUsize::new(0));
         self.conns.insert(

@@ -326,13 +326,13 @@ impl Recorder {
         session: i64,
         xid: i32,
         op_code: i32,
-        path: Option<&str>,
+        path: Option<String>,
         err: i32,
         zxid: i64,
         verdict: Option<String>,
         server: usize,
     ) {
-        self.count(session, path, |c| {
+        self.count(session, path.as_deref(), |c| {
             c.requests += 1;
             if err != 0 {
                 c.errors += 1;
@@ -350,7 +350,7 @@ impl Recorder {
             xid,
             op_code,
             op,
-            path: path.map(str::to_string),
+            path,
             err,
             zxid,
             verdict,
@@ -947,7 +947,7 @@ mod tests {
     fn the_log_is_bounded_but_counters_are_not() {
         let mut r = Recorder::new(true, 2);
         for i in 0..5 {
-            r.request(0, 7, i, 4, Some("/a"), 0, 1, None, 0);
+            r.request(0, 7, i, 4, Some("/a".into()), 0, 1, None, 0);
         }
         let s = r.snapshot(1);
         assert_eq!(s.requests.count(), 2);
@@ -963,7 +963,7 @@ mod tests {
     #[test]
     fn json_lines_are_in_history_order() {
         let mut r = Recorder::new(true, 10);
-        r.request(0, 7, 1, 4, Some("/a"), 0, 1, None, 0);
+        r.request(0, 7, 1, 4, Some("/a".into()), 0, 1, None, 0);
         r.watch(0, 7, "/a", WatchKind::Data);
         r.notification(0, 7, "/a", WatchKind::Data, 3, 2, 0);
         let text = r.snapshot(9).to_json_lines();
@@ -999,7 +999,7 @@ mod tests {
         let n = RETAINED_ENDED as i64 + 500;
         for id in 0..n {
             let path = format!("/e-{id}");
-            r.request(0, id, 1, 1, Some(&path), 0, id, None, 0);
+            r.request(0, id, 1, 1, Some(path.clone()), 0, id, None, 0);
             r.change(0, id, id, &path, ChangeKind::Deleted);
             r.session(0, id, SessionEvent::Expired, id);
         }
@@ -1017,10 +1017,10 @@ mod tests {
         let mut r = Recorder::new(false, 10);
         // "/lock" is deleted, created again (live), and many other paths
         // are deleted after it: the live path's counters stay.
-        r.request(0, 1, 1, 1, Some("/lock"), 0, 1, None, 0);
+        r.request(0, 1, 1, 1, Some("/lock".into()), 0, 1, None, 0);
         r.change(0, 2, 1, "/lock", ChangeKind::Deleted);
         r.change(0, 3, 1, "/lock", ChangeKind::Created);
-        r.request(0, 1, 2, 1, Some("/lock"), 0, 3, None, 0);
+        r.request(0, 1, 2, 1, Some("/lock".into()), 0, 3, None, 0);
         for id in 0..RETAINED_ENDED as i64 + 10 {
             r.change(0, id, 1, &format!("/e-{id}"), ChangeKind::Deleted);
         }
@@ -1035,7 +1035,7 @@ mod tests {
         // After clear, deletions from before it no longer age out new counters.
         r.change(0, 1, 1, "/x", ChangeKind::Deleted);
         r.clear();
-        r.request(0, 1, 3, 1, Some("/x"), 0, 1, None, 0);
+        r.request(0, 1, 3, 1, Some("/x".into()), 0, 1, None, 0);
         for id in 0..RETAINED_ENDED as i64 {
             r.change(0, id, 1, &format!("/g-{id}"), ChangeKind::Deleted);
         }

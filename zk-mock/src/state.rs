@@ -205,7 +205,7 @@ impl State {
 
     /// [`send`](Self::send) for a frame that already has its length prefix
     /// (one notification frame is shared by every watcher it goes to).
-    fn send_framed(&mut self, conn: ConnId, framed: Bytes) {
+    pub(crate) fn send_framed(&mut self, conn: ConnId, framed: Bytes) {
         let sent = self.out.send_framed(conn, framed);
         self.after_send(conn, sent);
     }
@@ -230,15 +230,17 @@ impl State {
 
     /// Queues a reply: header, then `body` when the request succeeded.
     pub(crate) fn reply<R: Record>(&mut self, conn: ConnId, xid: i32, zxid: i64, body: &R) {
-        let mut b = BytesMut::with_capacity(128);
-        ReplyHeader { xid, zxid, err: 0 }.encode(&mut b);
-        body.encode(&mut b);
-        self.send(conn, b.freeze());
+        let frame = crate::codec::framed(124, |b| {
+            ReplyHeader { xid, zxid, err: 0 }.encode(b);
+            body.encode(b);
+        });
+        self.send_framed(conn, frame);
     }
 
     /// Queues a reply that is only a header (errors, and ops with no body).
     pub(crate) fn reply_header(&mut self, conn: ConnId, xid: i32, zxid: i64, err: i32) {
-        self.send(conn, ReplyHeader { xid, zxid, err }.to_bytes());
+        let frame = crate::codec::framed(16, |b| ReplyHeader { xid, zxid, err }.encode(b));
+        self.send_framed(conn, frame);
     }
 
     /// Closes a connection from the server side: the writer flushes what is
@@ -457,7 +459,7 @@ impl State {
                 zxid,
                 time: self.clock.wall_ms(),
                 session: s.id,
-                auth: Vec::new(),
+                auth: Arc::from([]),
                 op: TxnOp::CreateSession,
                 origin: None,
             });
@@ -661,7 +663,7 @@ impl State {
             zxid,
             time: self.clock.wall_ms(),
             session,
-            auth: Vec::new(),
+            auth: Arc::from([]),
             op: TxnOp::CloseSession,
             origin: None,
         });
@@ -746,7 +748,7 @@ impl State {
                 zxid,
                 time: self.clock.wall_ms(),
                 session: 0,
-                auth: Vec::new(),
+                auth: Arc::from([]),
                 op: TxnOp::DeleteContainer(path.clone()),
                 origin: None,
             });

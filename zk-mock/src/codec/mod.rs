@@ -57,6 +57,17 @@ pub fn frame(body: &[u8]) -> Bytes {
     out.freeze()
 }
 
+/// Encodes a frame in one buffer: `encode` appends the body after a
+/// placeholder length prefix, which is then filled in.
+pub fn framed(capacity: usize, encode: impl FnOnce(&mut BytesMut)) -> Bytes {
+    let mut out = BytesMut::with_capacity(4 + capacity);
+    out.extend_from_slice(&[0; 4]);
+    encode(&mut out);
+    let len = (out.len() - 4) as i32;
+    out[..4].copy_from_slice(&len.to_be_bytes());
+    out.freeze()
+}
+
 /// A Jute record: fields in declaration order, no tags, no padding.
 pub trait Record: Sized {
     /// Appends the record's encoding.

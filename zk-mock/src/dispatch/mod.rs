@@ -46,6 +46,8 @@ pub(super) struct Ctx<'a> {
     pub(super) xid: i32,
     pub(super) op: i32,
     pub(super) caller: Caller<'a>,
+    /// The caller's authInfo, for a txn to share.
+    pub(super) auth: &'a std::sync::Arc<[Id]>,
 }
 
 impl State {
@@ -103,7 +105,7 @@ impl State {
             session,
             xid,
             op,
-            path.as_deref(),
+            path,
             applied.err,
             applied.zxid,
             verdict.map(|v| v.name()),
@@ -153,7 +155,7 @@ impl State {
                 zxid,
                 time: self.clock.wall_ms(),
                 session,
-                auth: Vec::new(),
+                auth: std::sync::Arc::from([]),
                 op: TxnOp::Error(ErrorCode::SessionMoved),
                 origin: None,
             });
@@ -175,7 +177,7 @@ impl State {
             session,
             xid,
             op,
-            path.as_deref(),
+            path,
             ErrorCode::SessionMoved.code(),
             zxid,
             None,
@@ -264,7 +266,7 @@ impl State {
     ) -> (Flow, Applied) {
         let (auth, server) = match self.out.conns.get(&conn) {
             Some(c) => (c.auth.clone(), c.server),
-            None => (Vec::new(), self.leader),
+            None => (std::sync::Arc::from([]), self.leader),
         };
         let caller = Caller {
             session,
@@ -277,6 +279,7 @@ impl State {
             xid,
             op,
             caller,
+            auth: &auth,
         };
         if self.servers[server].read_only {
             if let Some(done) = self.read_only_request(cx, &req) {

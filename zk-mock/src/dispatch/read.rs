@@ -19,6 +19,7 @@ impl State {
             xid,
             op,
             caller,
+            ..
         } = cx;
         let applied = match req {
             Request::Exists(r) => self.read(cx, |st| {

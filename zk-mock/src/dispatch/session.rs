@@ -88,12 +88,14 @@ impl State {
                     }
                 };
                 if let Some(c) = self.out.conns.get_mut(&conn) {
+                    let mut auth = c.auth.to_vec();
                     for id in new_ids {
-                        if !c.auth.contains(&id) {
-                            c.auth.push(id);
-                            crate::acl::java_set_order(&mut c.auth);
+                        if !auth.contains(&id) {
+                            auth.push(id);
+                            crate::acl::java_set_order(&mut auth);
                         }
                     }
+                    c.auth = auth.into();
                 }
                 self.reply_header(conn, xid, 0, 0);
                 Applied { err: 0, zxid: 0 }

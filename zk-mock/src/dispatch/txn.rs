@@ -29,7 +29,7 @@ pub(crate) struct Txn {
     pub(crate) time: i64,
     pub(crate) session: i64,
     /// The caller's authInfo, for the ACL checks the replay repeats.
-    pub(crate) auth: Vec<Id>,
+    pub(crate) auth: std::sync::Arc<[Id]>,
     pub(crate) op: TxnOp,
     /// The connection and xid to answer, by the server that connection is
     /// on, when that server applies the txn.

@@ -50,7 +50,7 @@ impl State {
             zxid,
             time: self.clock.wall_ms(),
             session: cx.session,
-            auth: cx.caller.auth.to_vec(),
+            auth: cx.auth.clone(),
             op,
             origin: Some((cx.conn, cx.xid)),
         };

@@ -466,10 +466,10 @@ fn kazoo_outcomes(path: &Path) -> Vec<(String, String)> {
 
 /// Runs kazoo's suite (or the given node ids of it) against a `zk-mock`
 /// binary; returns each test's outcome.
-fn run_kazoo_suite(node_ids: &[String]) -> (Vec<(String, String)>, String) {
+fn run_kazoo_suite(node_ids: &[String], cluster_size: usize) -> (Vec<(String, String)>, String) {
     let plugin_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/kazoo_suite");
     let outcomes = std::env::temp_dir().join(format!(
-        "zk-mock-kazoo-{}-{}.tsv",
+        "zk-mock-kazoo-{}-{}-{cluster_size}.tsv",
         std::process::id(),
         node_ids.len()
     ));
@@ -496,6 +496,7 @@ fn run_kazoo_suite(node_ids: &[String]) -> (Vec<(String, String)>, String) {
         .env("ZK_MOCK_BIN", env!("CARGO_BIN_EXE_zk-mock"))
         .env("KAZOO_OUTCOMES", &outcomes)
         .env("ZOOKEEPER_VERSION", "3.8.0")
+        .env("ZOOKEEPER_CLUSTER_SIZE", cluster_size.to_string())
         .env("CI", "true")
         .output()
         .expect("python3 runs");
@@ -524,8 +525,29 @@ fn kazoo_tests_dir() -> String {
 
 #[test]
 fn kazoos_own_test_suite_passes_on_the_binary() {
+    let _one_at_a_time = KAZOO_SUITE.lock().unwrap_or_else(|e| e.into_inner());
+    kazoo_suite_matches_its_baseline("zookeeper-3.8.0.passed", 1);
+}
+
+/// kazoo's suite with its harness's cluster as a 3-server `zk-mock
+/// --servers 3` (tests that stop and start single servers, read-only mode):
+/// every test that passes on a real 3-server ZooKeeper 3.8.0 ensemble
+/// (`zookeeper-3.8.0-ensemble.passed`) must pass.
+#[test]
+fn kazoos_own_test_suite_passes_on_an_ensemble() {
+    // Not beside the standalone run: two suites at once on two cores make
+    // kazoo's timing-sensitive tests flaky.
+    let _one_at_a_time = KAZOO_SUITE.lock().unwrap_or_else(|e| e.into_inner());
+    kazoo_suite_matches_its_baseline("zookeeper-3.8.0-ensemble.passed", 3);
+}
+
+/// One kazoo suite at a time.
+static KAZOO_SUITE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn kazoo_suite_matches_its_baseline(baseline: &str, cluster_size: usize) {
     let baseline_file = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/clients/kazoo_suite/zookeeper-3.8.0.passed");
+        .join("tests/clients/kazoo_suite")
+        .join(baseline);
     let baseline: Vec<String> = std::fs::read_to_string(&baseline_file)
         .expect("the baseline list")
         .lines()
@@ -539,7 +561,7 @@ fn kazoos_own_test_suite_passes_on_the_binary() {
         baseline.len()
     );
 
-    let (outcomes, _) = run_kazoo_suite(&[]);
+    let (outcomes, _) = run_kazoo_suite(&[], cluster_size);
     let passed = |o: &[(String, String)], id: &str| o.iter().any(|(i, r)| i == id && r == "passed");
     let missing: Vec<String> = baseline
         .iter()
@@ -548,7 +570,7 @@ fn kazoos_own_test_suite_passes_on_the_binary() {
         .collect();
     let on_mock = outcomes.iter().filter(|(_, o)| o == "passed").count();
     eprintln!(
-        "kazoo's suite on zk-mock: {on_mock} of {} passed; {} of the {} that pass on ZooKeeper 3.8.0 did not",
+        "kazoo's suite on zk-mock ({cluster_size} server(s)): {on_mock} of {} passed; {} of the {} that pass on ZooKeeper 3.8.0 did not",
         outcomes.len(),
         missing.len(),
         baseline.len()
@@ -559,7 +581,7 @@ fn kazoos_own_test_suite_passes_on_the_binary() {
     let (still_missing, output): (Vec<String>, String) = if missing.is_empty() {
         (Vec::new(), String::new())
     } else {
-        let (again, output) = run_kazoo_suite(&missing);
+        let (again, output) = run_kazoo_suite(&missing, cluster_size);
         let still = missing
             .iter()
             .filter(|id| !passed(&again, id))

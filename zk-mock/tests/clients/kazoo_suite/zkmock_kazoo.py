@@ -2,9 +2,12 @@
 
 kazoo's harness (kazoo/testing/harness.py) starts a cluster of Java ZooKeeper
 servers; with $ZK_MOCK_BIN set this plugin replaces it with one `zk-mock`
-binary, a standalone server. Without it, kazoo's own harness runs (the
-baseline: a real ZooKeeper). Either way, with $KAZOO_OUTCOMES set, each
-test's outcome is written there, one `nodeid<TAB>outcome` line per test.
+binary: a standalone server with ZOOKEEPER_CLUSTER_SIZE=1, else an ensemble
+(`--servers N`, read-only mode on as kazoo's servers have it, local sessions
+when the harness asks for them) whose servers kazoo's tests stop and start
+one by one. Without it, kazoo's own harness runs (the baseline: real
+ZooKeeper). Either way, with $KAZOO_OUTCOMES set, each test's outcome is
+written there, one `nodeid<TAB>outcome` line per test.
 
     # against zk-mock
     ZK_MOCK_BIN=target/debug/zk-mock KAZOO_OUTCOMES=mock.tsv \
@@ -13,15 +16,19 @@ test's outcome is written there, one `nodeid<TAB>outcome` line per test.
     ZOOKEEPER_CLASSPATH='/usr/share/java/*' ZOOKEEPER_CLUSTER_SIZE=1 \
         ZOOKEEPER_VERSION=3.8.0 KAZOO_OUTCOMES=real.tsv \
         python3 -m pytest -p zkmock_kazoo --pyargs kazoo.tests
+    # an ensemble of 3 (zk-mock's, or, without ZK_MOCK_BIN, real servers)
+    ZOOKEEPER_CLUSTER_SIZE=3 ZK_MOCK_BIN=... KAZOO_OUTCOMES=mock3.tsv ...
 
 `cargo test -p zk-mock --features cross-clients --test clients kazoos_own`
 runs the first and requires every test in `zookeeper-3.8.0.passed` (the
-tests that pass on the baseline) to pass.
+tests that pass on the baseline) to pass; `..._on_an_ensemble` runs the
+3-server form against `zookeeper-3.8.0-ensemble.passed`.
 """
 import json
 import os
 import socket
 import subprocess
+import urllib.error
 import urllib.request
 
 import tempfile
@@ -138,10 +145,121 @@ class MockServer:
         return []
 
 
+class EnsembleServer:
+    """One server of a `zk-mock --servers N`, as `ManagedZooKeeper`: `stop()`
+    kills it (its clients fail over to the others; a restarted ZooKeeper
+    keeps its data and the ensemble its sessions), `run()` restarts it."""
+
+    host = "127.0.0.1"
+
+    def __init__(self, ensemble, index):
+        self.ensemble = ensemble
+        self.index = index
+        self.killed = False
+
+    @property
+    def address(self):
+        return self.ensemble.addresses[self.index]
+
+    @property
+    def secure_address(self):
+        # The ensemble's secure port is server 0's.
+        return self.ensemble.secure_address
+
+    @property
+    def running(self):
+        return self.ensemble.alive() and not self.killed
+
+    def run(self):
+        if not self.ensemble.alive():
+            self.ensemble.start()
+        elif self.killed:
+            self.ensemble.admin("/servers/%d/restart" % self.index)
+        self.killed = False
+
+    def stop(self):
+        if self.ensemble.alive() and not self.killed:
+            self.ensemble.admin("/servers/%d/kill" % self.index)
+            self.killed = True
+
+    def destroy(self):
+        self.ensemble.destroy()
+        self.killed = False
+
+    def reset(self):
+        self.destroy()
+
+    def get_logs(self, num_lines=100):
+        return []
+
+
+class MockEnsemble:
+    """The `zk-mock --servers N` process behind `EnsembleServer`s."""
+
+    def __init__(self, binary, tls_dir, size, local_sessions):
+        self.binary = binary
+        self.tls_dir = tls_dir
+        self.size = size
+        self.local_sessions = local_sessions
+        self.process = None
+        self.addresses = []
+        self.secure_address = None
+        self.admin_address = None
+
+    def alive(self):
+        return self.process is not None and self.process.poll() is None
+
+    def admin(self, path):
+        url = "http://%s%s" % (self.admin_address, path)
+        req = urllib.request.Request(url, data=b"", method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=5) as r:
+                return json.load(r)
+        except urllib.error.HTTPError as e:
+            if e.code != 409:  # 409: it already was
+                raise
+
+    def start(self):
+        args = [
+            self.binary,
+            "--port", "0",
+            "--servers", str(self.size),
+            "--admin-port", "0",
+            "--super-digest", "super:D/InIHSb7yEEbrWz8b9l71RjZJU=",
+            "--reconfig-enabled",
+            # kazoo's servers run with -Dreadonlymode.enabled=true.
+            "--readonly-mode",
+            "--secure-port", str(_free_port()),
+            "--tls-cert", os.path.join(self.tls_dir, "server.pem"),
+            "--tls-key", os.path.join(self.tls_dir, "server.key"),
+        ]
+        if self.local_sessions:
+            args.append("--local-sessions")
+        self.process = subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+        # "zk-mock listening on A,B,C (seed N)", "zk-mock TLS on S",
+        # "zk-mock admin interface on http://ADDR"
+        first = self.process.stdout.readline().split()
+        self.addresses = first[3].split(",")
+        for line in self.process.stdout:
+            if line.startswith("zk-mock TLS on "):
+                self.secure_address = line.split()[3]
+            if line.startswith("zk-mock admin interface on http://"):
+                self.admin_address = line.split("http://")[1].split()[0]
+                break
+
+    def destroy(self):
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait()
+            self.process = None
+
+
 class MockCluster:
     """What the harness uses of `ZookeeperCluster`."""
 
-    def __init__(self, binary):
+    def __init__(self, binary, size=1, local_sessions=False):
         # The same certificates kazoo's own cluster generates.
         self._ssl_configuration = {}
         ZookeeperCluster.perform_ssl_certs_generation(self)
@@ -153,7 +271,11 @@ class MockCluster:
         ]:
             with open(os.path.join(self._tls_dir, name), "wb") as f:
                 f.write(data)
-        self._servers = [MockServer(binary, self._tls_dir)]
+        if size == 1:
+            self._servers = [MockServer(binary, self._tls_dir)]
+        else:
+            ensemble = MockEnsemble(binary, self._tls_dir, size, local_sessions)
+            self._servers = [EnsembleServer(ensemble, i) for i in range(size)]
 
     get_ssl_client_configuration = ZookeeperCluster.get_ssl_client_configuration
 
@@ -186,12 +308,23 @@ class MockCluster:
 
 
 _CLUSTER = None
+_CLUSTER_CONF = None
 
 
 def _get_global_cluster():
-    global _CLUSTER
+    # As kazoo's get_global_cluster: a new cluster when the settings change
+    # (TestReadOnlyMode turns local sessions on).
+    global _CLUSTER, _CLUSTER_CONF
+    conf = (
+        int(os.environ.get("ZOOKEEPER_CLUSTER_SIZE", "1")),
+        os.environ.get("ZOOKEEPER_LOCAL_SESSION_RO", "false") == "true",
+    )
+    if _CLUSTER is not None and _CLUSTER_CONF != conf:
+        _CLUSTER.terminate()
+        _CLUSTER = None
     if _CLUSTER is None:
-        _CLUSTER = MockCluster(os.environ["ZK_MOCK_BIN"])
+        _CLUSTER = MockCluster(os.environ["ZK_MOCK_BIN"], *conf)
+        _CLUSTER_CONF = conf
     return _CLUSTER
 
 
