@@ -373,6 +373,59 @@ impl State {
         true
     }
 
+    /// An ensemble's membership on `addrs`, in every replica's
+    /// `/zookeeper/config` from the start.
+    pub(crate) fn init_quorum(&mut self, addrs: &[std::net::SocketAddr]) {
+        if addrs.len() < 2 {
+            return;
+        }
+        let q = QuorumConfig::for_servers(addrs);
+        let data = bytes::Bytes::from(q.text());
+        for r in &mut self.servers {
+            r.tree.init_config(data.clone(), q.version);
+        }
+        self.quorum = Some(q);
+    }
+
+    /// Prep of a reconfig on an ensemble's leader (`PrepRequestProcessor`):
+    /// the new membership's `/zookeeper/config` data, versioned with the
+    /// txn's zxid, or the error the txn carries. The checks in ZooKeeper's
+    /// order: the version asked for, the new membership, a synced quorum of
+    /// its voters, then WRITE on `/zookeeper/config` (super has it).
+    pub(crate) fn prep_reconfig(
+        &mut self,
+        r: &crate::proto::ReconfigRequest,
+        auth: &[crate::proto::Id],
+        zxid: i64,
+    ) -> Result<bytes::Bytes, crate::proto::ErrorCode> {
+        use crate::proto::ErrorCode;
+        let Some(q) = &self.quorum else {
+            return Err(ErrorCode::Unimplemented);
+        };
+        let mut next = q.apply(r)?;
+        let voters: Vec<u64> = next.voters().collect();
+        let synced = voters
+            .iter()
+            .filter(|&&id| {
+                usize::try_from(id - 1)
+                    .ok()
+                    .and_then(|i| self.servers.get(i))
+                    .is_some_and(|s| s.status == ServerStatus::Serving)
+            })
+            .count();
+        if synced * 2 <= voters.len() {
+            return Err(ErrorCode::NewConfigNoQuorum);
+        }
+        let config = self.tree().get("/zookeeper/config").map(|n| n.acl.clone());
+        if let Some(acl) = config {
+            crate::acl::check(&acl, crate::proto::perms::WRITE, auth)?;
+        }
+        next.version = zxid;
+        let data = bytes::Bytes::from(next.text());
+        self.quorum = Some(next);
+        Ok(data)
+    }
+
     /// Every server, as the controls report them.
     pub(crate) fn server_infos(&self, addrs: &[std::net::SocketAddr]) -> Vec<ServerInfo> {
         self.servers
@@ -395,4 +448,153 @@ impl State {
             })
             .collect()
     }
+}
+
+/// The quorum's membership as `/zookeeper/config` holds it
+/// (`QuorumMaj.toString`): `server.N=spec` lines, then `version=<hex>`.
+#[derive(Debug, Clone)]
+pub(crate) struct QuorumConfig {
+    /// Each member's spec, as `QuorumServer.toString` writes it.
+    members: std::collections::BTreeMap<u64, Member>,
+    pub(crate) version: i64,
+}
+
+#[derive(Debug, Clone)]
+struct Member {
+    spec: String,
+    voting: bool,
+}
+
+impl QuorumConfig {
+    /// The config of a fresh ensemble on `addrs`: every server a participant
+    /// (the quorum and election ports are the mock's inventions: it has
+    /// none), version `0x100000000`.
+    pub(crate) fn for_servers(addrs: &[std::net::SocketAddr]) -> QuorumConfig {
+        let members = addrs
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let (q, e) = (fake_port(a.port(), 1), fake_port(a.port(), 2));
+                let spec = format!("{}:{q}:{e}:participant;{}", a.ip(), a);
+                (i as u64 + 1, Member { spec, voting: true })
+            })
+            .collect();
+        QuorumConfig {
+            members,
+            version: 1 << 32,
+        }
+    }
+
+    /// `/zookeeper/config`'s data.
+    pub(crate) fn text(&self) -> String {
+        let mut out = String::new();
+        for (id, m) in &self.members {
+            out.push_str(&format!("server.{id}={}\n", m.spec));
+        }
+        out.push_str(&format!("version={:x}", self.version));
+        out
+    }
+
+    /// The membership a reconfig asks for (`PrepRequestProcessor`, case
+    /// reconfig), or the error it fails with.
+    pub(crate) fn apply(
+        &self,
+        r: &crate::proto::ReconfigRequest,
+    ) -> Result<QuorumConfig, crate::proto::ErrorCode> {
+        use crate::proto::ErrorCode;
+        if r.cur_config_id != -1 && r.cur_config_id != self.version {
+            return Err(ErrorCode::BadVersion);
+        }
+        let mut next = self.members.clone();
+        if let Some(all) = &r.new_members {
+            // Non-incremental: the whole membership, comma- or newline-separated.
+            next.clear();
+            for line in all
+                .split([',', '\n'])
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+            {
+                let (key, spec) = line.split_once('=').ok_or(ErrorCode::BadArguments)?;
+                let Some(id) = key.trim().strip_prefix("server.") else {
+                    if key.trim() == "version" {
+                        continue;
+                    }
+                    return Err(ErrorCode::BadArguments);
+                };
+                let id: u64 = id.parse().map_err(|_| ErrorCode::BadArguments)?;
+                next.insert(id, parse_spec(spec.trim())?);
+            }
+        } else {
+            if let Some(leaving) = &r.leaving {
+                for id in leaving.split(',').map(str::trim).filter(|l| !l.is_empty()) {
+                    let id: u64 = id.parse().map_err(|_| ErrorCode::BadArguments)?;
+                    next.remove(&id);
+                }
+            }
+            if let Some(joining) = &r.joining {
+                for joiner in joining.split(',').map(str::trim).filter(|l| !l.is_empty()) {
+                    let parts: Vec<&str> = joiner.split('=').filter(|p| !p.is_empty()).collect();
+                    let [key, spec] = parts[..] else {
+                        return Err(ErrorCode::BadArguments);
+                    };
+                    let id = key.rsplit('.').next().unwrap_or(key);
+                    let id: u64 = id.trim().parse().map_err(|_| ErrorCode::BadArguments)?;
+                    next.insert(id, parse_spec(spec.trim())?);
+                }
+            }
+        }
+        // QuorumPeerConfig.isStandaloneEnabled() is true by default: a new
+        // config needs at least two voters.
+        if next.values().filter(|m| m.voting).count() < 2 {
+            return Err(ErrorCode::BadArguments);
+        }
+        Ok(QuorumConfig {
+            members: next,
+            version: self.version,
+        })
+    }
+
+    /// The voting members' ids.
+    pub(crate) fn voters(&self) -> impl Iterator<Item = u64> + '_ {
+        self.members
+            .iter()
+            .filter(|(_, m)| m.voting)
+            .map(|(id, _)| *id)
+    }
+}
+
+/// A port that is not one: the mock's servers have no quorum or election
+/// port, but a server line names both.
+fn fake_port(client: u16, n: u16) -> u16 {
+    let p = u32::from(client) + 1000 * u32::from(n);
+    u16::try_from(p).unwrap_or((p % 60_000) as u16 + 1024)
+}
+
+/// `QuorumServer(sid, "host:port:port[:type][;[host:]port]")`, written back
+/// as its `toString`; a joiner without a client port is refused, as
+/// `PrepRequestProcessor` refuses it.
+fn parse_spec(spec: &str) -> Result<Member, crate::proto::ErrorCode> {
+    use crate::proto::ErrorCode;
+    let (server, client) = spec.split_once(';').ok_or(ErrorCode::BadArguments)?;
+    let parts: Vec<&str> = server.split(':').collect();
+    let (host, port, eport, kind) = match parts[..] {
+        [h, p, e] => (h, p, e, "participant"),
+        [h, p, e, k] => (h, p, e, k),
+        _ => return Err(ErrorCode::BadArguments),
+    };
+    let num = |p: &str| p.trim().parse::<u16>().map_err(|_| ErrorCode::BadArguments);
+    let (port, eport) = (num(port)?, num(eport)?);
+    let voting = match kind.trim() {
+        "participant" => true,
+        "observer" => false,
+        _ => return Err(ErrorCode::BadArguments),
+    };
+    let client = match client.rsplit_once(':') {
+        Some((h, p)) => format!("{}:{}", h.trim(), num(p)?),
+        None => format!("0.0.0.0:{}", num(client)?),
+    };
+    Ok(Member {
+        spec: format!("{}:{port}:{eport}:{};{client}", host.trim(), kind.trim()),
+        voting,
+    })
 }

@@ -101,6 +101,8 @@ pub(crate) struct State {
     pub(crate) refusing: bool,
     /// No leader (an election, or no quorum): no server takes clients.
     pub(crate) electing: bool,
+    /// An ensemble's membership (`/zookeeper/config`); `None` standalone.
+    pub(crate) quorum: Option<crate::ensemble::QuorumConfig>,
     /// Bumped after every request and expiry, for [`ZkMock::wait_until`](crate::ZkMock::wait_until).
     pub(crate) changes: watch::Sender<u64>,
     /// Wakes the task that applies time-lagged txns when one is committed.
@@ -164,6 +166,7 @@ impl State {
             pending_kills: Vec::new(),
             refusing: false,
             electing: false,
+            quorum: None,
             changes: watch::channel(0).0,
             lag_wake: Arc::new(Notify::new()),
         }

@@ -313,7 +313,7 @@ impl State {
             | Request::SetData(_)
             | Request::SetAcl(_)
             | Request::Check(_)
-            | Request::Reconfig
+            | Request::Reconfig(_)
             | Request::Multi(_)
             | Request::InternalOp(_) => self.apply_write(cx, req),
             Request::MultiRead(_) => self.apply_multi_read(cx, req),

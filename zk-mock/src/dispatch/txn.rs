@@ -50,6 +50,8 @@ pub(crate) enum TxnOp {
     CloseSession,
     /// The container manager's delete of an empty container or expired TTL node.
     DeleteContainer(String),
+    /// A reconfig: `/zookeeper/config`'s new data.
+    SetConfig(Bytes),
 }
 
 /// What applying a txn gives its origin connection.
@@ -113,6 +115,12 @@ pub(crate) fn execute(
         TxnOp::CloseSession => {
             w.tree.kill_session(txn.zxid, txn.session, w.events);
             Outcome::Reply(Reply::None)
+        }
+        TxnOp::SetConfig(data) => {
+            let stat = w
+                .tree
+                .set_config(txn.zxid, txn.time, data.clone(), w.events);
+            Outcome::Reply(Reply::Data(Some(data.clone()), stat))
         }
         TxnOp::DeleteContainer(path) => match w.tree.delete_container(txn.zxid, path, w.events) {
             Ok(()) => Outcome::Reply(Reply::None),

@@ -23,10 +23,27 @@ impl State {
             // stays open: RECONFIGDISABLED while reconfigEnabled is false
             // (the default), else UNIMPLEMENTED, as a standalone server
             // is no LeaderZooKeeperServer (PrepRequestProcessor).
-            Request::Reconfig if self.settings.reconfig_enabled => {
-                TxnOp::Error(ErrorCode::Unimplemented)
+            Request::Reconfig(_) if !self.settings.reconfig_enabled => {
+                TxnOp::Error(ErrorCode::ReconfigDisabled)
             }
-            Request::Reconfig => TxnOp::Error(ErrorCode::ReconfigDisabled),
+            // An ensemble's leader applies it (`PrepRequestProcessor`).
+            Request::Reconfig(r) if self.quorum.is_some() => {
+                let zxid = self.next_zxid();
+                let op = match self.prep_reconfig(&r, cx.caller.auth, zxid) {
+                    Ok(data) => TxnOp::SetConfig(data),
+                    Err(e) => TxnOp::Error(e),
+                };
+                let applied = self.commit(Txn {
+                    zxid,
+                    time: self.clock.wall_ms(),
+                    session: cx.session,
+                    auth: cx.auth.clone(),
+                    op,
+                    origin: Some((cx.conn, cx.xid)),
+                });
+                return (Flow::Continue, applied);
+            }
+            Request::Reconfig(_) => TxnOp::Error(ErrorCode::Unimplemented),
             // What 3.8.0 answers a client that sends these server-internal
             // ops: deleteContainer is BADARGUMENTS, createSession (no body
             // a client could send) MARSHALLINGERROR; both consume a zxid.

@@ -344,7 +344,8 @@ impl ZkMockBuilder {
         let addr = addrs[0];
         let secure = self.secure_listener()?;
         let secure_addr = secure.as_ref().map(|(_, _, a)| *a);
-        let (state, seed) = self.new_state(addr.port(), min, max);
+        let (mut state, seed) = self.new_state(addr.port(), min, max);
+        state.init_quorum(&addrs);
         let shared: Shared = Arc::new(Mutex::new(state));
         let (tx, rx) = watch::channel(false);
         let runtime = if self.worker_threads > 1 {

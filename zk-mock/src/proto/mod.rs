@@ -62,9 +62,9 @@ pub enum Request {
     WhoAmI,
     Auth(AuthPacket),
     AddWatch(AddWatchRequest),
-    /// reconfig (16): its `ReconfigRequest` decoded (joining, leaving and new
-    /// members may be null) but not kept — a standalone server refuses it.
-    Reconfig,
+    /// reconfig (16): its `ReconfigRequest` (a standalone server refuses it;
+    /// an ensemble's leader applies it).
+    Reconfig(ReconfigRequest),
     /// sasl (102), with its token.
     Sasl(Option<bytes::Bytes>),
     /// deleteContainer (20) or createSession (−10) sent by a client: valid op
@@ -99,7 +99,7 @@ impl Request {
             | Request::SetWatches(_)
             | Request::WhoAmI
             | Request::Auth(_)
-            | Request::Reconfig
+            | Request::Reconfig(_)
             | Request::Sasl(_)
             | Request::InternalOp(_) => return None,
         })
@@ -162,15 +162,23 @@ pub fn decode_request(op: i32, body: &[u8]) -> Result<Request, RequestError> {
         OpCode::WhoAmI => Request::WhoAmI,
         OpCode::Reconfig => {
             use crate::codec::jute;
-            let parse = |i| -> crate::codec::Parse<'_, ()> {
-                let (i, _joining) = jute::ustring_opt(i)?;
-                let (i, _leaving) = jute::ustring_opt(i)?;
-                let (i, _new_members) = jute::ustring_opt(i)?;
-                let (i, _cur_config_id) = jute::long(i)?;
-                Ok((i, ()))
+            let parse = |i| -> crate::codec::Parse<'_, ReconfigRequest> {
+                let (i, joining) = jute::ustring_opt(i)?;
+                let (i, leaving) = jute::ustring_opt(i)?;
+                let (i, new_members) = jute::ustring_opt(i)?;
+                let (i, cur_config_id) = jute::long(i)?;
+                Ok((
+                    i,
+                    ReconfigRequest {
+                        joining,
+                        leaving,
+                        new_members,
+                        cur_config_id,
+                    },
+                ))
             };
-            parse(body).map_err(|e| bad(jute::into_decode_error(e)))?;
-            Request::Reconfig
+            let (_, r) = parse(body).map_err(|e| bad(jute::into_decode_error(e)))?;
+            Request::Reconfig(r)
         }
         OpCode::Sasl => {
             let (_, token) = crate::codec::jute::buffer(body)
@@ -214,4 +222,19 @@ mod tests {
         ));
         assert_eq!(decode_request(11, &[]), Ok(Request::Ping));
     }
+}
+
+/// `ReconfigRequest`: joining servers (comma-separated `server.N=spec`
+/// lines), leaving server ids, or the whole new membership, and the config
+/// version it applies to (−1: any).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReconfigRequest {
+    /// `joiningServers`.
+    pub joining: Option<String>,
+    /// `leavingServers`.
+    pub leaving: Option<String>,
+    /// `newMembers` (a non-incremental change).
+    pub new_members: Option<String>,
+    /// `curConfigId`.
+    pub cur_config_id: i64,
 }

@@ -186,6 +186,43 @@ impl DataTree {
         self.last_zxid
     }
 
+    /// Sets `/zookeeper/config`'s data as a reconfig's txn does
+    /// (`SetDataTxn` with version −1: the node's version becomes −1).
+    pub fn set_config(
+        &mut self,
+        zxid: i64,
+        time: i64,
+        data: Bytes,
+        events: &mut Vec<TreeEvent>,
+    ) -> Stat {
+        let path = "/zookeeper/config";
+        let node = self
+            .nodes
+            .get_mut(path)
+            .expect("the config node always exists");
+        node.data = Some(data);
+        node.version = -1;
+        node.mzxid = zxid;
+        node.mtime = time;
+        let stat = node.stat();
+        events.push(TreeEvent::DataChanged {
+            path: path.to_string(),
+            acl: node.acl.clone(),
+        });
+        stat
+    }
+
+    /// An ensemble's config, in place from the start, as a quorum peer
+    /// writes its static config (`ZKDatabase.initConfigInZKDatabase`): its
+    /// mzxid is the config's version and its version −1.
+    pub fn init_config(&mut self, data: Bytes, config_version: i64) {
+        if let Some(node) = self.nodes.get_mut("/zookeeper/config") {
+            node.data = Some(data);
+            node.mzxid = config_version;
+            node.version = -1;
+        }
+    }
+
     /// Makes `zxid` the last processed one, as a replica applying a txn
     /// prepared elsewhere does (never moves backwards).
     pub fn advance_to(&mut self, zxid: i64) {

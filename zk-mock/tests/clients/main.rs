@@ -541,23 +541,6 @@ fn kazoos_own_test_suite_passes_on_an_ensemble() {
     kazoo_suite_matches_its_baseline("zookeeper-3.8.0-ensemble.passed", 3);
 }
 
-/// Tests of kazoo's suite that pass on a real 3-server ensemble and need
-/// what zk-mock's ensemble does not do yet.
-const NOT_YET: &[(&str, &str)] = &[
-    (
-        "test_client.py::TestReconfig::test_add_remove_observer",
-        "reconfig of an ensemble (zk-mock answers reconfig UNIMPLEMENTED)",
-    ),
-    (
-        "test_client.py::TestReconfig::test_bad_input",
-        "reconfig of an ensemble (zk-mock answers reconfig UNIMPLEMENTED)",
-    ),
-    (
-        "test_client.py::TestReconfig::test_no_super_auth",
-        "reconfig of an ensemble (zk-mock answers reconfig UNIMPLEMENTED)",
-    ),
-];
-
 /// One kazoo suite at a time.
 static KAZOO_SUITE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -578,15 +561,6 @@ fn kazoo_suite_matches_its_baseline(baseline: &str, cluster_size: usize) {
         baseline.len()
     );
 
-    // What passes on a real ensemble and zk-mock does not do yet, each with why.
-    let not_yet: &[(&str, &str)] = if cluster_size > 1 { NOT_YET } else { &[] };
-    for (id, why) in not_yet {
-        eprintln!("not required yet: {id}: {why}");
-    }
-    let baseline: Vec<String> = baseline
-        .into_iter()
-        .filter(|id| !not_yet.iter().any(|(n, _)| n == id))
-        .collect();
     let (outcomes, _) = run_kazoo_suite(&[], cluster_size);
     let passed = |o: &[(String, String)], id: &str| o.iter().any(|(i, r)| i == id && r == "passed");
     let missing: Vec<String> = baseline

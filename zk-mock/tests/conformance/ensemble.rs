@@ -74,20 +74,39 @@ impl Ensemble for Mock {
     }
 }
 
-fn real_ensemble(read_only: bool) -> Real {
+/// The settings a case needs on both ensembles.
+#[derive(Clone, Copy, PartialEq)]
+enum With {
+    Defaults,
+    ReadOnlyMode,
+    /// reconfigEnabled, and the super user `super:test`.
+    Reconfig,
+}
+
+const SUPER_DIGEST: &str = "super:D/InIHSb7yEEbrWz8b9l71RjZJU=";
+
+fn real_ensemble(with: With) -> Real {
     let mut b = RealZkBuilder::default().tick_time(500);
-    if read_only {
-        b = b.jvm_arg("-Dreadonlymode.enabled=true");
+    match with {
+        With::Defaults => {}
+        With::ReadOnlyMode => b = b.jvm_arg("-Dreadonlymode.enabled=true"),
+        With::Reconfig => {
+            b = b.cfg("reconfigEnabled=true").jvm_arg(format!(
+                "-Dzookeeper.DigestAuthenticationProvider.superDigest={SUPER_DIGEST}"
+            ))
+        }
     }
     Real(RealEnsemble::start(3, b).unwrap_or_else(|e| panic!("{e}")))
 }
 
-async fn mock_ensemble(read_only: bool) -> Mock {
+async fn mock_ensemble(with: With) -> Mock {
     Mock(
         ZkMock::builder()
             .servers(3)
             .tick_time(500)
-            .read_only_mode(read_only)
+            .read_only_mode(with == With::ReadOnlyMode)
+            .reconfig_enabled(with == With::Reconfig)
+            .super_digest(SUPER_DIGEST)
             .start()
             .await
             .unwrap(),
@@ -96,7 +115,7 @@ async fn mock_ensemble(read_only: bool) -> Mock {
 
 /// Runs `case` on a fresh real ensemble and a fresh mock ensemble and
 /// compares what the client saw.
-fn judge<F>(name: &str, read_only: bool, case: F)
+fn judge<F>(name: &str, with: With, case: F)
 where
     F: for<'a> Fn(
         &'a mut dyn Ensemble,
@@ -109,11 +128,11 @@ where
     }
     let rt = crate::runtime();
     let real = rt.block_on(async {
-        let mut e = real_ensemble(read_only);
+        let mut e = real_ensemble(with);
         case(&mut e).await
     });
     let mock = rt.block_on(async {
-        let mut e = mock_ensemble(read_only).await;
+        let mut e = mock_ensemble(with).await;
         case(&mut e).await
     });
     let width = real.iter().map(String::len).max().unwrap_or(0);
@@ -199,7 +218,7 @@ fn followers(e: &dyn Ensemble) -> (usize, usize, usize) {
 
 #[test]
 fn failover_after_a_server_is_killed() {
-    judge("failover", false, |e| {
+    judge("failover", With::Defaults, |e| {
         Box::pin(async move {
             let mut t = Vec::new();
             let (f, g, _) = followers(e);
@@ -248,7 +267,7 @@ fn failover_after_a_server_is_killed() {
 
 #[test]
 fn a_session_moves_and_its_old_connection_meets_sessionmoved() {
-    judge("session move", false, |e| {
+    judge("session move", With::Defaults, |e| {
         Box::pin(async move {
             let mut t = Vec::new();
             let (f, g, l) = followers(e);
@@ -314,7 +333,7 @@ fn a_session_moves_and_its_old_connection_meets_sessionmoved() {
 
 #[test]
 fn a_client_ahead_of_a_server_is_refused_and_sync_catches_up() {
-    judge("lastZxidSeen and sync", false, |e| {
+    judge("lastZxidSeen and sync", With::Defaults, |e| {
         Box::pin(async move {
             let mut t = Vec::new();
             let (f, _, l) = followers(e);
@@ -360,7 +379,7 @@ fn a_client_ahead_of_a_server_is_refused_and_sync_catches_up() {
 
 #[test]
 fn quorum_loss_then_read_only_mode_then_the_quorum_back() {
-    judge("quorum loss and read-only mode", true, |e| {
+    judge("quorum loss and read-only mode", With::ReadOnlyMode, |e| {
         Box::pin(async move {
             let mut t = Vec::new();
             let (f, g, l) = followers(e);
@@ -466,4 +485,107 @@ async fn four_letter(addr: SocketAddr, word: &[u8]) -> String {
         Ok(Ok(_)) => out.trim().to_string(),
         _ => "closed".into(),
     }
+}
+
+/// A `ReconfigRequest` body: joining, leaving, newMembers (each may be
+/// null) and curConfigId.
+fn reconfig_body(joining: Option<&str>, leaving: Option<&str>, version: i64) -> Vec<u8> {
+    let mut b = Vec::new();
+    for s in [joining, leaving, None] {
+        match s {
+            Some(s) => {
+                b.extend_from_slice(&(s.len() as i32).to_be_bytes());
+                b.extend_from_slice(s.as_bytes());
+            }
+            None => b.extend_from_slice(&(-1i32).to_be_bytes()),
+        }
+    }
+    b.extend_from_slice(&version.to_be_bytes());
+    b
+}
+
+#[test]
+fn reconfig_of_the_ensemble() {
+    judge("reconfig", With::Reconfig, |e| {
+        Box::pin(async move {
+            let mut t = Vec::new();
+            let l = e.leader();
+            let mut c = RawClient::connect(e.addr(l), 6000).await.unwrap();
+            let get = PathWatchRequest {
+                path: "/zookeeper/config".into(),
+                watch: false,
+            };
+            let r = c.request(OpCode::GetData, &get).await.unwrap();
+            let data = zk_mock::proto::GetDataResponse::decode(&r.body).unwrap();
+            let text =
+                String::from_utf8_lossy(data.data.as_deref().unwrap_or_default()).into_owned();
+            t.push(format!(
+                "config: {} server lines, version {}",
+                text.lines().filter(|l| l.starts_with("server.")).count(),
+                text.lines().last().unwrap_or_default()
+            ));
+            t.push(format!(
+                "config node: mzxid {:#x}, czxid {:#x}, version {}, aversion {}",
+                data.stat.mzxid, data.stat.czxid, data.stat.version, data.stat.aversion
+            ));
+            let observer = "server.100=0.0.0.0:1234:2345:observer;0.0.0.0:3456";
+            let join = reconfig_body(Some(observer), None, -1);
+            t.push(format!(
+                "join without super: {}",
+                outcome(&mut c, OpCode::Reconfig, &join).await
+            ));
+            let bad = reconfig_body(Some("some thing"), None, -1);
+            t.push(format!(
+                "bad input: {}",
+                outcome(&mut c, OpCode::Reconfig, &bad).await
+            ));
+            let two = reconfig_body(Some("server.100=0.0.0.0:1234;3456"), None, -1);
+            t.push(format!(
+                "one port only: {}",
+                outcome(&mut c, OpCode::Reconfig, &two).await
+            ));
+            let auth = zk_mock::proto::AuthPacket {
+                auth_type: 0,
+                scheme: "digest".into(),
+                auth: Some(Bytes::from_static(b"super:test")),
+            };
+            let a = c
+                .request_with_xid(-4, OpCode::Auth as i32, &auth.to_bytes())
+                .await
+                .unwrap();
+            t.push(format!("auth as super: err {}", a.header.err));
+            let stale = reconfig_body(Some(observer), None, 0x1_0000_0000 + 12345);
+            t.push(format!(
+                "from a version that is not the config's: {}",
+                outcome(&mut c, OpCode::Reconfig, &stale).await
+            ));
+            let r = c.request_raw(OpCode::Reconfig as i32, &join).await.unwrap();
+            let joined = zk_mock::proto::GetDataResponse::decode(&r.body).unwrap();
+            let text =
+                String::from_utf8_lossy(joined.data.as_deref().unwrap_or_default()).into_owned();
+            let version =
+                i64::from_str_radix(text.rsplit('=').next().unwrap_or_default(), 16).unwrap_or(-1);
+            t.push(format!(
+                "join as super: err {}, the line in the config: {}, version = its zxid: {}, node version {}",
+                r.header.err,
+                text.contains(observer),
+                version == r.header.zxid,
+                joined.stat.version
+            ));
+            let leave = reconfig_body(None, Some("100"), version);
+            let r = c
+                .request_raw(OpCode::Reconfig as i32, &leave)
+                .await
+                .unwrap();
+            let left = zk_mock::proto::GetDataResponse::decode(&r.body).unwrap();
+            let text =
+                String::from_utf8_lossy(left.data.as_deref().unwrap_or_default()).into_owned();
+            t.push(format!(
+                "leave from the current version: err {}, still there: {}",
+                r.header.err,
+                text.contains("server.100")
+            ));
+            t
+        })
+    });
 }

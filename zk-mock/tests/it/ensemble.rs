@@ -583,3 +583,89 @@ async fn without_local_sessions_a_read_only_server_answers_a_new_session_with_no
     assert_eq!(zxid, mock.servers()[2].last_zxid);
     assert_eq!(i32::from_be_bytes(frame[16..].try_into().unwrap()), -119);
 }
+
+#[tokio::test]
+async fn reconfig_changes_the_ensembles_config_with_super_and_a_fresh_version() {
+    use zookeeper_client::{EnsembleUpdate, Error};
+    init_tracing();
+    let mock = ZkMock::builder()
+        .servers(3)
+        .reconfig_enabled(true)
+        // kazoo's and zookeeper-client's test harnesses: super:test.
+        .super_digest("super:D/InIHSb7yEEbrWz8b9l71RjZJU=")
+        .start()
+        .await
+        .unwrap();
+    let client = connect_to(&mock.connect_string()).await;
+    let (config, stat) = client.get_config().await.unwrap();
+    let config = String::from_utf8(config).unwrap();
+    for i in 0..3 {
+        let line = format!("server.{}=", i + 1);
+        assert!(config.contains(&line), "{config}");
+        assert!(
+            config.contains(&format!("participant;{}", mock.server(i).addr())),
+            "{config}"
+        );
+    }
+    assert!(config.ends_with("\nversion=100000000"), "{config}");
+
+    let observer = "server.100=0.0.0.0:1234:2345:observer;0.0.0.0:3456";
+    let join = || EnsembleUpdate::Incremental {
+        joinings: vec![observer].into_iter(),
+        leavings: vec![].into_iter(),
+    };
+    // WRITE on /zookeeper/config is super's alone (checked last).
+    assert_eq!(
+        client.update_ensemble(join(), None).await.unwrap_err(),
+        Error::NoAuth
+    );
+    let bad = EnsembleUpdate::Incremental {
+        joinings: vec!["some thing"].into_iter(),
+        leavings: vec![].into_iter(),
+    };
+    assert!(matches!(
+        client.update_ensemble(bad, None).await.unwrap_err(),
+        Error::BadArguments(_)
+    ));
+
+    client.auth("digest", b"super:test").await.unwrap();
+    assert_eq!(
+        client
+            .update_ensemble(join(), Some(stat.mzxid + 1))
+            .await
+            .unwrap_err(),
+        Error::BadVersion,
+        "a stale or future config version"
+    );
+    let (joined, _) = client
+        .update_ensemble(join(), Some(0x1_0000_0000))
+        .await
+        .unwrap();
+    let joined = String::from_utf8(joined).unwrap();
+    assert!(joined.contains(observer), "{joined}");
+    let version = i64::from_str_radix(joined.rsplit('=').next().unwrap(), 16).unwrap();
+    let (_, stat) = client.get_config().await.unwrap();
+    assert_eq!(
+        version, stat.mzxid,
+        "a config's version is its reconfig's zxid"
+    );
+
+    let leave = EnsembleUpdate::Incremental {
+        joinings: vec![].into_iter(),
+        leavings: vec!["100"].into_iter(),
+    };
+    let (left, _) = client.update_ensemble(leave, None).await.unwrap();
+    assert!(!String::from_utf8(left).unwrap().contains("server.100"));
+    // A joining participant that is no server of this ensemble cannot sync.
+    let ghost = EnsembleUpdate::Incremental {
+        joinings: [
+            "server.9=127.0.0.1:1:2:participant;127.0.0.1:3",
+            "server.8=127.0.0.1:4:5:participant;127.0.0.1:6",
+        ]
+        .into_iter(),
+        leavings: ["2", "3"].into_iter(),
+    };
+    // NEWCONFIGNOQUORUM (−13), which zookeeper-client has no name for.
+    let err = client.update_ensemble(ghost, None).await.unwrap_err();
+    assert!(matches!(err, Error::UnexpectedErrorCode(-13)), "{err:?}");
+}

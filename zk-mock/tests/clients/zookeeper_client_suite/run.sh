@@ -18,8 +18,11 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../../.." && pwd)"
 cd "$root"
 
-# Reconfig of an ensemble (observers promoted by update_ensemble) and SASL
-# enforcement. The ensemble test of read-only mode (test_readonly_plaintext:
+# test_update_ensemble: its three servers start from three different
+# zoo.cfg files (server 1 alone, servers 2 and 3 observers that know only
+# themselves and server 1), which the stand-in cannot map onto one zk-mock
+# (reconfig itself is judged against a real ensemble in the conformance
+# suite); and SASL enforcement. The ensemble test of read-only mode (test_readonly_plaintext:
 # 3 servers on ports 4001-4003, two stopped, the survivor read-only) runs on
 # a `zk-mock --servers 3` (testcontainers/ maps each container to a server).
 # test_watcher_remove_no_watcher races inside the client: zookeeper-client
