@@ -42,8 +42,19 @@ pub enum RunError {
         source: std::io::Error,
     },
     /// An ensemble step or setting on a target that is one server.
-    #[error("ensemble steps (servers, kill_server, lag, leader_election, a group's server) need the embedded zk-mock")]
+    #[error("ensemble steps (servers, kill_server, a group's server) need an ensemble: the embedded zk-mock, or `--target real`")]
     Ensemble,
+    /// A step only the embedded zk-mock can play (lag, a partition, a
+    /// leader election on demand).
+    #[error("{0} needs the embedded zk-mock (a real ensemble cannot be made to do it on demand)")]
+    MockOnly(&'static str),
+    /// A group's `server` names a server the ensemble lacks.
+    #[error("no server {0:?} in the ensemble")]
+    NoSuchServer(Vec<usize>),
+    /// A real ZooKeeper server or ensemble did not start, or a killed
+    /// server did not come back.
+    #[error("real ZooKeeper: {0}")]
+    Real(#[from] Box<zk_mock::real::RealZkError>),
     /// The real target's proxies know no such client.
     #[error("no proxy for client {0:?}")]
     UnknownClient(String),
@@ -53,6 +64,12 @@ pub enum RunError {
     /// The implementation could not be started for another reason.
     #[error("{0}")]
     Implementation(String),
+}
+
+impl From<zk_mock::real::RealZkError> for RunError {
+    fn from(e: zk_mock::real::RealZkError) -> RunError {
+        RunError::Real(Box::new(e))
+    }
 }
 
 impl RunError {

@@ -66,7 +66,11 @@ struct RunArgs {
     /// Play each scenario N times, with a new seed each time.
     #[arg(long, default_value_t = 1)]
     repeat: u32,
-    /// `mock` (the embedded zk-mock, default) or HOST:PORT of a real ZooKeeper.
+    /// `mock` (the embedded zk-mock, default); `real`: Apache ZooKeeper
+    /// started from its jars (`ZK_CLASSPATH`, `ZK_JAVA`), one standalone
+    /// server for the run and a fresh ensemble for each scenario with
+    /// `servers: N`; or HOST:PORT of a running ZooKeeper (ensemble
+    /// scenarios are skipped there).
     #[arg(long, default_value = "mock")]
     target: String,
     /// The lock implementation: `zk-lock` (in process, default), `kazoo`,
@@ -113,7 +117,11 @@ struct MatrixArgs {
     /// Leave out scenarios whose name contains this (repeatable).
     #[arg(long)]
     exclude: Vec<String>,
-    /// `mock` (the embedded zk-mock, default) or HOST:PORT of a real ZooKeeper.
+    /// `mock` (the embedded zk-mock, default); `real`: Apache ZooKeeper
+    /// started from its jars (`ZK_CLASSPATH`, `ZK_JAVA`), one standalone
+    /// server for the run and a fresh ensemble for each scenario with
+    /// `servers: N`; or HOST:PORT of a running ZooKeeper (ensemble
+    /// scenarios are skipped there).
     #[arg(long, default_value = "mock")]
     target: String,
     /// Write matrix.md, matrix.json and matrix.xml (JUnit) here.
@@ -127,16 +135,24 @@ struct MatrixArgs {
     quiet: bool,
 }
 
-fn parse_target(t: &str) -> Result<TargetSpec, String> {
+/// The target, and for `real` the standalone server started for the run
+/// (it stops when dropped).
+fn parse_target(t: &str) -> Result<(TargetSpec, Option<zk_mock::real::RealZk>), String> {
     if t == "mock" {
-        return Ok(TargetSpec::Mock);
+        return Ok((TargetSpec::Mock, None));
+    }
+    if t == "real" {
+        let zk = harness::target::real_zookeeper()
+            .start()
+            .map_err(|e| format!("--target real: {e}"))?;
+        return Ok((TargetSpec::RealStarted(zk.addr()), Some(zk)));
     }
     use std::net::ToSocketAddrs;
     t.to_socket_addrs()
         .map_err(|e| format!("--target {t}: {e}"))?
         .next()
-        .map(TargetSpec::Real)
-        .ok_or_else(|| format!("--target {t}: no address"))
+        .map(|a| (TargetSpec::Real(a), None))
+        .ok_or_else(|| format!("--target {t}: no address, nor `mock` or `real`"))
 }
 
 fn main() -> ExitCode {
@@ -241,7 +257,7 @@ fn judge(files: &[PathBuf], json: Option<&std::path::Path>) -> ExitCode {
 }
 
 fn run(args: RunArgs) -> ExitCode {
-    let target = match parse_target(&args.target) {
+    let (target, _real) = match parse_target(&args.target) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("error: {e}");
@@ -411,7 +427,7 @@ fn play(runs: Vec<(&scenario::Loaded, RunOptions)>, quiet: bool) -> Result<Vec<O
 }
 
 fn matrix(args: MatrixArgs) -> ExitCode {
-    let target = match parse_target(&args.target) {
+    let (target, _real) = match parse_target(&args.target) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("error: {e}");

@@ -105,20 +105,9 @@ pub async fn run(loaded: &Loaded, opts: &RunOptions) -> Outcome {
             return outcome;
         }
     }
-    if opts.target != TargetSpec::Mock && loaded.scenario.server.expiry_cleanup_delay.is_some() {
+    if let Some(why) = opts.target.cannot_play(&loaded.scenario) {
         outcome.status = Status::Skipped;
-        outcome.errors.push(
-            "needs the mock's expiry_cleanup_delay (a real server applies an expiry at once)"
-                .into(),
-        );
-        return outcome;
-    }
-    if opts.target != TargetSpec::Mock && loaded.scenario.server.servers > 1 {
-        outcome.status = Status::Skipped;
-        outcome.errors.push(format!(
-            "needs an ensemble of {} (the real target is one ZooKeeper server; the mock's ensemble is judged against a real one by the conformance suite)",
-            loaded.scenario.server.servers
-        ));
+        outcome.errors.push(why);
         return outcome;
     }
     let target = match Target::start(&opts.target, loaded, seed).await {
@@ -682,7 +671,7 @@ async fn act(ctx: &Arc<Ctx>, i: usize, step: Step) -> Result<(), RunError> {
     .find_map(|(verb, r)| r.as_ref().map(|r| (verb, r)))
     {
         if let Some(i) = server_of(ctx, r, &sessions) {
-            ctx.target.server_verb(verb, i)?;
+            ctx.target.server_verb(verb, i).await?;
             targets.push(format!("server {i}"));
         }
     } else if let Some(l) = &step.lag {

@@ -111,7 +111,8 @@ pub struct Server {
     /// An ensemble of this many servers (default 1): one connect string
     /// naming them all, a replica each; `kill_server`, `restart_server`,
     /// `partition_server`, `heal_server`, `lag` and `leader_election`
-    /// steps act on them. Mock only.
+    /// steps act on them. The mock's, or with `--target real` a real
+    /// ensemble started for the scenario (kill and restart only).
     #[serde(default = "one")]
     pub servers: usize,
 }

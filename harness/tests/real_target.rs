@@ -34,24 +34,41 @@ fn server() -> &'static RealZk {
 }
 
 async fn play(name: &str, text: &str) -> Outcome {
-    let zk = server();
+    play_on(
+        TargetSpec::Real(server().addr()),
+        name,
+        text,
+        Status::Passed,
+    )
+    .await
+}
+
+/// Plays a scenario on `target` and checks its status.
+async fn play_on(target: TargetSpec, name: &str, text: &str, status: Status) -> Outcome {
     let loaded = harness::scenario::parse(Path::new(&format!("{name}.yaml")), text)
         .unwrap_or_else(|e| panic!("{e}"));
     let opts = RunOptions {
-        target: TargetSpec::Real(zk.addr()),
+        target,
         seed: Some(7),
         implementation: harness::implementation::Implementation::ZkLock,
         progress: None,
     };
     let outcome = run(&loaded, &opts).await;
     assert_eq!(outcome.target, "real");
-    assert_eq!(
-        outcome.status,
-        Status::Passed,
-        "{}",
-        failure_details(&outcome)
-    );
+    assert_eq!(outcome.status, status, "{}", failure_details(&outcome));
     outcome
+}
+
+/// `--target real`: ensemble scenarios on a fresh real ensemble each.
+fn started() -> TargetSpec {
+    TargetSpec::RealStarted(server().addr())
+}
+
+fn library(file: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios")
+        .join(file);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// The clients a fault step reached.
@@ -238,4 +255,108 @@ invariants:
     // Every shed request was sent again: all three got the lock in turn.
     assert_eq!(o.stats.acquisitions, 3);
     assert_eq!(o.handoffs.len(), 3, "{:#?}", o.handoffs);
+}
+
+// Ensembles: `--target real` starts a real 3-server ensemble for each
+// scenario with `servers: 3`; each client's proxy listens once per server.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_holders_server_killed_on_a_real_ensemble() {
+    let o = play_on(
+        started(),
+        "holder-server-killed",
+        &library("ensemble/holder-server-killed.yaml"),
+        Status::Passed,
+    )
+    .await;
+    let killed = reached(&o, "kill_server");
+    assert_eq!(killed.len(), 1, "{:#?}", o.faults);
+    assert!(killed[0].starts_with("server "), "{killed:?}");
+    assert_eq!(o.stats.acquisitions, 4);
+    // The holder failed over and kept its session: one session per client.
+    assert_eq!(o.stats.sessions, 4, "{:#?}", o.journal);
+    // It noticed the connection drop while holding, and got it back.
+    assert!(journal_has(&o, "holder", "suspended"), "{:#?}", o.journal);
+    assert!(journal_has(&o, "holder", "resumed"), "{:#?}", o.journal);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolling_restart_on_a_real_ensemble() {
+    let o = play_on(
+        started(),
+        "rolling-restart",
+        &library("ensemble/rolling-restart.yaml"),
+        Status::Passed,
+    )
+    .await;
+    assert_eq!(
+        reached(&o, "kill_server"),
+        vec!["server 0", "server 1", "server 2"]
+    );
+    assert_eq!(o.stats.acquisitions, 80);
+    assert_eq!(o.stats.sessions, 5, "{:#?}", o.journal);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expiry_and_pinned_groups_on_a_real_ensemble() {
+    let o = play_on(
+        started(),
+        "real-ensemble-expire",
+        "server: {servers: 3, session_timeout: 2s}
+lock: {recipe: predecessor}
+clients:
+  - name: holder
+    hold: 2s
+    on_expiry: stop
+  - name: waiter
+    count: 2
+    server: [1, 2]
+    start: 100ms
+    hold: 300ms
+timeline:
+  - on: {waiting: waiter}
+    expire: holder
+  - on: {acquisitions: 2}
+    kill_server: waiter.0
+invariants:
+  liveness: 8s
+",
+        Status::Passed,
+    )
+    .await;
+    assert_eq!(reached(&o, "expire"), vec!["holder"]);
+    assert!(journal_has(&o, "holder", "expired"), "{:#?}", o.journal);
+    // The waiters connect only to servers 1 and 2: the server killed under
+    // waiter.0 is one of those, and it fails over to the other.
+    let killed = reached(&o, "kill_server");
+    assert!(
+        killed == ["server 1"] || killed == ["server 2"],
+        "{killed:?}"
+    );
+    assert_eq!(o.stats.acquisitions, 3);
+    assert_eq!(o.stats.sessions, 3, "{:#?}", o.journal);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lag_and_partitions_need_the_mock_and_a_running_server_has_no_ensemble() {
+    let o = play_on(
+        started(),
+        "curator-498-lagging-follower",
+        &library("ensemble/curator-498-lagging-follower.yaml"),
+        Status::Skipped,
+    )
+    .await;
+    assert!(
+        o.errors[0].contains("needs the mock's lag"),
+        "{:?}",
+        o.errors
+    );
+    let o = play_on(
+        TargetSpec::Real(server().addr()),
+        "holder-server-killed",
+        &library("ensemble/holder-server-killed.yaml"),
+        Status::Skipped,
+    )
+    .await;
+    assert!(o.errors[0].contains("--target real"), "{:?}", o.errors);
 }

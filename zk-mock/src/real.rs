@@ -24,6 +24,10 @@
 //! - `ZK_JAVA`: the `java` binary (default `/usr/bin/java`, else `java` on
 //!   `PATH`).
 
+// A start that fails carries the server's log in its error: large, rare,
+// and the whole point of the error.
+#![allow(clippy::result_large_err)]
+
 use std::fmt;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -323,6 +323,14 @@ public final class ZkLockDriver {
                     .sessionTimeoutMs(sessionTimeoutMs)
                     .connectionTimeoutMs(connectionTimeoutMs)
                     .retryPolicy(retryPolicy())
+                    // Curator's EnsembleTracker reads /zookeeper/config and
+                    // points the client at the servers' own client ports;
+                    // under the harness the connect string is the client's
+                    // proxies (or the mock's chosen servers), which the
+                    // tracker would route around: every fault, and the
+                    // history's attribution of the client's writes, lost
+                    // at its first failover.
+                    .ensembleTracker(false)
                     .build();
             // Before start(), so that the first CONNECTED is not missed.
             fw.getConnectionStateListenable().addListener((c, s) -> onState(c, s));

@@ -145,6 +145,7 @@ impl Outcome {
         let target_arg = match target {
             TargetSpec::Mock => String::new(),
             TargetSpec::Real(a) => format!(" --target {a}"),
+            TargetSpec::RealStarted(_) => " --target real".into(),
         };
         let imp_arg = match implementation {
             crate::implementation::Implementation::ZkLock => String::new(),

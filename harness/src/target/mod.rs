@@ -14,6 +14,7 @@ mod mock;
 mod real;
 
 use mock::MockTarget;
+pub use real::real_zookeeper;
 use real::RealTarget;
 
 /// The ephemeral nodes under `dir` (three levels deep: a semaphore keeps its
@@ -63,6 +64,10 @@ pub enum TargetSpec {
     Mock,
     /// A real ZooKeeper at this address.
     Real(SocketAddr),
+    /// Real ZooKeeper that the harness started itself (`--target real`): the
+    /// standalone server at this address for single-server scenarios, and a
+    /// fresh real ensemble for each scenario with `servers: N`.
+    RealStarted(SocketAddr),
 }
 
 impl TargetSpec {
@@ -70,8 +75,55 @@ impl TargetSpec {
     pub fn kind(&self) -> &'static str {
         match self {
             TargetSpec::Mock => "mock",
-            TargetSpec::Real(_) => "real",
+            TargetSpec::Real(_) | TargetSpec::RealStarted(_) => "real",
         }
+    }
+
+    /// Why a scenario cannot be played on this target, if it cannot: a
+    /// mock-only setting or step.
+    pub(crate) fn cannot_play(&self, s: &crate::scenario::Scenario) -> Option<String> {
+        if *self == TargetSpec::Mock {
+            return None;
+        }
+        if s.server.expiry_cleanup_delay.is_some() {
+            return Some(
+                "needs the mock's expiry_cleanup_delay (a real server applies an expiry at once)"
+                    .into(),
+            );
+        }
+        if s.server.servers <= 1 {
+            return None;
+        }
+        if let TargetSpec::Real(_) = self {
+            return Some(format!(
+                "needs an ensemble of {}: `--target real` starts real ones (the target given is one running server)",
+                s.server.servers
+            ));
+        }
+        let steps = [
+            ("lag", s.timeline.iter().any(|t| t.value.lag.is_some())),
+            (
+                "partition_server",
+                s.timeline
+                    .iter()
+                    .any(|t| t.value.partition_server.is_some() || t.value.heal_server.is_some()),
+            ),
+            (
+                "leader_election",
+                s.timeline.iter().any(|t| t.value.leader_election.is_some()),
+            ),
+        ];
+        let mock_only: Vec<&str> = steps
+            .iter()
+            .filter(|(_, on)| *on)
+            .map(|(n, _)| *n)
+            .collect();
+        (!mock_only.is_empty()).then(|| {
+            format!(
+                "needs the mock's {} (a real ensemble cannot be made to lag, be partitioned or hold an election on demand)",
+                mock_only.join(", ")
+            )
+        })
     }
 }
 
@@ -130,11 +182,21 @@ impl Target {
     ) -> Result<Target, RunError> {
         match spec {
             TargetSpec::Mock => MockTarget::start(scenario, seed).await.map(Target::Mock),
-            TargetSpec::Real(addr) => {
+            TargetSpec::Real(addr) | TargetSpec::RealStarted(addr)
+                if scenario.scenario.server.servers <= 1 =>
+            {
                 RealTarget::start(*addr, &scenario.lock_dir(), &scenario.resource_dir())
                     .await
                     .map(Target::Real)
             }
+            TargetSpec::RealStarted(_) => RealTarget::start_ensemble(
+                scenario.scenario.server.servers,
+                &scenario.lock_dir(),
+                &scenario.resource_dir(),
+            )
+            .await
+            .map(Target::Real),
+            TargetSpec::Real(_) => Err(RunError::Ensemble),
         }
     }
 
@@ -152,8 +214,7 @@ impl Target {
                 .map(|&i| m.zk.server(i).connect_string())
                 .collect::<Vec<_>>()
                 .join(",")),
-            (Target::Real(r), None) => r.connect_string(client).await,
-            (Target::Real(_), Some(_)) => Err(RunError::Ensemble),
+            (Target::Real(r), only) => r.connect_string(client, only).await,
         }
     }
 
@@ -161,14 +222,15 @@ impl Target {
     pub(crate) fn server_of(&self, session: i64) -> Option<usize> {
         match self {
             Target::Mock(m) => m.zk.server_of(session),
-            Target::Real(_) => None,
+            Target::Real(r) => r.server_of(session),
         }
     }
 
     /// kill, restart, partition or heal server `i` of the ensemble.
-    pub(crate) fn server_verb(&self, verb: &str, i: usize) -> Result<(), RunError> {
-        let Target::Mock(m) = self else {
-            return Err(RunError::Ensemble);
+    pub(crate) async fn server_verb(&self, verb: &str, i: usize) -> Result<(), RunError> {
+        let m = match self {
+            Target::Mock(m) => m,
+            Target::Real(r) => return r.server_verb(verb, i).await,
         };
         let server = m.zk.server(i);
         let done = match verb {
@@ -186,7 +248,7 @@ impl Target {
     /// Sets server `i`'s lag.
     pub(crate) fn lag(&self, i: usize, lag: zk_mock::Lag) -> Result<(), RunError> {
         let Target::Mock(m) = self else {
-            return Err(RunError::Ensemble);
+            return Err(RunError::MockOnly("lag"));
         };
         m.zk.server(i).set_lag(lag);
         Ok(())
@@ -195,7 +257,7 @@ impl Target {
     /// Leader loss for `window`.
     pub(crate) fn leader_election(&self, window: Duration) -> Result<(), RunError> {
         let Target::Mock(m) = self else {
-            return Err(RunError::Ensemble);
+            return Err(RunError::MockOnly("leader_election"));
         };
         m.zk.leader_election(window);
         Ok(())

@@ -32,13 +32,29 @@
 //! node in arrival order, which is zxid order (ZooKeeper sends a session's
 //! notifications in commit order). The zxids themselves are not known (3.8
 //! notifications carry −1), nor the session behind each change.
+//!
+//! Ensembles (`--target real`, a scenario with `server: {servers: N}`): the
+//! harness starts a fresh real N-server ensemble for the scenario
+//! ([`RealEnsemble`]). Each client's proxy listens once per server, so its
+//! connect string names N addresses and its library fails over as it would
+//! in production, while every fault still follows the client. `kill_server`
+//! and `restart_server` stop and start a server's JVM; which server a client
+//! is on is the one its last accepted handshake came from. There is an
+//! observer on every server, each connected to that server only: a
+//! persistent watch is not replayed after a reconnection (3.8 re-adds it
+//! without the events missed meanwhile), so the history is taken from an
+//! observer whose connection never dropped. Lag, partitions and leader
+//! elections on demand are the mock's alone.
 
 mod observer;
 mod proxy;
 mod takeover;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
+use parking_lot::Mutex;
+use zk_mock::real::{RealEnsemble, RealZkBuilder};
 use zookeeper_client as zk;
 
 use crate::error::RunError;
@@ -47,12 +63,31 @@ use crate::target::History;
 use observer::*;
 use proxy::*;
 
-/// A real ZooKeeper behind per-client proxies, with an observer session.
+/// How the harness starts real ZooKeeper servers (`--target real`): a
+/// 200 ms tick, session timeouts from 400 ms to 10 s (scenarios ask for
+/// short ones), no cap on connections per address, a deep listen backlog,
+/// the JVM's own heap and full JIT (stampedes of a thousand clients).
+pub fn real_zookeeper() -> RealZkBuilder {
+    RealZkBuilder::default()
+        .heap(None)
+        .quick_jit(false)
+        .tick_time(200)
+        .cfg("minSessionTimeout=400")
+        .cfg("maxSessionTimeout=10000")
+        .cfg("maxClientCnxns=0")
+        .cfg("clientPortListenBacklog=1024")
+}
+
+/// A real ZooKeeper (one server, or an ensemble the harness started) behind
+/// per-client proxies, with an observer session on each server.
 #[derive(Debug)]
 pub(crate) struct RealTarget {
-    server: SocketAddr,
+    servers: Vec<SocketAddr>,
     proxies: Proxies,
-    observer: Observer,
+    observers: Vec<Observer>,
+    /// The ensemble started for this scenario, whose servers the timeline
+    /// kills and restarts.
+    ensemble: Option<Arc<Mutex<RealEnsemble>>>,
 }
 
 impl RealTarget {
@@ -63,18 +98,111 @@ impl RealTarget {
         lock_dir: &str,
         res_dir: &str,
     ) -> Result<RealTarget, RunError> {
-        let observer = Observer::start(server, lock_dir, res_dir).await?;
+        RealTarget::on(vec![server], None, lock_dir, res_dir).await
+    }
+
+    /// Starts a real ensemble of `n` servers ([`real_zookeeper`]'s
+    /// settings) for one scenario; it stops when the target is dropped.
+    pub(crate) async fn start_ensemble(
+        n: usize,
+        lock_dir: &str,
+        res_dir: &str,
+    ) -> Result<RealTarget, RunError> {
+        let ensemble = tokio::task::spawn_blocking(move || {
+            RealEnsemble::start(n, real_zookeeper()).map_err(Box::new)
+        })
+        .await
+        .map_err(|e| RunError::Implementation(format!("starting a real ensemble: {e}")))??;
+        let servers = (0..n).map(|i| ensemble.addr(i)).collect();
+        RealTarget::on(
+            servers,
+            Some(Arc::new(Mutex::new(ensemble))),
+            lock_dir,
+            res_dir,
+        )
+        .await
+    }
+
+    async fn on(
+        servers: Vec<SocketAddr>,
+        ensemble: Option<Arc<Mutex<RealEnsemble>>>,
+        lock_dir: &str,
+        res_dir: &str,
+    ) -> Result<RealTarget, RunError> {
+        let mut observers = Vec::new();
+        for &server in &servers {
+            observers.push(Observer::start(server, lock_dir, res_dir).await?);
+        }
         Ok(RealTarget {
-            server,
-            proxies: Proxies::new(server),
-            observer,
+            proxies: Proxies::new(servers.clone()),
+            servers,
+            observers,
+            ensemble,
         })
     }
+
+    /// Every server's address (the harness's own session fails over).
     pub(crate) fn server_connect_string(&self) -> String {
-        self.server.to_string()
+        self.servers
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
     }
-    pub(crate) async fn connect_string(&self, client: &str) -> Result<String, RunError> {
-        self.proxies.connect_string(client)
+    /// The client's proxy addresses: one per server, or for `only` these.
+    pub(crate) async fn connect_string(
+        &self,
+        client: &str,
+        only: Option<&[usize]>,
+    ) -> Result<String, RunError> {
+        if only.is_some() && self.ensemble.is_none() {
+            return Err(RunError::Ensemble);
+        }
+        self.proxies.connect_string(client, only)
+    }
+    /// The server `session` is connected to.
+    pub(crate) fn server_of(&self, session: i64) -> Option<usize> {
+        self.ensemble.as_ref()?;
+        self.proxies.server_of(session)
+    }
+    /// Kills or restarts server `i` of the ensemble. A restart is done when
+    /// the server leads or follows again (a fresh data directory: it syncs
+    /// from the leader); one that does not come back is the run's error.
+    pub(crate) async fn server_verb(&self, verb: &str, i: usize) -> Result<(), RunError> {
+        let Some(e) = &self.ensemble else {
+            return Err(RunError::Ensemble);
+        };
+        if i >= self.servers.len() {
+            return Err(RunError::NoSuchServer(vec![i]));
+        }
+        let e = e.clone();
+        match verb {
+            "kill" => {
+                tokio::task::spawn_blocking(move || e.lock().kill(i))
+                    .await
+                    .map_err(|e| RunError::Implementation(format!("killing server {i}: {e}")))?;
+                Ok(())
+            }
+            "restart" => {
+                Ok(
+                    tokio::task::spawn_blocking(move || e.lock().restart(i).map_err(Box::new))
+                        .await
+                        .map_err(|e| {
+                            RunError::Implementation(format!("restarting server {i}: {e}"))
+                        })??,
+                )
+            }
+            "partition" => Err(RunError::MockOnly("partition_server")),
+            _ => Err(RunError::MockOnly("heal_server")),
+        }
+    }
+    /// An observer whose session is connected now (the first one else).
+    fn reader(&self) -> &zk::Client {
+        let live = self
+            .observers
+            .iter()
+            .find(|o| matches!(o.client.state(), zk::SessionState::SyncConnected));
+        &live.unwrap_or(&self.observers[0]).client
     }
     pub(crate) async fn expire(&self, client: &str) -> bool {
         self.proxies.expire(client).await
@@ -108,7 +236,12 @@ impl RealTarget {
         hint: Option<&str>,
     ) -> Option<(String, i64)> {
         let prefix = format!("{dir}/");
-        let c = &self.observer.client;
+        let c = self.reader();
+        if self.servers.len() > 1 {
+            // The observer's server may not have applied the library's
+            // newest writes yet.
+            let _ = c.sync(dir).await;
+        }
         let owned = |stat: &zk::Stat| stat.ephemeral_owner == session;
         if let Some(h) = hint.filter(|h| h.starts_with(&prefix)) {
             if let Ok(Some(stat)) = c.check_stat(h).await {
@@ -146,9 +279,18 @@ impl RealTarget {
             .map(|(p, st)| (p, st.czxid))
     }
 
+    /// The history as an observer saw it: the first one whose connection
+    /// never dropped, else the one that saw the most (its notes say where
+    /// changes may be missing).
     pub(crate) fn history(&self, prefixes: &[String]) -> History {
         let known = self.proxies.shared.ledger.lock().clone();
-        self.observer.history(prefixes, &known)
+        let best = self
+            .observers
+            .iter()
+            .find(|o| o.notes.lock().is_empty())
+            .or_else(|| self.observers.iter().max_by_key(|o| o.seen.lock().len()))
+            .expect("a target has at least one server");
+        best.history(prefixes, &known)
     }
 }
 
@@ -315,7 +457,7 @@ mod tests {
 
     #[test]
     fn classify_reads_the_request_header_and_path() {
-        let p = Proxies::new("127.0.0.1:1".parse().unwrap());
+        let p = Proxies::new(vec!["127.0.0.1:1".parse().unwrap()]);
         p.request_fault(&fault("create", 1, true), Some("c"));
         p.request_fault(&fault("delete", 1, false), None);
         let mut fail = fault("setData", 1, true);
@@ -458,7 +600,7 @@ mod tests {
     }
 
     async fn raw(p: &Proxies, client: &str) -> RawClient {
-        let cs = p.connect_string(client).unwrap();
+        let cs = p.connect_string(client, None).unwrap();
         let mut c = RawClient::connect(addr(&cs), 4000).await.unwrap();
         c.set_read_timeout(Duration::from_secs(3));
         c
@@ -497,7 +639,7 @@ mod tests {
     /// and the lock directory `/h/lock`.
     async fn lock_dir_through_a_proxy() -> (zk_mock::ZkMock, Proxies, RawClient) {
         let zk = zk_mock::ZkMock::start().await;
-        let p = Proxies::new(zk.addr());
+        let p = Proxies::new(vec![zk.addr()]);
         let mut c = raw(&p, "a").await;
         mkdir(&mut c, "/h").await;
         mkdir(&mut c, "/h/lock").await;
@@ -507,10 +649,10 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_proxy_forwards_and_remembers_the_session() {
         let zk = zk_mock::ZkMock::start().await;
-        let p = Proxies::new(zk.addr());
-        let cs1 = p.connect_string("a").unwrap();
-        assert_eq!(p.connect_string("a").unwrap(), cs1);
-        assert_ne!(p.connect_string("b").unwrap(), cs1);
+        let p = Proxies::new(vec![zk.addr()]);
+        let cs1 = p.connect_string("a", None).unwrap();
+        assert_eq!(p.connect_string("a", None).unwrap(), cs1);
+        assert_ne!(p.connect_string("b", None).unwrap(), cs1);
         let mut c = raw(&p, "a").await;
         assert_ne!(c.session_id, 0);
         assert_eq!(p.session("a"), Some((c.session_id, c.passwd.clone())));
@@ -698,7 +840,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn stall_holds_traffic_and_new_connections_until_resume() {
         let zk = zk_mock::ZkMock::start().await;
-        let p = Proxies::new(zk.addr());
+        let p = Proxies::new(vec![zk.addr()]);
         let mut c = raw(&p, "a").await;
         assert!(p.stall("a"));
         assert!(!p.stall("nobody"));
@@ -710,7 +852,7 @@ mod tests {
         let e = c.request(OpCode::Exists, &get).await.unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
         // A new connection is held as well.
-        let cs = p.connect_string("a").unwrap();
+        let cs = p.connect_string("a", None).unwrap();
         let held = tokio::spawn(async move { RawClient::connect(addr(&cs), 4000).await });
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert!(!held.is_finished());
@@ -726,11 +868,11 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn refusal_closes_new_connections_on_every_proxy() {
         let zk = zk_mock::ZkMock::start().await;
-        let p = Proxies::new(zk.addr());
+        let p = Proxies::new(vec![zk.addr()]);
         let mut before = raw(&p, "a").await;
         p.refuse(true);
         for client in ["a", "b"] {
-            let cs = p.connect_string(client).unwrap();
+            let cs = p.connect_string(client, None).unwrap();
             assert!(RawClient::connect(addr(&cs), 4000).await.is_err());
         }
         // An established connection is left alone.
@@ -754,7 +896,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn expiry_by_session_takeover() {
         let zk = zk_mock::ZkMock::start().await;
-        let p = Proxies::new(zk.addr());
+        let p = Proxies::new(vec![zk.addr()]);
         let mut c = raw(&p, "a").await;
         mkdir(&mut c, "/h").await;
         let eph = CreateRequest {
@@ -781,7 +923,7 @@ mod tests {
         assert!(!exists(&zk, "/h/eph").await);
         assert!(!zk.session_ids().contains(&session.into()));
         // Coming back through the proxy, the client learns its session expired.
-        let cs = p.connect_string("a").unwrap();
+        let cs = p.connect_string("a", None).unwrap();
         let req = ConnectRequest {
             time_out: 4000,
             session_id: session,

@@ -148,7 +148,8 @@ pub(super) fn classify(
 /// State shared by every proxy of one target.
 #[derive(Debug)]
 pub(super) struct Shared {
-    pub(super) server: SocketAddr,
+    /// The servers (one for a standalone ZooKeeper; an ensemble's in order).
+    pub(super) servers: Vec<SocketAddr>,
     pub(super) refusing: AtomicBool,
     pub(super) rules: Mutex<Vec<RequestRule>>,
     pub(super) next_conn: AtomicU64,
@@ -165,18 +166,23 @@ pub(super) struct Gate {
     pub(super) holds: u32,
 }
 
-/// One client's proxy.
+/// One client's proxy: a listener per server, each forwarding to its
+/// server, so the client's connect string names as many servers as the
+/// target has and a fault follows the client whichever server it is on.
 #[derive(Debug)]
 pub(super) struct ClientProxy {
     pub(super) name: String,
-    pub(super) addr: SocketAddr,
+    /// The listening address for each server, in the servers' order.
+    pub(super) addrs: Vec<SocketAddr>,
+    /// The server the last accepted ConnectResponse came from.
+    pub(super) server: Mutex<Option<usize>>,
     /// The local address its connections to the server come from.
     pub(super) source: Option<std::net::IpAddr>,
     /// The session and password of the last accepted ConnectResponse.
     pub(super) session: Mutex<Option<(i64, Bytes)>>,
     pub(super) gate: watch::Sender<Gate>,
     pub(super) conns: Mutex<BTreeMap<u64, AbortHandle>>,
-    pub(super) accept: Mutex<Option<AbortHandle>>,
+    pub(super) accept: Mutex<Vec<AbortHandle>>,
 }
 
 impl ClientProxy {
@@ -198,10 +204,11 @@ pub(crate) struct Proxies {
 }
 
 impl Proxies {
-    pub(crate) fn new(server: SocketAddr) -> Proxies {
+    /// Proxies to `servers` (one, or an ensemble's).
+    pub(crate) fn new(servers: Vec<SocketAddr>) -> Proxies {
         Proxies {
             shared: Arc::new(Shared {
-                server,
+                servers,
                 refusing: AtomicBool::new(false),
                 rules: Mutex::default(),
                 next_conn: AtomicU64::new(0),
@@ -221,31 +228,73 @@ impl Proxies {
         if let Some(p) = clients.get(client) {
             return Ok(p.clone());
         }
-        let std_listener = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.set_nonblocking(true).map(|()| l))
-            .map_err(|e| RunError::io(format!("proxy for {client}: binding 127.0.0.1:0"), e))?;
-        let addr = std_listener
-            .local_addr()
-            .map_err(|e| RunError::io(format!("proxy for {client}"), e))?;
-        let listener = TcpListener::from_std(std_listener)
-            .map_err(|e| RunError::io(format!("proxy for {client}"), e))?;
+        let mut listeners = Vec::new();
+        let mut addrs = Vec::new();
+        for _ in &self.shared.servers {
+            let std_listener = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.set_nonblocking(true).map(|()| l))
+                .map_err(|e| RunError::io(format!("proxy for {client}: binding 127.0.0.1:0"), e))?;
+            addrs.push(
+                std_listener
+                    .local_addr()
+                    .map_err(|e| RunError::io(format!("proxy for {client}"), e))?,
+            );
+            listeners.push(
+                TcpListener::from_std(std_listener)
+                    .map_err(|e| RunError::io(format!("proxy for {client}"), e))?,
+            );
+        }
         let proxy = Arc::new(ClientProxy {
             name: client.to_string(),
-            addr,
-            source: source_for(self.shared.server, clients.len()),
+            addrs,
+            server: Mutex::default(),
+            source: source_for(self.shared.servers[0], clients.len()),
             session: Mutex::default(),
             gate: watch::Sender::new(Gate::default()),
             conns: Mutex::default(),
             accept: Mutex::default(),
         });
-        let task = tokio::spawn(accept_loop(listener, proxy.clone(), self.shared.clone()));
-        *proxy.accept.lock() = Some(task.abort_handle());
+        for (i, listener) in listeners.into_iter().enumerate() {
+            let task = tokio::spawn(accept_loop(listener, proxy.clone(), self.shared.clone(), i));
+            proxy.accept.lock().push(task.abort_handle());
+        }
         clients.insert(client.to_string(), proxy.clone());
         Ok(proxy)
     }
 
-    pub(crate) fn connect_string(&self, client: &str) -> Result<String, RunError> {
-        Ok(self.proxy(client)?.addr.to_string())
+    /// The client's connect string: its proxy's address for every server,
+    /// or for `only` these.
+    pub(crate) fn connect_string(
+        &self,
+        client: &str,
+        only: Option<&[usize]>,
+    ) -> Result<String, RunError> {
+        let p = self.proxy(client)?;
+        let mut picked = Vec::new();
+        for (i, a) in p.addrs.iter().enumerate() {
+            if only.is_none_or(|o| o.contains(&i)) {
+                picked.push(a.to_string());
+            }
+        }
+        if picked.is_empty() {
+            return Err(RunError::NoSuchServer(only.unwrap_or_default().to_vec()));
+        }
+        Ok(picked.join(","))
+    }
+
+    /// The server the client is connected to (its last accepted handshake),
+    /// by the session it was given there.
+    pub(crate) fn server_of(&self, session: i64) -> Option<usize> {
+        self.clients
+            .lock()
+            .values()
+            .find(|p| {
+                p.session
+                    .lock()
+                    .as_ref()
+                    .is_some_and(|(s, _)| *s == session)
+            })
+            .and_then(|p| *p.server.lock())
     }
 
     /// The session the client's last connection was given.
@@ -297,10 +346,24 @@ impl Proxies {
             return false;
         };
         proxy.gate.send_modify(|g| g.holds += 1);
-        let r = tokio::time::timeout(
-            TAKEOVER_TIMEOUT,
-            takeover(self.shared.server, session, passwd),
-        )
+        // Through the client's own server first (on an ensemble, any
+        // server will do: sessions are global; one that is down is skipped).
+        let mut order: Vec<usize> = (0..self.shared.servers.len()).collect();
+        if let Some(i) = *proxy.server.lock() {
+            order.retain(|&j| j != i);
+            order.insert(0, i);
+        }
+        let servers: Vec<SocketAddr> = order.iter().map(|&i| self.shared.servers[i]).collect();
+        let r = tokio::time::timeout(TAKEOVER_TIMEOUT, async move {
+            let mut last = Err(std::io::Error::other("no server"));
+            for server in servers {
+                last = takeover(server, session, passwd.clone()).await;
+                if last.is_ok() {
+                    break;
+                }
+            }
+            last
+        })
         .await;
         proxy.gate.send_modify(|g| g.holds -= 1);
         match r {
@@ -318,7 +381,7 @@ impl Proxies {
 
     pub(super) fn shutdown(&self) {
         for p in std::mem::take(&mut *self.clients.lock()).into_values() {
-            if let Some(a) = p.accept.lock().take() {
+            for a in std::mem::take(&mut *p.accept.lock()) {
                 a.abort();
             }
             p.close_all();
@@ -341,6 +404,7 @@ pub(super) async fn accept_loop(
     listener: TcpListener,
     proxy: Arc<ClientProxy>,
     shared: Arc<Shared>,
+    server: usize,
 ) {
     loop {
         let Ok((sock, _)) = listener.accept().await else {
@@ -352,7 +416,7 @@ pub(super) async fn accept_loop(
             continue;
         }
         let id = shared.next_conn.fetch_add(1, Ordering::SeqCst);
-        let task = tokio::spawn(serve(sock, proxy.clone(), shared.clone(), id));
+        let task = tokio::spawn(serve(sock, proxy.clone(), shared.clone(), id, server));
         let mut conns = proxy.conns.lock();
         conns.retain(|_, h| !h.is_finished());
         conns.insert(id, task.abort_handle());
@@ -365,12 +429,13 @@ pub(super) async fn serve(
     proxy: Arc<ClientProxy>,
     shared: Arc<Shared>,
     id: u64,
+    server_index: usize,
 ) {
     let mut gate = proxy.gate.subscribe();
     if gate.wait_for(|g| !g.stalled && g.holds == 0).await.is_err() {
         return;
     }
-    let Ok(server) = connect_from(proxy.source, shared.server).await else {
+    let Ok(server) = connect_from(proxy.source, shared.servers[server_index]).await else {
         return;
     };
     let _ = client.set_nodelay(true);
@@ -380,6 +445,7 @@ pub(super) async fn serve(
     let conn = Conn {
         proxy: &proxy,
         shared: &shared,
+        server: server_index,
         replies: Mutex::default(),
         pending: Mutex::default(),
         injector: Injector::default(),
@@ -589,6 +655,8 @@ pub(super) enum ReplyFault {
 pub(super) struct Conn<'a> {
     pub(super) proxy: &'a ClientProxy,
     pub(super) shared: &'a Shared,
+    /// Which of the target's servers this connection goes to.
+    pub(super) server: usize,
     /// Requests passed on whose reply a fault changes, by xid.
     pub(super) replies: Mutex<HashMap<i32, ReplyFault>>,
     /// Creates and deletes awaiting their reply, by xid.
@@ -652,6 +720,7 @@ pub(super) async fn server_to_client(rd: OwnedReadHalf, wr: OwnedWriteHalf, c: &
                     session = Some(resp.session_id);
                     *c.proxy.session.lock() =
                         Some((resp.session_id, resp.passwd.clone().unwrap_or_default()));
+                    *c.proxy.server.lock() = Some(c.server);
                 }
             }
             return Verdict::Forward;
