@@ -249,14 +249,36 @@ impl State {
         tracing::info!(server = i, "read-only server stopped: back in the quorum");
     }
 
-    /// Whether a majority of the servers is up (not killed or partitioned).
+    /// Whether server `i` votes: a participant of the membership
+    /// (`/zookeeper/config`), rather than an observer or a server the
+    /// membership does not name. Without a membership (one server) it does.
+    pub(crate) fn votes(&self, i: usize) -> bool {
+        self.quorum
+            .as_ref()
+            .is_none_or(|q| q.voters().any(|id| id == i as u64 + 1))
+    }
+
+    /// Whether a majority of the voters is up (not killed or partitioned):
+    /// `QuorumMaj.containsQuorum` over the membership's participants, whom
+    /// a reconfig changes.
     pub(crate) fn has_quorum(&self) -> bool {
-        let up = self
-            .servers
+        let Some(q) = &self.quorum else {
+            return self
+                .servers
+                .iter()
+                .all(|r| r.status == ServerStatus::Serving);
+        };
+        let voters: Vec<u64> = q.voters().collect();
+        let up = voters
             .iter()
-            .filter(|r| r.status == ServerStatus::Serving)
+            .filter(|&&id| {
+                usize::try_from(id - 1)
+                    .ok()
+                    .and_then(|i| self.servers.get(i))
+                    .is_some_and(|s| s.status == ServerStatus::Serving)
+            })
             .count();
-        up > self.servers.len() / 2
+        up * 2 > voters.len()
     }
 
     /// Closes every client connection of server `i`.
@@ -356,7 +378,8 @@ impl State {
             self.leave_read_only(i);
             self.catch_up(i);
         }
-        let Some(&leader) = up.last() else {
+        // Only a participant leads; an observer follows whoever does.
+        let Some(&leader) = up.iter().rev().find(|&&i| self.votes(i)) else {
             return false;
         };
         self.leader = leader;
@@ -373,18 +396,43 @@ impl State {
         true
     }
 
-    /// An ensemble's membership on `addrs`, in every replica's
-    /// `/zookeeper/config` from the start.
-    pub(crate) fn init_quorum(&mut self, addrs: &[std::net::SocketAddr]) {
-        if addrs.len() < 2 {
-            return;
-        }
-        let q = QuorumConfig::for_servers(addrs);
+    /// An ensemble's membership, in every replica's `/zookeeper/config`
+    /// from the start: every server on `addrs` a participant, or the
+    /// `server.N` lines of `membership` (server N is the ensemble's server
+    /// N − 1; one it does not name is an observer outside the config, as a
+    /// server started with only itself and the leader in its zoo.cfg).
+    /// The first leader is the first participant.
+    ///
+    /// # Errors
+    /// A line that is not `server.N=host:port:port[:role];[host:]port`, an
+    /// id with no such server, or no participant.
+    pub(crate) fn init_quorum(
+        &mut self,
+        addrs: &[std::net::SocketAddr],
+        membership: &[String],
+    ) -> Result<(), String> {
+        let q = if membership.is_empty() {
+            if addrs.len() < 2 {
+                return Ok(());
+            }
+            QuorumConfig::for_servers(addrs)
+        } else {
+            QuorumConfig::from_lines(membership, addrs.len())?
+        };
         let data = bytes::Bytes::from(q.text());
         for r in &mut self.servers {
             r.tree.init_config(data.clone(), q.version);
         }
+        let first = q
+            .voters()
+            .next()
+            .and_then(|id| usize::try_from(id - 1).ok());
         self.quorum = Some(q);
+        if let Some(first) = first.filter(|&i| i != self.leader) {
+            self.leader = first;
+            self.servers[first].tree.advance_to(1 << 32);
+        }
+        Ok(())
     }
 
     /// Prep of a reconfig on an ensemble's leader (`PrepRequestProcessor`):
@@ -483,6 +531,36 @@ impl QuorumConfig {
             members,
             version: 1 << 32,
         }
+    }
+
+    /// The membership `lines` name (`server.N=spec`, as in a zoo.cfg), for
+    /// an ensemble of `servers`, version `0x100000000`.
+    pub(crate) fn from_lines(lines: &[String], servers: usize) -> Result<QuorumConfig, String> {
+        let mut members = std::collections::BTreeMap::new();
+        for line in lines {
+            let bad = |why: &str| format!("membership line {line:?}: {why}");
+            let (key, spec) = line
+                .split_once('=')
+                .ok_or_else(|| bad("not server.N=spec"))?;
+            let id: u64 = key
+                .trim()
+                .strip_prefix("server.")
+                .and_then(|n| n.parse().ok())
+                .ok_or_else(|| bad("not server.N=spec"))?;
+            if id == 0 || id > servers as u64 {
+                return Err(bad(&format!("the ensemble has servers 1 to {servers}")));
+            }
+            let member = parse_spec(spec.trim())
+                .map_err(|_| bad("not host:port:port[:participant|observer];[host:]port"))?;
+            members.insert(id, member);
+        }
+        if !members.values().any(|m| m.voting) {
+            return Err("the membership has no participant".into());
+        }
+        Ok(QuorumConfig {
+            members,
+            version: 1 << 32,
+        })
     }
 
     /// `/zookeeper/config`'s data.

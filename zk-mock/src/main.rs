@@ -102,6 +102,12 @@ struct Args {
     /// /servers endpoints kill, restart, partition and lag them.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=255))]
     servers: u16,
+    /// The ensemble's membership at the start, one zoo.cfg line each
+    /// (repeatable): `server.N=host:port:port[:participant|observer];[host:]port`.
+    /// Server N is the one on PORT+N-1; one not named as a participant does
+    /// not vote. Default: every server a participant.
+    #[arg(long = "membership", value_name = "SERVER_LINE")]
+    membership: Vec<String>,
     /// In an ensemble, how long the servers go without a leader when they
     /// lose it (ms).
     #[arg(long = "election-window", default_value_t = 200)]
@@ -148,6 +154,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .reconfig_enabled(args.reconfig_enabled)
         .max_outbox_bytes(args.max_outbox_bytes)
         .servers(usize::from(args.servers))
+        .membership(args.membership.clone())
         .election_window(std::time::Duration::from_millis(args.election_window))
         .read_only_mode(args.readonly_mode)
         .local_sessions(args.local_sessions)

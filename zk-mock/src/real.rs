@@ -265,6 +265,9 @@ pub struct RealEnsemble {
     builder: RealZkBuilder,
     /// (client, quorum, election) ports of each server.
     ports: Vec<(u16, u16, u16)>,
+    /// The servers whose zoo.cfg names them as participants (all, by
+    /// default); see [`start_with_participants`](Self::start_with_participants).
+    participants: Vec<usize>,
     members: Vec<Option<RealZk>>,
 }
 
@@ -276,6 +279,22 @@ impl RealEnsemble {
     /// # Errors
     /// [`RealZkError`] if one does not start, with its log.
     pub fn start(n: usize, builder: RealZkBuilder) -> Result<RealEnsemble, RealZkError> {
+        RealEnsemble::start_with_participants(n, &(0..n).collect::<Vec<_>>(), builder)
+    }
+
+    /// Starts `n` servers of which only `participants` vote: each server's
+    /// zoo.cfg names the participants, and a server that is not one also
+    /// names itself, as an observer (zookeeper-client's
+    /// `test_update_ensemble` layout; add `standaloneEnabled=false` for a
+    /// single participant). Waits until each leads, follows or observes.
+    ///
+    /// # Errors
+    /// [`RealZkError`] if one does not start, with its log.
+    pub fn start_with_participants(
+        n: usize,
+        participants: &[usize],
+        builder: RealZkBuilder,
+    ) -> Result<RealEnsemble, RealZkError> {
         let mut ports = Vec::new();
         // Hold every listener until all ports are picked, so none repeats.
         let mut held = Vec::new();
@@ -292,6 +311,7 @@ impl RealEnsemble {
         let mut e = RealEnsemble {
             builder,
             ports,
+            participants: participants.to_vec(),
             members: (0..n).map(|_| None).collect(),
         };
         for i in 0..n {
@@ -314,11 +334,14 @@ impl RealEnsemble {
             self.builder.tick_time,
             data.display()
         );
-        for (j, (c, q, el)) in self.ports.iter().enumerate() {
-            cfg.push_str(&format!(
-                "server.{}=127.0.0.1:{q}:{el};127.0.0.1:{c}\n",
-                j + 1
-            ));
+        for j in 0..self.ports.len() {
+            if self.participants.contains(&j) {
+                cfg.push_str(&self.server_line(j, "participant"));
+                cfg.push('\n');
+            } else if j == i {
+                cfg.push_str(&self.server_line(j, "observer"));
+                cfg.push('\n');
+            }
         }
         self.builder.spawn_in(
             dir,
@@ -328,11 +351,22 @@ impl RealEnsemble {
         )
     }
 
-    /// Waits until server `i` leads or follows.
+    /// Server `i`'s line in a zoo.cfg or a reconfig, with this role
+    /// (`participant` or `observer`):
+    /// `server.<i+1>=127.0.0.1:<quorum>:<election>:<role>;127.0.0.1:<client>`.
+    pub fn server_line(&self, i: usize, role: &str) -> String {
+        let (c, q, el) = self.ports[i];
+        format!("server.{}=127.0.0.1:{q}:{el}:{role};127.0.0.1:{c}", i + 1)
+    }
+
+    /// Waits until server `i` leads, follows or observes.
     fn wait_mode(&self, i: usize) -> Result<(), RealZkError> {
         let deadline = Instant::now() + self.builder.startup_timeout;
         loop {
-            if matches!(self.mode(i).as_deref(), Some("leader" | "follower")) {
+            if matches!(
+                self.mode(i).as_deref(),
+                Some("leader" | "follower" | "observer")
+            ) {
                 return Ok(());
             }
             let m = self.members[i].as_ref();

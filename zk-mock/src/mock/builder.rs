@@ -53,6 +53,7 @@ pub struct ZkMockBuilder {
     max_outbox: usize,
     expiry_cleanup_delay: Duration,
     servers: usize,
+    membership: Vec<String>,
     election_window: Duration,
     read_only_mode: bool,
     read_only_after: Duration,
@@ -84,6 +85,7 @@ impl Default for ZkMockBuilder {
             max_outbox: 128 << 20,
             expiry_cleanup_delay: Duration::ZERO,
             servers: 1,
+            membership: Vec::new(),
             election_window: Duration::from_millis(200),
             read_only_mode: false,
             read_only_after: Duration::from_millis(2000),
@@ -100,6 +102,22 @@ impl ZkMockBuilder {
     /// `port + i`. See [`ZkMock::server`](crate::ZkMock::server).
     pub fn servers(mut self, n: usize) -> Self {
         self.servers = n.max(1);
+        self
+    }
+
+    /// The ensemble's membership at the start, as `server.N=spec` lines of a
+    /// zoo.cfg (`server.1=127.0.0.1:2888:3888:participant;127.0.0.1:2181`):
+    /// what `/zookeeper/config` holds and who votes. Server N is the
+    /// ensemble's server N − 1; a server the lines do not name, or name as an
+    /// `observer`, does not vote (it serves and follows, as an observer
+    /// does), and the first participant leads. Default: every server a
+    /// participant. A reconfig changes it.
+    pub fn membership<I, S>(mut self, lines: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.membership = lines.into_iter().map(Into::into).collect();
         self
     }
 
@@ -345,7 +363,9 @@ impl ZkMockBuilder {
         let secure = self.secure_listener()?;
         let secure_addr = secure.as_ref().map(|(_, _, a)| *a);
         let (mut state, seed) = self.new_state(addr.port(), min, max);
-        state.init_quorum(&addrs);
+        state
+            .init_quorum(&addrs, &self.membership)
+            .map_err(Error::Config)?;
         let shared: Shared = Arc::new(Mutex::new(state));
         let (tx, rx) = watch::channel(false);
         let runtime = if self.worker_threads > 1 {

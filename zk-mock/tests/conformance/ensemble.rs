@@ -27,6 +27,8 @@ trait Ensemble {
     fn kill(&mut self, i: usize);
     /// Starts server `i` again; returns once it serves if a quorum is there.
     fn restart(&mut self, i: usize, wait: bool);
+    /// Server `i`'s `server.N=...` line with this role, for a reconfig.
+    fn server_line(&self, i: usize, role: &str) -> String;
 }
 
 struct Real(RealEnsemble);
@@ -55,6 +57,9 @@ impl Ensemble for Real {
             self.0.spawn_again(i).unwrap_or_else(|e| panic!("{e}"));
         }
     }
+    fn server_line(&self, i: usize, role: &str) -> String {
+        self.0.server_line(i, role)
+    }
 }
 
 struct Mock(ZkMock);
@@ -72,6 +77,20 @@ impl Ensemble for Mock {
     fn restart(&mut self, i: usize, _wait: bool) {
         assert!(self.0.server(i).restart());
     }
+    fn server_line(&self, i: usize, role: &str) -> String {
+        mock_server_line(self.0.server(i).addr(), i, role)
+    }
+}
+
+/// A mock server's line: its client address, and quorum and election
+/// ports it does not have (a line must name them).
+fn mock_server_line(addr: SocketAddr, i: usize, role: &str) -> String {
+    format!(
+        "server.{}=127.0.0.1:{}:{}:{role};{addr}",
+        i + 1,
+        20_000 + i,
+        21_000 + i
+    )
 }
 
 /// The settings a case needs on both ensembles.
@@ -81,6 +100,10 @@ enum With {
     ReadOnlyMode,
     /// reconfigEnabled, and the super user `super:test`.
     Reconfig,
+    /// As `Reconfig`, with server 1 the only participant and servers 2
+    /// and 3 observers that only their own zoo.cfg names
+    /// (`standaloneEnabled=false`).
+    Observers,
 }
 
 const SUPER_DIGEST: &str = "super:D/InIHSb7yEEbrWz8b9l71RjZJU=";
@@ -90,27 +113,35 @@ fn real_ensemble(with: With) -> Real {
     match with {
         With::Defaults => {}
         With::ReadOnlyMode => b = b.jvm_arg("-Dreadonlymode.enabled=true"),
-        With::Reconfig => {
+        With::Reconfig | With::Observers => {
             b = b.cfg("reconfigEnabled=true").jvm_arg(format!(
                 "-Dzookeeper.DigestAuthenticationProvider.superDigest={SUPER_DIGEST}"
             ))
         }
     }
-    Real(RealEnsemble::start(3, b).unwrap_or_else(|e| panic!("{e}")))
+    let participants: &[usize] = if with == With::Observers {
+        b = b.cfg("standaloneEnabled=false");
+        &[0]
+    } else {
+        &[0, 1, 2]
+    };
+    Real(
+        RealEnsemble::start_with_participants(3, participants, b).unwrap_or_else(|e| panic!("{e}")),
+    )
 }
 
 async fn mock_ensemble(with: With) -> Mock {
-    Mock(
-        ZkMock::builder()
-            .servers(3)
-            .tick_time(500)
-            .read_only_mode(with == With::ReadOnlyMode)
-            .reconfig_enabled(with == With::Reconfig)
-            .super_digest(SUPER_DIGEST)
-            .start()
-            .await
-            .unwrap(),
-    )
+    let mut b = ZkMock::builder()
+        .servers(3)
+        .tick_time(500)
+        .read_only_mode(with == With::ReadOnlyMode)
+        .reconfig_enabled(matches!(with, With::Reconfig | With::Observers))
+        .super_digest(SUPER_DIGEST);
+    if with == With::Observers {
+        let fake: SocketAddr = "127.0.0.1:4001".parse().unwrap();
+        b = b.membership([mock_server_line(fake, 0, "participant")]);
+    }
+    Mock(b.start().await.unwrap())
 }
 
 /// Runs `case` on a fresh real ensemble and a fresh mock ensemble and
@@ -490,8 +521,17 @@ async fn four_letter(addr: SocketAddr, word: &[u8]) -> String {
 /// A `ReconfigRequest` body: joining, leaving, newMembers (each may be
 /// null) and curConfigId.
 fn reconfig_body(joining: Option<&str>, leaving: Option<&str>, version: i64) -> Vec<u8> {
+    reconfig_body_new(joining, leaving, None, version)
+}
+
+fn reconfig_body_new(
+    joining: Option<&str>,
+    leaving: Option<&str>,
+    new_members: Option<&str>,
+    version: i64,
+) -> Vec<u8> {
     let mut b = Vec::new();
-    for s in [joining, leaving, None] {
+    for s in [joining, leaving, new_members] {
         match s {
             Some(s) => {
                 b.extend_from_slice(&(s.len() as i32).to_be_bytes());
@@ -585,6 +625,123 @@ fn reconfig_of_the_ensemble() {
                 r.header.err,
                 text.contains("server.100")
             ));
+            t
+        })
+    });
+}
+
+/// `/zookeeper/config` through `c`: each server's id and role, and the
+/// version line.
+async fn config_roles(c: &mut RawClient) -> String {
+    let get = PathWatchRequest {
+        path: "/zookeeper/config".into(),
+        watch: false,
+    };
+    let r = c.request(OpCode::GetData, &get).await.unwrap();
+    let data = zk_mock::proto::GetDataResponse::decode(&r.body).unwrap();
+    roles(&String::from_utf8_lossy(
+        data.data.as_deref().unwrap_or_default(),
+    ))
+}
+
+fn roles(config: &str) -> String {
+    config
+        .lines()
+        .map(|l| match l.split_once('=') {
+            Some((k, v)) if k.starts_with("server.") => {
+                let role = v.split(';').next().unwrap_or_default();
+                format!("{k} {}", role.rsplit(':').next().unwrap_or_default())
+            }
+            _ => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[test]
+fn observers_made_participants_by_a_reconfig() {
+    judge("observers", With::Observers, |e| {
+        Box::pin(async move {
+            let mut t = Vec::new();
+            t.push(format!("leader: server.{}", e.leader() + 1));
+            let mut one = RawClient::connect(e.addr(0), 6000).await.unwrap();
+            t.push(format!("config: {}", config_roles(&mut one).await));
+            t.push(format!(
+                "create through server.1: {}",
+                outcome(&mut one, OpCode::Create, &create("/xx", 0).to_bytes()).await
+            ));
+            let mut three = RawClient::connect(e.addr(2), 6000).await.unwrap();
+            let sync = PathRequest { path: "/".into() };
+            t.push(format!(
+                "sync through observer server.3: {}",
+                outcome(&mut three, OpCode::Sync, &sync.to_bytes()).await
+            ));
+            let exists = PathWatchRequest {
+                path: "/xx".into(),
+                watch: false,
+            };
+            t.push(format!(
+                "exists /xx there: {}",
+                outcome(&mut three, OpCode::Exists, &exists.to_bytes()).await
+            ));
+            t.push(format!("config there: {}", config_roles(&mut three).await));
+
+            // One voter: an observer's loss costs no write.
+            e.kill(1);
+            t.push(format!(
+                "create with observer server.2 down: {}",
+                outcome(&mut one, OpCode::Create, &create("/yy", 0).to_bytes()).await
+            ));
+            e.restart(1, true);
+
+            let auth = zk_mock::proto::AuthPacket {
+                auth_type: 0,
+                scheme: "digest".into(),
+                auth: Some(Bytes::from_static(b"super:test")),
+            };
+            let a = one
+                .request_with_xid(-4, OpCode::Auth as i32, &auth.to_bytes())
+                .await
+                .unwrap();
+            t.push(format!("auth as super: err {}", a.header.err));
+            let all: Vec<String> = (0..3).map(|i| e.server_line(i, "participant")).collect();
+            let body = reconfig_body_new(None, None, Some(&all.join(",")), 0x1_0000_0000);
+            let r = one
+                .request_raw(OpCode::Reconfig as i32, &body)
+                .await
+                .unwrap();
+            let data = zk_mock::proto::GetDataResponse::decode(&r.body).unwrap();
+            t.push(format!(
+                "every server a participant: err {}, config {}",
+                r.header.err,
+                roles(&String::from_utf8_lossy(
+                    data.data.as_deref().unwrap_or_default()
+                ))
+                .split(", version")
+                .next()
+                .unwrap_or_default()
+            ));
+
+            // Three voters: server.1 can go; the others elect a leader.
+            drop(one);
+            drop(three);
+            e.kill(0);
+            let mut created = "no server took the write".to_string();
+            'retry: for _ in 0..100 {
+                for i in [1, 2] {
+                    let Ok(mut c) = RawClient::connect(e.addr(i), 6000).await else {
+                        continue;
+                    };
+                    let r = outcome(&mut c, OpCode::Create, &create("/zz", 0).to_bytes()).await;
+                    if r == "err 0" {
+                        created = r;
+                        break 'retry;
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            t.push(format!("create with server.1 down: {created}"));
+            t.push(format!("leader then: server.{}", e.leader() + 1));
             t
         })
     });

@@ -669,3 +669,86 @@ async fn reconfig_changes_the_ensembles_config_with_super_and_a_fresh_version() 
     let err = client.update_ensemble(ghost, None).await.unwrap_err();
     assert!(matches!(err, Error::UnexpectedErrorCode(-13)), "{err:?}");
 }
+
+#[tokio::test]
+async fn observers_outside_the_membership_serve_but_do_not_vote_until_a_reconfig_makes_them_participants(
+) {
+    use zookeeper_client::EnsembleUpdate;
+    init_tracing();
+    // zookeeper-client's test_update_ensemble: server 1 alone in the
+    // config, servers 2 and 3 observers that know only it and themselves.
+    let mock = ZkMock::builder()
+        .servers(3)
+        .membership(["server.1=localhost:2001:3001:participant;localhost:4001"])
+        .reconfig_enabled(true)
+        .super_digest("super:D/InIHSb7yEEbrWz8b9l71RjZJU=")
+        .start()
+        .await
+        .unwrap();
+    assert_eq!(mock.leader(), 0);
+    let one = connect_to(&mock.server(0).connect_string()).await;
+    let three = connect_to(&mock.server(2).connect_string()).await;
+    one.create("/xx", b"xx", &persistent()).await.unwrap();
+    three.sync("/").await.unwrap();
+    assert_eq!(three.get_data("/xx").await.unwrap().0, b"xx");
+    let (config, stat) = one.get_config().await.unwrap();
+    assert_eq!(
+        String::from_utf8(config).unwrap(),
+        "server.1=localhost:2001:3001:participant;localhost:4001\nversion=100000000"
+    );
+
+    // One voter: losing an observer costs nothing, losing server 1 the quorum.
+    assert!(mock.server(1).kill());
+    assert_eq!(mock.server(0).status(), ServerStatus::Serving);
+    one.create("/still", b"", &persistent()).await.unwrap();
+    assert!(mock.server(1).restart());
+
+    let all = EnsembleUpdate::New {
+        ensemble: vec![
+            "server.1=localhost:2001:3001:participant;localhost:4001",
+            "server.2=localhost:2002:3002:participant;localhost:4002",
+            "server.3=localhost:2003:3003:participant;localhost:4003",
+        ]
+        .into_iter(),
+    };
+    one.auth("digest", b"super:test").await.unwrap();
+    let (config, _) = one.update_ensemble(all, Some(stat.mzxid)).await.unwrap();
+    let config = String::from_utf8(config).unwrap();
+    for id in 1..=3 {
+        assert!(config.contains(&format!("server.{id}=")), "{config}");
+    }
+
+    // Three voters now: server 1 can go, and server 3 (the highest id) leads.
+    assert!(mock.server(0).kill());
+    with_timeout(QUICK, "a new leader", async {
+        while mock
+            .servers()
+            .iter()
+            .any(|s| s.status == ServerStatus::Electing)
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert_eq!(mock.leader(), 2);
+    three.create("/after", b"", &persistent()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_membership_that_does_not_fit_the_ensemble_is_refused() {
+    for (lines, why) in [
+        (vec!["server.4=localhost:1:2;3"], "servers 1 to 3"),
+        (vec!["server.1=localhost:1:2:observer;3"], "no participant"),
+        (vec!["server.x=localhost:1:2;3"], "not server.N=spec"),
+        (vec!["server.1=localhost:1;3"], "host:port:port"),
+    ] {
+        let err = ZkMock::builder()
+            .servers(3)
+            .membership(lines.clone())
+            .start()
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(why), "{lines:?}: {err}");
+    }
+}

@@ -18,20 +18,19 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../../.." && pwd)"
 cd "$root"
 
-# test_update_ensemble: its three servers start from three different
-# zoo.cfg files (server 1 alone, servers 2 and 3 observers that know only
-# themselves and server 1), which the stand-in cannot map onto one zk-mock
-# (reconfig itself is judged against a real ensemble in the conformance
-# suite); and SASL enforcement. The ensemble test of read-only mode (test_readonly_plaintext:
-# 3 servers on ports 4001-4003, two stopped, the survivor read-only) runs on
-# a `zk-mock --servers 3` (testcontainers/ maps each container to a server).
+# The ensemble tests run on one `zk-mock --servers 3` (testcontainers/ maps
+# each container to a server, and reads every member's zoo.cfg for the
+# ensemble's size and starting membership): test_readonly_plaintext (two of
+# three stopped, the survivor read-only) and test_update_ensemble (server 1
+# alone in the config, servers 2 and 3 observers, made participants by a
+# reconfig). test_auth_failed needs SASL enforcement.
 # test_watcher_remove_no_watcher races inside the client: zookeeper-client
 # 0.11.2 answers remove() with Ok, locally, when the NodeCreated notification
 # of the create sent just before it was read before the session task took the
 # RemoveWatcher request (session/watch.rs, remove_watcher). Whatever the
 # server does, the outcome depends on how fast the notification comes back;
 # zk-mock answers within microseconds, and the test failed 2 runs in 9.
-SKIP=(test_update_ensemble test_auth_failed test_watcher_remove_no_watcher)
+SKIP=(test_auth_failed test_watcher_remove_no_watcher)
 
 cargo build -q -p zk-mock --features cli --bin zk-mock
 bin="$root/target/debug/zk-mock"

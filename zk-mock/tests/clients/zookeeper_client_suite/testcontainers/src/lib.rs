@@ -7,13 +7,16 @@
 //! `SERVER_JVMFLAGS` (super digest, extended types, container check
 //! interval) and a mounted zoo.cfg. A zoo.cfg with `server.N` lines (host
 //! networking, a `myid` in the mounted data directory) is one server of an
-//! ensemble: the first of its "containers" starts one `zk-mock --servers N`
-//! on the client ports the lines name, and each container is one of its
-//! servers — `stop` and `start` kill and restart it through the admin
+//! ensemble: the first of its "containers" reads every member's zoo.cfg
+//! (they share the Cluster's directory) and starts one `zk-mock --servers
+//! N` on the client ports the lines name, with the leader's lines as its
+//! starting membership (`--membership`: a server named only in its own
+//! zoo.cfg, as an observer, does not vote), and each container is one of
+//! its servers — `stop` and `start` kill and restart it through the admin
 //! interface, and its log is the binary's log lines about it. Anything
-//! zk-mock cannot be — SASL enforcement, TLS, reconfig of an ensemble —
-//! panics with "zk-mock cannot run this test", so such a test fails loudly
-//! instead of passing against the wrong server.
+//! zk-mock cannot be — SASL enforcement, TLS — panics with "zk-mock cannot
+//! run this test", so such a test fails loudly instead of passing against
+//! the wrong server.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::marker::PhantomData;
@@ -181,9 +184,12 @@ impl Ensemble {
     }
 }
 
-/// The ensembles running, by their `server.N` lines; a container holds its
-/// ensemble, and the last one dropped stops it.
-static ENSEMBLES: Mutex<Vec<(String, std::sync::Weak<Ensemble>)>> = Mutex::new(Vec::new());
+/// The ensembles running, by their Cluster's directory, with their first
+/// client port; a container holds its ensemble, and the last one dropped
+/// stops it.
+#[allow(clippy::type_complexity)]
+static ENSEMBLES: Mutex<Vec<(std::path::PathBuf, u16, std::sync::Weak<Ensemble>)>> =
+    Mutex::new(Vec::new());
 
 /// A running `zk-mock` (or one server of an ensemble); stopped on drop.
 #[derive(Debug)]
@@ -268,27 +274,129 @@ impl<I> Drop for Container<'_, I> {
     }
 }
 
-/// What a zoo.cfg with `server.N` lines asks for.
+/// What one ensemble "container" asks for.
 struct EnsembleSpec {
-    /// The `server.N` lines, in order: the ensemble's identity.
-    key: String,
-    servers: usize,
-    first_port: u16,
+    /// The directory of its zoo.cfg: the Cluster's own, shared by its
+    /// members, so the ensemble's identity.
+    key: std::path::PathBuf,
+    /// zk-mock flags from the JVM flags.
     flags: Vec<String>,
 }
 
-/// Starts (or joins) the ensemble of `spec`; returns it and server `myid`'s index.
-fn join_ensemble(spec: &EnsembleSpec, myid: usize) -> (Arc<Ensemble>, usize) {
-    let mut all = ENSEMBLES.lock().unwrap();
-    all.retain(|(_, e)| e.strong_count() > 0);
-    if let Some(e) = all.iter().find(|(k, _)| *k == spec.key).and_then(|(_, e)| e.upgrade()) {
-        return (e, myid - 1);
+/// One member's zoo.cfg: its `server.N` lines by id, and zk-mock flags.
+struct MemberCfg {
+    myid: usize,
+    lines: std::collections::BTreeMap<usize, String>,
+    flags: Vec<String>,
+}
+
+/// `server.N=host:quorum:election[:role];host:clientPort` lines and the
+/// other settings of an ensemble member's zoo.cfg.
+fn member_cfg(myid: usize, cfg: &str) -> MemberCfg {
+    let mut lines = std::collections::BTreeMap::new();
+    let mut flags = Vec::new();
+    for line in cfg.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let (k, v) = line.split_once('=').unwrap_or((line, ""));
+        match k {
+            _ if k.starts_with("server.") => {
+                let id = k["server.".len()..]
+                    .parse()
+                    .unwrap_or_else(|_| unsupported(&format!("server line {line:?}")));
+                lines.insert(id, line.to_string());
+            }
+            "initLimit" | "syncLimit" | "dataDir" => {}
+            "localSessionsEnabled" if v == "true" => flags.push("--local-sessions".into()),
+            "reconfigEnabled" if v == "true" => flags.push("--reconfig-enabled".into()),
+            // A one-participant quorum stays a quorum (not a standalone
+            // server): what zk-mock's ensembles are anyway.
+            "standaloneEnabled" if v == "false" => {}
+            _ => unsupported(&format!("ensemble zoo.cfg line {line:?}")),
+        }
     }
+    MemberCfg { myid, lines, flags }
+}
+
+/// The client port a server line names.
+fn client_port(line: &str) -> u16 {
+    line.rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| unsupported(&format!("server line {line:?}")))
+}
+
+/// Starts (or joins) the ensemble of `spec`; returns it, server `myid`'s
+/// index and the first client port. The first member to come waits a
+/// moment — the Cluster writes every member's zoo.cfg before it waits for
+/// any — then reads them all (`zoo{id}.cfg` beside its own): the ensemble
+/// has as many servers as the highest id any of them names, and starts
+/// with the membership of the participant with the highest id (the one
+/// that leads), so an observer that only its own zoo.cfg names is one.
+fn join_ensemble(spec: &EnsembleSpec, myid: usize) -> (Arc<Ensemble>, usize, u16) {
+    let mut all = ENSEMBLES.lock().unwrap();
+    all.retain(|(_, _, e)| e.strong_count() > 0);
+    if let Some((e, first)) = all
+        .iter()
+        .find(|(k, _, _)| *k == spec.key)
+        .and_then(|(_, first, e)| Some((e.upgrade()?, *first)))
+    {
+        return (e, myid - 1, first);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let mut members = Vec::new();
+    for entry in std::fs::read_dir(&spec.key).expect("the cluster's directory") {
+        let path = entry.expect("a directory entry").path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let Some(id) = name
+            .strip_prefix("zoo")
+            .and_then(|n| n.strip_suffix(".cfg"))
+            .and_then(|n| n.parse().ok())
+        else {
+            continue;
+        };
+        members.push(member_cfg(id, &std::fs::read_to_string(&path).expect("zoo.cfg")));
+    }
+    members.sort_by_key(|m| m.myid);
+    let union: std::collections::BTreeMap<usize, &String> =
+        members.iter().flat_map(|m| m.lines.iter().map(|(id, l)| (*id, l))).collect();
+    let servers = *union.keys().last().expect("server lines");
+    if union.keys().copied().ne(1..=servers) {
+        unsupported("an ensemble whose ids are not 1..N");
+    }
+    let first_port = client_port(union[&1]);
+    for (id, line) in &union {
+        if usize::from(client_port(line)) != usize::from(first_port) + id - 1 {
+            unsupported("an ensemble whose client ports are not consecutive");
+        }
+    }
+    let participant = |m: &&MemberCfg| {
+        m.lines
+            .get(&m.myid)
+            .is_some_and(|l| !l.split(';').next().unwrap_or_default().ends_with(":observer"))
+    };
+    let leader = members
+        .iter()
+        .rev()
+        .find(participant)
+        .unwrap_or_else(|| unsupported("an ensemble without a participant"));
+    let mut args = vec![
+        "--port".to_string(),
+        first_port.to_string(),
+        "--servers".into(),
+        servers.to_string(),
+        "--admin-port".into(),
+        "0".into(),
+    ];
+    for line in leader.lines.values() {
+        args.extend(["--membership".to_string(), line.clone()]);
+    }
+    let mut flags: Vec<String> = members.iter().flat_map(|m| m.flags.iter().cloned()).collect();
+    flags.sort();
+    flags.dedup();
+    flags.extend(spec.flags.iter().cloned());
     let bin = std::env::var("ZK_MOCK_BIN").expect("ZK_MOCK_BIN: the zk-mock binary to run");
     let mut child = Command::new(&bin)
-        .args(["--port", &spec.first_port.to_string()])
-        .args(["--servers", &spec.servers.to_string(), "--admin-port", "0"])
-        .args(&spec.flags)
+        .args(&args)
+        .args(&flags)
         .env("RUST_LOG", "info")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -317,57 +425,26 @@ fn join_ensemble(spec: &EnsembleSpec, myid: usize) -> (Arc<Ensemble>, usize) {
         admin,
         log,
     });
-    all.push((spec.key.clone(), Arc::downgrade(&e)));
-    (e, myid - 1)
+    all.push((spec.key.clone(), first_port, Arc::downgrade(&e)));
+    (e, myid - 1, first_port)
 }
 
-/// The ensemble a zoo.cfg with `server.N` lines describes, if it has them.
+/// The ensemble member a zoo.cfg with `server.N` lines describes, if it
+/// has them, and its myid.
 fn ensemble_spec(image: &RunnableImage<GenericImage>) -> Option<(EnsembleSpec, usize)> {
-    let cfg = image
+    let path = image
         .volumes
         .iter()
         .find(|(_, d)| d == "/conf/zoo.cfg")
-        .map(|(s, _)| std::fs::read_to_string(s).expect("zoo.cfg"))?;
-    let lines: Vec<&str> = cfg.lines().map(str::trim).filter(|l| l.starts_with("server.")).collect();
-    if lines.is_empty() {
+        .map(|(s, _)| std::path::PathBuf::from(s))?;
+    let cfg = std::fs::read_to_string(&path).expect("zoo.cfg");
+    if !cfg.lines().any(|l| l.trim().starts_with("server.")) {
         return None;
     }
     if image.network.as_deref() != Some("host") {
         unsupported("an ensemble off the host network");
     }
-    // server.N=host:quorum:election[:role];host:clientPort
-    let mut ports = Vec::new();
-    for l in &lines {
-        let (id, rest) = l.trim_start_matches("server.").split_once('=').expect("server.N=");
-        if rest.contains("observer") {
-            unsupported("an ensemble with observers (reconfig)");
-        }
-        let port: u16 = rest
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| unsupported(&format!("server line {l:?}")));
-        ports.push((id.parse::<usize>().expect("server id"), port));
-    }
-    ports.sort_unstable();
-    let first_port = ports[0].1;
-    let consecutive = ports
-        .iter()
-        .enumerate()
-        .all(|(i, &(id, p))| id == i + 1 && usize::from(p) == usize::from(first_port) + i);
-    if !consecutive {
-        unsupported("an ensemble whose ids are not 1..N on consecutive client ports");
-    }
     let mut flags = Vec::new();
-    for line in cfg.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        let (k, v) = line.split_once('=').unwrap_or((line, ""));
-        match k {
-            _ if k.starts_with("server.") => {}
-            "initLimit" | "syncLimit" | "dataDir" => {}
-            "localSessionsEnabled" if v == "true" => flags.push("--local-sessions".into()),
-            _ => unsupported(&format!("ensemble zoo.cfg line {line:?}")),
-        }
-    }
     for (key, value) in &image.image.env {
         if key != "SERVER_JVMFLAGS" {
             continue;
@@ -390,16 +467,8 @@ fn ensemble_spec(image: &RunnableImage<GenericImage>) -> Option<(EnsembleSpec, u
         .and_then(|(s, _)| std::fs::read_to_string(format!("{s}/myid")).ok())
         .and_then(|m| m.trim().parse().ok())
         .unwrap_or_else(|| unsupported("an ensemble server without a myid"));
-    let key = lines.join("\n");
-    Some((
-        EnsembleSpec {
-            key,
-            servers: ports.len(),
-            first_port,
-            flags,
-        },
-        myid,
-    ))
+    let key = path.parent().expect("zoo.cfg's directory").to_path_buf();
+    Some((EnsembleSpec { key, flags }, myid))
 }
 
 /// Translates the test's image into zk-mock flags.
@@ -471,10 +540,10 @@ pub mod clients {
     impl Cli {
         pub fn run(&self, image: RunnableImage<GenericImage>) -> Container<'_, GenericImage> {
             if let Some((spec, myid)) = ensemble_spec(&image) {
-                let (ensemble, index) = join_ensemble(&spec, myid);
+                let (ensemble, index, first_port) = join_ensemble(&spec, myid);
                 return Container {
                     args: Vec::new(),
-                    port: spec.first_port + index as u16,
+                    port: first_port + index as u16,
                     child: Mutex::new(None),
                     member: Some((ensemble, index)),
                     _image: PhantomData,
