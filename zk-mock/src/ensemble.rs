@@ -202,6 +202,14 @@ impl State {
             .is_some_and(|r| r.read_only || (!self.electing && r.status == ServerStatus::Serving))
     }
 
+    /// Whether server `i`'s process is up (serving or not): it accepts
+    /// connections. A killed one does not.
+    pub(crate) fn up(&self, i: usize) -> bool {
+        self.servers
+            .get(i)
+            .is_some_and(|r| r.status != ServerStatus::Killed)
+    }
+
     /// Whether server `i` is up but cut off from a quorum: partitioned, or
     /// up while too few others are.
     fn cut_off(&self, i: usize) -> bool {

@@ -70,6 +70,21 @@ fn mode(state: &State, server: usize) -> &'static str {
 pub(crate) fn answer(state: &State, server: usize, word: &[u8]) -> String {
     let mut out = String::new();
     let replica = &state.servers[server];
+    if !state.serves(server) {
+        // No running ZooKeeperServer (an election, no quorum): the words
+        // that need one say so (`AbstractFourLetterCommand.ZK_NOT_SERVING`),
+        // `isro` says "null" (IsroCommand), and ruok, envi and the trace
+        // mask words answer as ever.
+        match word {
+            b"ruok" => out.push_str("imok"),
+            b"isro" => out.push_str("null"),
+            b"envi" => envi(&mut out, state),
+            b"gtmk" => out.push_str("306"),
+            b"stmk" => {}
+            _ => out.push_str("This ZooKeeper instance is not currently serving requests\n"),
+        }
+        return out;
+    }
     match word {
         b"ruok" => out.push_str("imok"),
         b"isro" => out.push_str(if replica.read_only { "ro" } else { "rw" }),

@@ -243,6 +243,15 @@ impl Reader {
             }
         };
         let mut st = lock(&self.shared);
+        let server = st.server_of(conn);
+        if !st.serves(server) {
+            // No ZooKeeperServer behind the factory (an election, no
+            // quorum, a partition): NIOServerCnxn closes the connection
+            // ("ZooKeeperServer not running") without an answer.
+            tracing::debug!(server, "not serving; closing a handshake");
+            st.close_conn(conn);
+            return Step::Close;
+        }
         if st.hold_if_stalled(conn, req.session_id) {
             tracing::debug!(
                 session = format_args!("{:#x}", req.session_id),

@@ -106,12 +106,14 @@ async fn accept_loop(
             Ok((socket, peer)) => {
                 let refused = {
                     let st = lock(&shared);
-                    st.refusing || !st.serves(server)
+                    st.refusing || !st.up(server)
                 };
                 if refused {
-                    // A `refuse connections` fault, or a server that is down:
-                    // the client sees the connection closed before any
-                    // handshake, and moves on to the next server.
+                    // A `refuse connections` fault, or a killed server: the
+                    // client sees the connection closed before any handshake,
+                    // and moves on to the next server. (A server that is up
+                    // but not serving takes the connection: it answers
+                    // four-letter words and closes a handshake.)
                     tracing::debug!(server, %peer, "refusing connection");
                     drop(socket);
                     continue;

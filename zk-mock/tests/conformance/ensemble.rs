@@ -741,7 +741,39 @@ fn observers_made_participants_by_a_reconfig() {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             t.push(format!("create with server.1 down: {created}"));
-            t.push(format!("leader then: server.{}", e.leader() + 1));
+            let l = e.leader();
+            t.push(format!("leader then: server.{}", l + 1));
+
+            // Its loss leaves one voter of three: the last server is up but
+            // serves nobody.
+            let last = if l == 2 { 1 } else { 2 };
+            e.kill(l);
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let mut isro = String::new();
+            while Instant::now() < deadline {
+                isro = four_letter(e.addr(last), b"isro").await;
+                if isro != "rw" {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            t.push(format!("no quorum; the last server, isro: {isro}"));
+            for word in [&b"ruok"[..], b"srvr", b"mntr", b"cons", b"conf", b"wchs"] {
+                t.push(format!(
+                    "  {}: {:?}",
+                    String::from_utf8_lossy(word),
+                    four_letter(e.addr(last), word).await
+                ));
+            }
+            let r =
+                RawClient::handshake(e.addr(last), &connect_req(0, zeros(), 0, 6000, false)).await;
+            t.push(format!(
+                "  a new client: {}",
+                match r {
+                    Ok((_, None)) | Err(_) => "closed with no answer",
+                    Ok((_, Some(_))) => "answered",
+                }
+            ));
             t
         })
     });
