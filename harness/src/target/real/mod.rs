@@ -43,7 +43,12 @@
 //! observer on every server, each connected to that server only: a
 //! persistent watch is not replayed after a reconnection (3.8 re-adds it
 //! without the events missed meanwhile), so the history is taken from an
-//! observer whose connection never dropped. Lag, partitions and leader
+//! observer whose connection never dropped. When every observer lost its
+//! connection (a killed leader drops every client for the election), the
+//! one that saw the most is completed from the proxies' ledger: each create
+//! and delete a client was told succeeded, by its zxid, that the observer
+//! did not see (only server-side deletions at a session's end can then go
+//! unrecorded, and the history's notes say so). Lag, partitions and leader
 //! elections on demand are the mock's alone.
 
 mod observer;
@@ -509,6 +514,63 @@ mod tests {
         .to_bytes();
         assert_eq!(classify(rules, "c", &ping), None);
         assert_eq!(p.faults_fired(), 3);
+    }
+
+    #[test]
+    fn what_the_observer_missed_comes_from_the_ledger_in_zxid_order() {
+        let k = |kind, path: &str, zxid, session| Known {
+            kind,
+            path: path.into(),
+            zxid,
+            session,
+        };
+        // The observer was away from zxid 11 to 14: it missed /l/b's
+        // creation and deletion and /l/c's creation, and saw /l/c go
+        // without knowing who deleted it (a lifetime it never saw begin).
+        let known = vec![
+            k(OpKind::Create, "/l/a", 10, 1),
+            k(OpKind::Create, "/l/b", 11, 2),
+            k(OpKind::Delete, "/l/b", 12, 2),
+            k(OpKind::Create, "/l/c", 13, 3),
+            k(OpKind::Close, "", 14, 2),
+            k(OpKind::Delete, "/l/c", 15, 3),
+            k(OpKind::Delete, "/l/a", 16, 1),
+            k(OpKind::Create, "/elsewhere", 17, 1),
+        ];
+        let seen: Vec<(ChangeKind, String)> = [
+            (ChangeKind::Created, "/l/a"),
+            (ChangeKind::Deleted, "/l/c"),
+            (ChangeKind::Deleted, "/l/a"),
+        ]
+        .into_iter()
+        .map(|(k, p)| (k, p.to_string()))
+        .collect();
+        let notes = vec!["observer session Disconnected after 1 changes".to_string()];
+        let h = history_of(&seen, &notes, &["/l".to_string()], &known);
+        let got: Vec<(Option<i64>, ChangeKind, &str, Option<i64>)> = h
+            .changes
+            .iter()
+            .map(|c| (c.zxid, c.kind, c.path.as_str(), c.session))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (Some(10), ChangeKind::Created, "/l/a", Some(1)),
+                (Some(11), ChangeKind::Created, "/l/b", Some(2)),
+                (Some(12), ChangeKind::Deleted, "/l/b", Some(2)),
+                (Some(13), ChangeKind::Created, "/l/c", Some(3)),
+                // Seen, but its deleter unknown to the observer: the
+                // ledger's delete explains it (and is not added twice).
+                (Some(15), ChangeKind::Deleted, "/l/c", Some(3)),
+                (Some(16), ChangeKind::Deleted, "/l/a", Some(1)),
+            ]
+        );
+        assert!(
+            h.text.iter().any(|t| t.contains("the observer missed it")),
+            "{:#?}",
+            h.text
+        );
+        assert!(h.text.last().unwrap().contains("Disconnected"));
     }
 
     #[test]

@@ -226,49 +226,131 @@ impl Observer {
     }
 
     pub(super) fn history(&self, prefixes: &[String], known: &[Known]) -> History {
-        let under = |p: &str| {
-            prefixes.iter().any(|x| {
-                p == x
-                    || p.strip_prefix(x.as_str())
-                        .is_some_and(|r| r.starts_with('/'))
-            })
+        history_of(&self.seen.lock(), &self.notes.lock(), prefixes, known)
+    }
+}
+
+/// The history of the nodes under `prefixes`: what an observer `seen`
+/// (with its `notes`), attributed from the proxies' ledger (`known`), and
+/// completed from it where the observer missed changes.
+pub(super) fn history_of(
+    seen: &[(ChangeKind, String)],
+    notes: &[String],
+    prefixes: &[String],
+    known: &[Known],
+) -> History {
+    let under = |p: &str| {
+        prefixes.iter().any(|x| {
+            p == x
+                || p.strip_prefix(x.as_str())
+                    .is_some_and(|r| r.starts_with('/'))
+        })
+    };
+    let who = attribute(seen, known);
+    let mut rows: Vec<(Change, String)> = Vec::new();
+    // The order: the zxid where a reply told it, else the last zxid
+    // known before it (arrival order is zxid order).
+    let mut last = 0;
+    for ((kind, path), w) in seen.iter().zip(who) {
+        last = w.zxid.unwrap_or(last).max(last);
+        if !under(path) {
+            continue;
+        }
+        let zxid = w
+            .zxid
+            .map_or_else(|| format!("~{last:#x}"), |z| format!("{z:#x}"));
+        let by = match (w.session, w.by_session_end) {
+            (Some(s), true) => format!(" (session {s:#x} ended)"),
+            (Some(s), false) => format!(" by session {s:#x}"),
+            (None, _) => String::new(),
         };
-        let seen = self.seen.lock();
-        let who = attribute(&seen, known);
-        let mut changes = Vec::new();
-        let mut text = Vec::new();
-        // The order: the zxid where a reply told it, else the last zxid
-        // known before it (arrival order is zxid order).
-        let mut last = 0;
-        for ((kind, path), w) in seen.iter().zip(who) {
-            last = w.zxid.unwrap_or(last).max(last);
-            if !under(path) {
-                continue;
-            }
-            let zxid = w
-                .zxid
-                .map_or_else(|| format!("~{last:#x}"), |z| format!("{z:#x}"));
-            let by = match (w.session, w.by_session_end) {
-                (Some(s), true) => format!(" (session {s:#x} ended)"),
-                (Some(s), false) => format!(" by session {s:#x}"),
-                (None, _) => String::new(),
-            };
-            text.push(format!("zxid {zxid} {kind:?} {path}{by}"));
-            changes.push(Change {
+        rows.push((
+            Change {
                 pos: last,
                 zxid: w.zxid,
                 session: w.session,
                 path: path.clone(),
                 kind: *kind,
                 by_session_end: w.by_session_end,
-            });
+            },
+            format!("zxid {zxid} {kind:?} {path}{by}"),
+        ));
+    }
+    // What the observer missed while its connection was down (a
+    // persistent watch is not replayed after a reconnection): every
+    // create and delete a proxied client was told succeeded, by its
+    // zxid, that no seen change accounts for.
+    // A seen change the ledger did not explain (no session known: the
+    // observer missed the start of that node's lifetime) is the one a
+    // ledger entry of the same node and kind stands for: it takes that
+    // entry's zxid and session, in order.
+    let accounted: std::collections::BTreeSet<(String, i64)> = rows
+        .iter()
+        .filter_map(|(c, _)| Some((c.path.clone(), c.zxid?)))
+        .collect();
+    let mut anonymous: BTreeMap<(String, bool), std::collections::VecDeque<usize>> =
+        BTreeMap::new();
+    for (i, (c, _)) in rows.iter().enumerate() {
+        if c.session.is_none() && matches!(c.kind, ChangeKind::Created | ChangeKind::Deleted) {
+            anonymous
+                .entry((c.path.clone(), c.kind == ChangeKind::Created))
+                .or_default()
+                .push_back(i);
         }
-        text.extend(self.notes.lock().iter().map(|n| format!("{n} sess ")));
-        History {
-            changes,
-            notifications: None,
-            text,
+    }
+    let mut missed = Vec::new();
+    let mut reordered = false;
+    let mut ledger: Vec<&Known> = known.iter().collect();
+    ledger.sort_by_key(|k| k.zxid);
+    for k in ledger {
+        let kind = match k.kind {
+            OpKind::Create => ChangeKind::Created,
+            OpKind::Delete => ChangeKind::Deleted,
+            OpKind::Close => continue,
+        };
+        if !under(&k.path) || accounted.contains(&(k.path.clone(), k.zxid)) {
+            continue;
         }
+        if let Some(i) = anonymous
+            .get_mut(&(k.path.clone(), kind == ChangeKind::Created))
+            .and_then(std::collections::VecDeque::pop_front)
+        {
+            let (c, t) = &mut rows[i];
+            c.pos = k.zxid;
+            c.zxid = Some(k.zxid);
+            c.session = Some(k.session);
+            *t = format!(
+                "zxid {:#x} {kind:?} {} by session {:#x}",
+                k.zxid, k.path, k.session
+            );
+            reordered = true;
+            continue;
+        }
+        missed.push((
+            Change {
+                pos: k.zxid,
+                zxid: Some(k.zxid),
+                session: Some(k.session),
+                path: k.path.clone(),
+                kind,
+                by_session_end: false,
+            },
+            format!(
+                "zxid {:#x} {kind:?} {} by session {:#x} (from the proxy's ledger: the observer missed it)",
+                k.zxid, k.path, k.session
+            ),
+        ));
+    }
+    if reordered || !missed.is_empty() {
+        rows.extend(missed);
+        rows.sort_by_key(|(c, _)| c.pos);
+    }
+    let (changes, mut text): (Vec<Change>, Vec<String>) = rows.into_iter().unzip();
+    text.extend(notes.iter().map(|n| format!("{n} sess ")));
+    History {
+        changes,
+        notifications: None,
+        text,
     }
 }
 
