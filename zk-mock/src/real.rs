@@ -416,15 +416,34 @@ impl RealEnsemble {
     }
 
     /// Starts server `i` again (a fresh data directory: it syncs from the
-    /// leader) and waits until it leads or follows.
+    /// leader) and waits until it leads, follows or observes. A server whose
+    /// JVM exits while it rejoins is started again, twice at most: 3.8.0
+    /// can die syncing with a leader that is taking writes (ZOOKEEPER-4394,
+    /// a NullPointerException in `Learner.syncWithLeader` when a COMMIT
+    /// comes before UPTODATE; fixed in 3.8.1).
     ///
     /// # Errors
-    /// [`RealZkError`] if it does not.
+    /// [`RealZkError`] if it does not come back.
     pub fn restart(&mut self, i: usize) -> Result<(), RealZkError> {
-        if self.members[i].is_none() {
-            self.members[i] = Some(self.spawn(i)?);
+        let mut attempt = 0;
+        loop {
+            if self.members[i].is_none() {
+                self.members[i] = Some(self.spawn(i)?);
+            }
+            match self.wait_mode(i) {
+                Ok(()) => return Ok(()),
+                Err(_) if attempt < 2 && self.members[i].as_ref().is_some_and(RealZk::died) => {
+                    tracing::warn!(
+                        server = i,
+                        attempt,
+                        "real ZooKeeper server exited while rejoining (ZOOKEEPER-4394?); starting it again"
+                    );
+                    self.members[i] = None;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
         }
-        self.wait_mode(i)
     }
 
     /// Starts server `i` again without waiting (it may have no quorum to join).
