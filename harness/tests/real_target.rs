@@ -293,7 +293,7 @@ async fn a_rolling_restart_on_a_real_ensemble() {
         reached(&o, "kill_server"),
         vec!["server 0", "server 1", "server 2"]
     );
-    assert_eq!(o.stats.acquisitions, 80);
+    assert_eq!(o.stats.acquisitions, 50);
     assert_eq!(o.stats.sessions, 5, "{:#?}", o.journal);
 }
 
