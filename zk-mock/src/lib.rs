@@ -54,8 +54,13 @@
 //! - [`codec`]: framing and Jute primitives (nom over bytes, no `unsafe`).
 //! - [`proto`]: the records, one file per family, and request decoding.
 //! - [`tree`]: the data tree and every write/read rule in ZooKeeper's check order.
-//! - `session`, `watch`, `state`, `dispatch`: sessions, watches, and applying
-//!   requests under one lock; `handler` and `server` are the async shell.
+//! - `session`, `watch`, `state`, `dispatch`, `ensemble`: sessions, watches,
+//!   and the pipeline ZooKeeper has (prep → committed txn → each server's
+//!   apply) under one lock; `outbox` keeps the connections' channels and
+//!   gates apart from the data model; `observe` is what watches the pipeline
+//!   without being part of it (the fault rules, the counters behind
+//!   [`Metrics`], the [`record`] log, `wait_until`'s signal); `handler` and
+//!   `server` are the async shell.
 //! - [`ZkMock`] / [`ZkMockBuilder`]: the test-facing API (`mock/`: the
 //!   handle, its [`Control`] clone, [`Metrics`], the guards, the builder);
 //!   [`fault`], [`record`], [`snapshot`], [`clock`]: what its methods take
@@ -108,6 +113,7 @@ mod four_letter;
 pub mod fuzzing;
 mod handler;
 mod mock;
+mod observe;
 mod outbox;
 pub mod proto;
 #[cfg(feature = "real")]

@@ -32,6 +32,7 @@ use serde::Serialize;
 
 use crate::fault::OpFamily;
 use crate::proto::{ErrorCode, EventType, OpCode};
+use crate::observe::{NotificationSeen, Observers, RequestSeen};
 use crate::SessionId;
 
 /// Default number of records of each kind kept before the oldest are dropped.
@@ -201,7 +202,8 @@ pub struct Counters {
     pub notifications: u64,
 }
 
-/// The live log inside the server.
+/// The live log inside the server: one of the pipeline's observers (see
+/// `observe.rs`; the counters are another).
 #[derive(Debug)]
 pub(crate) struct Recorder {
     enabled: bool,
@@ -213,67 +215,10 @@ pub(crate) struct Recorder {
     sessions: VecDeque<SessionRecord>,
     changes: VecDeque<ChangeRecord>,
     dropped: u64,
-    per_session: BTreeMap<i64, Counters>,
-    per_path: BTreeMap<String, Counters>,
-    total: Counters,
-    /// Sessions that ended and paths that were deleted.
-    ended_sessions: Ended<i64>,
-    deleted_paths: Ended<String>,
 }
 
 /// How many ended sessions and deleted paths keep their counters.
 pub const RETAINED_ENDED: usize = 10_000;
-
-/// Keys (sessions, paths) that ended, oldest first: their counters are kept
-/// for the last [`RETAINED_ENDED`] of them, so a long-running server's
-/// counters stay bounded by what is live. A key that comes back (a path
-/// created again) is live again and keeps its counters.
-#[derive(Debug)]
-struct Ended<K> {
-    order: VecDeque<(K, u64)>,
-    /// Each key's latest end, by its number in `order`, while it has ended.
-    latest: BTreeMap<K, u64>,
-    next: u64,
-}
-
-impl<K: Ord + Clone> Ended<K> {
-    fn new() -> Self {
-        Ended {
-            order: VecDeque::new(),
-            latest: BTreeMap::new(),
-            next: 0,
-        }
-    }
-
-    /// `key` ended; the counters of the key that ended [`RETAINED_ENDED`]
-    /// ends ago go, unless it ended again since or came back.
-    fn end(&mut self, key: K, counters: &mut BTreeMap<K, Counters>) {
-        self.next += 1;
-        self.latest.insert(key.clone(), self.next);
-        self.order.push_back((key, self.next));
-        if self.order.len() > RETAINED_ENDED {
-            if let Some((old, n)) = self.order.pop_front() {
-                if self.latest.get(&old) == Some(&n) {
-                    self.latest.remove(&old);
-                    counters.remove(&old);
-                }
-            }
-        }
-    }
-
-    /// `key` is live again: its counters stay.
-    fn revive<Q: Ord + ?Sized>(&mut self, key: &Q)
-    where
-        K: std::borrow::Borrow<Q>,
-    {
-        self.latest.remove(key);
-    }
-
-    fn clear(&mut self) {
-        self.order.clear();
-        self.latest.clear();
-    }
-}
 
 impl Recorder {
     pub(crate) fn new(enabled: bool, capacity: usize) -> Recorder {
@@ -287,11 +232,6 @@ impl Recorder {
             sessions: VecDeque::new(),
             changes: VecDeque::new(),
             dropped: 0,
-            per_session: BTreeMap::new(),
-            per_path: BTreeMap::new(),
-            total: Counters::default(),
-            ended_sessions: Ended::new(),
-            deleted_paths: Ended::new(),
         }
     }
 
@@ -308,59 +248,29 @@ impl Recorder {
         q.push_back(v);
     }
 
-    fn count(&mut self, session: i64, path: Option<&str>, f: impl Fn(&mut Counters)) {
-        f(&mut self.total);
-        f(self.per_session.entry(session).or_default());
-        if let Some(p) = path {
-            match self.per_path.get_mut(p) {
-                Some(c) => f(c),
-                None => f(self.per_path.entry(p.to_string()).or_default()),
-            }
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn request(
-        &mut self,
-        at_ms: u64,
-        session: i64,
-        xid: i32,
-        op_code: i32,
-        path: Option<String>,
-        err: i32,
-        zxid: i64,
-        verdict: Option<String>,
-        server: usize,
-    ) {
-        self.count(session, path.as_deref(), |c| {
-            c.requests += 1;
-            if err != 0 {
-                c.errors += 1;
-            }
-        });
+    pub(crate) fn request(&mut self, r: RequestSeen) {
         if !self.enabled {
             return;
         }
         let seq = self.next_seq();
-        let op = OpCode::from_i32(op_code).map_or("unknown", OpCode::name);
+        let op = OpCode::from_i32(r.op).map_or("unknown", OpCode::name);
         let r = RequestRecord {
             seq,
-            at_ms,
-            session: SessionId(session),
-            xid,
-            op_code,
+            at_ms: r.at_ms,
+            session: SessionId(r.session),
+            xid: r.xid,
+            op_code: r.op,
             op,
-            path,
-            err,
-            zxid,
-            verdict,
-            server,
+            path: r.path,
+            err: r.err,
+            zxid: r.zxid,
+            verdict: r.verdict,
+            server: r.server,
         };
         Self::push(&mut self.requests, self.capacity, &mut self.dropped, r);
     }
 
     pub(crate) fn watch(&mut self, at_ms: u64, session: i64, path: &str, kind: WatchKind) {
-        self.count(session, Some(path), |c| c.watches += 1);
         if !self.enabled {
             return;
         }
@@ -375,38 +285,25 @@ impl Recorder {
         Self::push(&mut self.watches, self.capacity, &mut self.dropped, r);
     }
 
-    pub(crate) fn notification(
-        &mut self,
-        at_ms: u64,
-        session: i64,
-        path: &str,
-        kind: WatchKind,
-        event_type: i32,
-        zxid: i64,
-        server: usize,
-    ) {
-        self.count(session, Some(path), |c| c.notifications += 1);
+    pub(crate) fn notification(&mut self, n: NotificationSeen<'_>) {
         if !self.enabled {
             return;
         }
         let seq = self.next_seq();
         let r = NotificationRecord {
             seq,
-            at_ms,
-            session: SessionId(session),
-            path: path.to_string(),
-            kind,
-            event_type,
-            zxid,
-            server,
+            at_ms: n.at_ms,
+            session: SessionId(n.session),
+            path: n.path.to_string(),
+            kind: n.kind,
+            event_type: n.event_type,
+            zxid: n.zxid,
+            server: n.server,
         };
         Self::push(&mut self.notifications, self.capacity, &mut self.dropped, r);
     }
 
     pub(crate) fn session(&mut self, at_ms: u64, session: i64, event: SessionEvent, zxid: i64) {
-        if matches!(event, SessionEvent::Closed | SessionEvent::Expired) {
-            self.ended_sessions.end(session, &mut self.per_session);
-        }
         if !self.enabled {
             return;
         }
@@ -429,11 +326,6 @@ impl Recorder {
         path: &str,
         kind: ChangeKind,
     ) {
-        match kind {
-            ChangeKind::Deleted => self.deleted_paths.end(path.to_string(), &mut self.per_path),
-            ChangeKind::Created => self.deleted_paths.revive(path),
-            ChangeKind::DataChanged => {}
-        }
         if !self.enabled {
             return;
         }
@@ -459,14 +351,11 @@ impl Recorder {
         self.requests.clear();
         self.watches.clear();
         self.notifications.clear();
-        self.per_session.clear();
-        self.per_path.clear();
-        self.ended_sessions.clear();
-        self.deleted_paths.clear();
-        self.total = Counters::default();
         self.dropped = 0;
     }
 
+    /// The log as an owned [`Recording`]; its counters are left empty, for
+    /// the caller to fill from the tally.
     pub(crate) fn snapshot(&self, seed: u64) -> Recording {
         Recording {
             seed,
@@ -476,13 +365,9 @@ impl Recorder {
             sessions: self.sessions.iter().cloned().collect(),
             changes: self.changes.iter().cloned().collect(),
             dropped: self.dropped,
-            per_session: self
-                .per_session
-                .iter()
-                .map(|(id, c)| (SessionId(*id), *c))
-                .collect(),
-            per_path: self.per_path.clone(),
-            total: self.total,
+            per_session: BTreeMap::new(),
+            per_path: BTreeMap::new(),
+            total: Counters::default(),
         }
     }
 
@@ -492,10 +377,6 @@ impl Recorder {
 
     pub(crate) fn notifications(&self) -> Notifications {
         Notifications(self.notifications.iter().cloned().collect())
-    }
-
-    pub(crate) fn total(&self) -> Counters {
-        self.total
     }
 }
 
@@ -798,14 +679,14 @@ impl<'a, I: Iterator<Item = &'a NotificationRecord>> NotificationQuery<'a> for I
 #[derive(Clone, Copy)]
 pub struct RecordView<'a> {
     state: &'a crate::state::State,
-    recorder: &'a Recorder,
+    observers: &'a Observers,
 }
 
 impl fmt::Debug for RecordView<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RecordView")
-            .field("requests", &self.recorder.requests.len())
-            .field("notifications", &self.recorder.notifications.len())
+            .field("requests", &self.observers.log.requests.len())
+            .field("notifications", &self.observers.log.notifications.len())
             .finish_non_exhaustive()
     }
 }
@@ -814,7 +695,7 @@ impl<'a> RecordView<'a> {
     pub(crate) fn new(state: &'a crate::state::State) -> RecordView<'a> {
         RecordView {
             state,
-            recorder: &state.recorder,
+            observers: &state.observers,
         }
     }
 
@@ -838,52 +719,52 @@ impl<'a> RecordView<'a> {
 
     /// Requests, oldest first.
     pub fn requests(&self) -> impl DoubleEndedIterator<Item = &'a RequestRecord> + Clone {
-        self.recorder.requests.iter()
+        self.observers.log.requests.iter()
     }
 
     /// Watch registrations, oldest first.
     pub fn watches(&self) -> impl DoubleEndedIterator<Item = &'a WatchRecord> + Clone {
-        self.recorder.watches.iter()
+        self.observers.log.watches.iter()
     }
 
     /// Notifications, oldest first.
     pub fn notifications(&self) -> impl DoubleEndedIterator<Item = &'a NotificationRecord> + Clone {
-        self.recorder.notifications.iter()
+        self.observers.log.notifications.iter()
     }
 
     /// Session lifecycle events, oldest first.
     pub fn sessions(&self) -> impl DoubleEndedIterator<Item = &'a SessionRecord> + Clone {
-        self.recorder.sessions.iter()
+        self.observers.log.sessions.iter()
     }
 
     /// Changes to the tree, oldest first.
     pub fn changes(&self) -> impl DoubleEndedIterator<Item = &'a ChangeRecord> + Clone {
-        self.recorder.changes.iter()
+        self.observers.log.changes.iter()
     }
 
     /// Totals for the whole server.
     pub fn total(&self) -> Counters {
-        self.recorder.total
+        self.observers.tally.total
     }
 
     /// A session's totals (see [`Recording::per_session`]).
     pub fn per_session(&self, id: impl Into<SessionId>) -> Option<Counters> {
-        self.recorder.per_session.get(&id.into().0).copied()
+        self.observers.tally.per_session.get(&id.into().0).copied()
     }
 
     /// A path's totals (see [`Recording::per_path`]).
     pub fn per_path(&self, path: &str) -> Option<Counters> {
-        self.recorder.per_path.get(path).copied()
+        self.observers.tally.per_path.get(path).copied()
     }
 
     /// Records dropped because the log was full.
     pub fn dropped(&self) -> u64 {
-        self.recorder.dropped
+        self.observers.log.dropped
     }
 
     /// An owned copy of all of it.
     pub fn to_recording(&self) -> Recording {
-        self.recorder.snapshot(self.state.seed)
+        self.observers.recording(self.state.seed)
     }
 }
 
@@ -940,16 +821,48 @@ impl<'a> IntoIterator for &'a Notifications {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    pub(crate) fn req(session: i64, xid: i32, op: i32, path: Option<String>, zxid: i64) -> RequestSeen {
+        RequestSeen {
+            at_ms: 0,
+            session,
+            xid,
+            op,
+            path,
+            err: 0,
+            zxid,
+            verdict: None,
+            server: 0,
+        }
+    }
+
+    pub(crate) fn note(
+        session: i64,
+        path: &str,
+        kind: WatchKind,
+        event_type: i32,
+        zxid: i64,
+    ) -> NotificationSeen<'_> {
+        NotificationSeen {
+            at_ms: 0,
+            session,
+            path,
+            kind,
+            event_type,
+            zxid,
+            server: 0,
+        }
+    }
 
     #[test]
     fn the_log_is_bounded_but_counters_are_not() {
-        let mut r = Recorder::new(true, 2);
+        let mut r = Observers::new(Recorder::new(true, 2));
         for i in 0..5 {
-            r.request(0, 7, i, 4, Some("/a".into()), 0, 1, None, 0);
+            r.request(req(7, i, 4, Some("/a".into()), 1));
         }
-        let s = r.snapshot(1);
+        let s = r.recording(1);
         assert_eq!(s.requests.count(), 2);
         assert_eq!(s.dropped, 3);
         assert_eq!(s.per_session[&SessionId(7)].requests, 5);
@@ -962,11 +875,11 @@ mod tests {
 
     #[test]
     fn json_lines_are_in_history_order() {
-        let mut r = Recorder::new(true, 10);
-        r.request(0, 7, 1, 4, Some("/a".into()), 0, 1, None, 0);
+        let mut r = Observers::new(Recorder::new(true, 10));
+        r.request(req(7, 1, 4, Some("/a".into()), 1));
         r.watch(0, 7, "/a", WatchKind::Data);
-        r.notification(0, 7, "/a", WatchKind::Data, 3, 2, 0);
-        let text = r.snapshot(9).to_json_lines();
+        r.notification(note(7, "/a", WatchKind::Data, 3, 2));
+        let text = r.recording(9).to_json_lines();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3);
         assert!(
@@ -980,65 +893,15 @@ mod tests {
 
     #[test]
     fn queries_filter() {
-        let mut r = Recorder::new(true, 10);
-        r.notification(0, 1, "/a", WatchKind::Data, 3, 2, 0);
-        r.notification(0, 2, "/a", WatchKind::Child, 4, 2, 0);
-        r.notification(0, 2, "/b", WatchKind::Data, 2, 3, 0);
-        let notes = || r.notifications.iter();
+        let mut r = Observers::new(Recorder::new(true, 10));
+        r.notification(note(1, "/a", WatchKind::Data, 3, 2));
+        r.notification(note(2, "/a", WatchKind::Child, 4, 2));
+        r.notification(note(2, "/b", WatchKind::Data, 2, 3));
+        let notes = || r.log.notifications.iter();
         assert_eq!(notes().to_session(2).count(), 2);
         let a_children = notes().by_path("/a").event(EventType::NodeChildrenChanged);
         assert_eq!(a_children.count(), 1);
         assert_eq!(notes().zxid(3).count(), 1);
         assert_eq!(notes().kind(WatchKind::Child).count(), 1);
-    }
-
-    #[test]
-    fn counters_of_ended_sessions_and_deleted_paths_are_bounded() {
-        // Even with the log off, as counters are kept either way.
-        let mut r = Recorder::new(false, 10);
-        let n = RETAINED_ENDED as i64 + 500;
-        for id in 0..n {
-            let path = format!("/e-{id}");
-            r.request(0, id, 1, 1, Some(path.clone()), 0, id, None, 0);
-            r.change(0, id, id, &path, ChangeKind::Deleted);
-            r.session(0, id, SessionEvent::Expired, id);
-        }
-        assert_eq!(r.per_session.len(), RETAINED_ENDED);
-        assert_eq!(r.per_path.len(), RETAINED_ENDED);
-        // The most recent are the ones kept; a live session keeps its own.
-        assert!(r.per_session.contains_key(&(n - 1)) && !r.per_session.contains_key(&0));
-        r.request(0, -7, 1, 1, None, 0, 1, None, 0);
-        assert_eq!(r.per_session[&-7].requests, 1);
-        assert_eq!(r.total().requests, n as u64 + 1);
-    }
-
-    #[test]
-    fn a_path_created_again_keeps_its_counters_and_clear_starts_afresh() {
-        let mut r = Recorder::new(false, 10);
-        // "/lock" is deleted, created again (live), and many other paths
-        // are deleted after it: the live path's counters stay.
-        r.request(0, 1, 1, 1, Some("/lock".into()), 0, 1, None, 0);
-        r.change(0, 2, 1, "/lock", ChangeKind::Deleted);
-        r.change(0, 3, 1, "/lock", ChangeKind::Created);
-        r.request(0, 1, 2, 1, Some("/lock".into()), 0, 3, None, 0);
-        for id in 0..RETAINED_ENDED as i64 + 10 {
-            r.change(0, id, 1, &format!("/e-{id}"), ChangeKind::Deleted);
-        }
-        assert_eq!(r.per_path["/lock"].requests, 2);
-        // Deleted again: it ages out like any other.
-        r.change(0, 9, 1, "/lock", ChangeKind::Deleted);
-        for id in 0..RETAINED_ENDED as i64 {
-            r.change(0, id, 1, &format!("/f-{id}"), ChangeKind::Deleted);
-        }
-        assert!(!r.per_path.contains_key("/lock"));
-
-        // After clear, deletions from before it no longer age out new counters.
-        r.change(0, 1, 1, "/x", ChangeKind::Deleted);
-        r.clear();
-        r.request(0, 1, 3, 1, Some("/x".into()), 0, 1, None, 0);
-        for id in 0..RETAINED_ENDED as i64 {
-            r.change(0, id, 1, &format!("/g-{id}"), ChangeKind::Deleted);
-        }
-        assert_eq!(r.per_path["/x"].requests, 1);
     }
 }

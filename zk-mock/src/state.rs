@@ -1,6 +1,8 @@
-//! The server's shared state: tree, sessions, watches, the connections'
-//! outboxes ([`Outboxes`], in `outbox.rs`, apart from the data model), fault
-//! rules and the recorder, behind one `std::sync::Mutex`.
+//! The server's shared state, behind one `std::sync::Mutex`: each server's
+//! replica (tree and watches, `ensemble.rs`), the global sessions, the
+//! connections' outboxes ([`Outboxes`], in `outbox.rs`) and the
+//! [`Observers`] (`observe.rs`: fault rules, counters, the log), each apart
+//! from the others.
 //!
 //! Everything that must be totally ordered — applying a request, queueing the
 //! notifications it causes and queueing its reply — happens under that one
@@ -23,11 +25,11 @@ use crate::clock::Clock;
 use crate::codec::{frame, Record};
 use crate::dispatch::{Txn, TxnOp};
 use crate::ensemble::Replica;
-use crate::fault::RuleSet;
 use crate::proto::{
     ConnectRequest, ConnectResponse, ReplyHeader, WatcherEvent, STATE_SYNC_CONNECTED,
     XID_NOTIFICATION,
 };
+use crate::observe::{NotificationSeen, Observers};
 use crate::record::{ChangeKind, Recorder, SessionEvent};
 use crate::session::{ConnId, SessionManager};
 use crate::tree::{DataTree, TreeEvent};
@@ -73,7 +75,8 @@ pub(crate) struct Settings {
     pub(crate) local_sessions: bool,
 }
 
-/// Tree, sessions, watches, connections, rules and the recorder.
+/// The replicas (tree and watches), the sessions, the connections' outboxes
+/// and the observers.
 #[derive(Debug)]
 pub(crate) struct State {
     /// Each server's replica and watches; an ensemble of one is a single server.
@@ -86,8 +89,9 @@ pub(crate) struct State {
     pub(crate) out: Outboxes,
     pub(crate) clock: Clock,
     pub(crate) settings: Settings,
-    pub(crate) rules: RuleSet,
-    pub(crate) recorder: Recorder,
+    /// The fault rules, the counters, the log and the change signal: they
+    /// watch the pipeline and keep nothing of the data model.
+    pub(crate) observers: Observers,
     pub(crate) rng: SmallRng,
     pub(crate) seed: u64,
     /// Sessions stalled by a fault: nothing moves on their connections.
@@ -103,8 +107,6 @@ pub(crate) struct State {
     pub(crate) electing: bool,
     /// An ensemble's membership (`/zookeeper/config`); `None` standalone.
     pub(crate) quorum: Option<crate::ensemble::QuorumConfig>,
-    /// Bumped after every request and expiry, for [`ZkMock::wait_until`](crate::ZkMock::wait_until).
-    pub(crate) changes: watch::Sender<u64>,
     /// Wakes the task that applies time-lagged txns when one is committed.
     pub(crate) lag_wake: Arc<Notify>,
 }
@@ -157,8 +159,7 @@ impl State {
             out: Outboxes::new(settings.max_outbox),
             clock,
             settings,
-            rules: RuleSet::default(),
-            recorder,
+            observers: Observers::new(recorder),
             rng,
             seed,
             stalled: BTreeSet::new(),
@@ -167,7 +168,6 @@ impl State {
             refusing: false,
             electing: false,
             quorum: None,
-            changes: watch::channel(0).0,
             lag_wake: Arc::new(Notify::new()),
         }
     }
@@ -257,7 +257,7 @@ impl State {
                     s.conn = None;
                     let id = s.id;
                     let (now, zxid) = (self.clock.now_ms(), self.servers[c.server].last_zxid());
-                    self.recorder
+                    self.observers
                         .session(now, id, SessionEvent::Disconnected, zxid);
                 }
             }
@@ -292,8 +292,15 @@ impl State {
                 }
             }
             let session = c.session.unwrap_or(0);
-            self.recorder
-                .notification(now, session, &n.path, n.kind, n.event_type, zxid, c.server);
+            self.observers.notification(NotificationSeen {
+                at_ms: now,
+                session,
+                path: &n.path,
+                kind: n.kind,
+                event_type: n.event_type,
+                zxid,
+                server: c.server,
+            });
             // 3.9 sends the zxid of the change (ZOOKEEPER-4655); SetWatches
             // replays (zxid 0 here) carry −1 there too.
             let wire_zxid = if self.settings.compat == Compat::V3_9 && zxid > 0 {
@@ -335,7 +342,7 @@ impl State {
                 TreeEvent::Deleted { .. } => ChangeKind::Deleted,
                 TreeEvent::DataChanged { .. } => ChangeKind::DataChanged,
             };
-            self.recorder.change(now, zxid, session, e.path(), kind);
+            self.observers.change(now, zxid, session, e.path(), kind);
         }
     }
 
@@ -364,7 +371,7 @@ impl State {
             .and_then(|c| c.session)
             .unwrap_or(0);
         for (path, kind) in registered {
-            self.recorder.watch(now, session, &path, kind);
+            self.observers.watch(now, session, &path, kind);
         }
     }
 
@@ -439,7 +446,7 @@ impl State {
                 "client zxid ahead of server; closing"
             );
             let now = self.clock.now_ms();
-            self.recorder
+            self.observers
                 .session(now, req.session_id, SessionEvent::ZxidAhead, server_zxid);
             self.close_conn(conn);
             return Flow::Close;
@@ -478,7 +485,7 @@ impl State {
                 c.last_zxid = zxid;
                 c.last_response_ms = now;
             }
-            self.recorder
+            self.observers
                 .session(now, s.id, SessionEvent::Created, zxid);
             let passwd = Some(Bytes::copy_from_slice(&s.passwd));
             self.send(
@@ -518,7 +525,7 @@ impl State {
                 c.session = Some(req.session_id);
             }
             let zxid = self.servers[server].last_zxid();
-            self.recorder
+            self.observers
                 .session(now, req.session_id, SessionEvent::Reattached, zxid);
             let passwd = self
                 .sessions
@@ -543,7 +550,7 @@ impl State {
                 "unknown, expired or wrong password: expired answer"
             );
             let zxid = self.servers[server].last_zxid();
-            self.recorder
+            self.observers
                 .session(now, req.session_id, SessionEvent::Refused, zxid);
             self.send(conn, ConnectResponse::expired(req.read_only).to_bytes());
             self.close_conn(conn);
@@ -585,7 +592,7 @@ impl State {
                 .sessions
                 .reattach(id, req.passwd.as_ref(), timeout, conn, now)
             {
-                self.recorder.session(now, id, SessionEvent::Refused, zxid);
+                self.observers.session(now, id, SessionEvent::Refused, zxid);
                 self.send(conn, ConnectResponse::expired(req.read_only).to_bytes());
                 self.close_conn(conn);
                 return Flow::Close;
@@ -593,7 +600,7 @@ impl State {
             if let Some(c) = self.out.conns.get_mut(&conn) {
                 c.session = Some(id);
             }
-            self.recorder
+            self.observers
                 .session(now, id, SessionEvent::Reattached, zxid);
             let passwd = self
                 .sessions
@@ -630,7 +637,7 @@ impl State {
             c.last_op = "SESS";
             c.last_response_ms = now;
         }
-        self.recorder
+        self.observers
             .session(now, s.id, SessionEvent::Created, zxid);
         self.send(
             conn,
@@ -661,7 +668,7 @@ impl State {
     fn kill(&mut self, session: i64, how: SessionEvent) -> i64 {
         let zxid = self.next_zxid();
         let now = self.clock.now_ms();
-        self.recorder.session(now, session, how, zxid);
+        self.observers.session(now, session, how, zxid);
         self.commit(Txn {
             zxid,
             time: self.clock.wall_ms(),
@@ -796,6 +803,6 @@ impl State {
 
     /// Tells waiters that something was recorded.
     pub(crate) fn changed(&self) {
-        self.changes.send_modify(|n| *n += 1);
+        self.observers.changed();
     }
 }

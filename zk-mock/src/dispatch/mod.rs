@@ -3,13 +3,15 @@
 //! before it was taken; queues the notifications a write causes *before*
 //! its reply, as ZooKeeper does.
 //!
-//! This module judges the request (session, fault rules), records it and
-//! routes it to its family: [`write`] (create, delete, setData, setACL,
+//! This module checks the request's session, asks the observers' fault
+//! rules for a verdict, reports the answered request to the observers
+//! (`observe.rs`) and routes it to its family: [`write`] (create, delete, setData, setACL,
 //! check, and the failed-transaction ops), [`multi`], [`read`], [`watch`]
 //! (watch management) and [`session`] (ping, close, auth). [`reply`] sends
 //! a successful reply body.
 
 use crate::fault::{RequestView, Verdict};
+use crate::observe::RequestSeen;
 use crate::proto::*;
 use crate::session::ConnId;
 use crate::state::{Flow, State};
@@ -85,7 +87,7 @@ impl State {
             return Flow::Continue;
         }
         let path = req.as_ref().ok().and_then(|r| r.path().map(str::to_string));
-        let verdict = self.rules.evaluate(
+        let verdict = self.observers.judge(
             &RequestView {
                 op,
                 path: path.as_deref(),
@@ -100,17 +102,17 @@ impl State {
         if let Some(v) = &verdict {
             tracing::debug!(conn, session = format_args!("{session:#x}"), op, path, verdict = %v.name(), "fault");
         }
-        self.recorder.request(
-            now,
+        self.observers.request(RequestSeen {
+            at_ms: now,
             session,
             xid,
             op,
             path,
-            applied.err,
-            applied.zxid,
-            verdict.map(|v| v.name()),
+            err: applied.err,
+            zxid: applied.zxid,
+            verdict: verdict.map(|v| v.name()),
             server,
-        );
+        });
         if let Some(c) = self.out.conns.get_mut(&conn) {
             // `ServerCnxn.updateStatsForResponse`.
             if xid >= 0 {
@@ -172,17 +174,17 @@ impl State {
         );
         let path = req.as_ref().ok().and_then(|r| r.path().map(str::to_string));
         let now = self.clock.now_ms();
-        self.recorder.request(
-            now,
+        self.observers.request(RequestSeen {
+            at_ms: now,
             session,
             xid,
             op,
             path,
-            ErrorCode::SessionMoved.code(),
+            err: ErrorCode::SessionMoved.code(),
             zxid,
-            None,
+            verdict: None,
             server,
-        );
+        });
         self.close_conn(conn);
         self.changed();
         Some(Flow::Close)
@@ -350,7 +352,7 @@ impl State {
             Some(OpCode::CloseSession) => {
                 if let Some(s) = self.sessions.remove(cx.session) {
                     let now = self.clock.now_ms();
-                    self.recorder.session(
+                    self.observers.session(
                         now,
                         cx.session,
                         crate::record::SessionEvent::Closed,

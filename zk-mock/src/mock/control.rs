@@ -154,7 +154,7 @@ impl Control {
     /// As [`ZkMock::try_rule`].
     pub fn try_rule(&self, rule: Rule) -> Result<RuleGuard, String> {
         rule.validate()?;
-        let id = self.state().rules.install(rule);
+        let id = self.state().observers.rules.install(rule);
         Ok(RuleGuard {
             shared: Arc::downgrade(&self.shared),
             id,
@@ -166,12 +166,12 @@ impl Control {
 
     /// As [`ZkMock::remove_rule`].
     pub fn remove_rule(&self, id: u64) -> bool {
-        self.state().rules.remove(id)
+        self.state().observers.rules.remove(id)
     }
 
     /// As [`ZkMock::rules`].
     pub fn rules(&self) -> Vec<(u64, Rule, u64)> {
-        self.state().rules.list()
+        self.state().observers.rules.list()
     }
 
     /// As [`ZkMock::expire_session`].
@@ -287,27 +287,27 @@ impl Control {
     /// As [`ZkMock::recorded`].
     pub fn recorded(&self) -> Recording {
         let st = self.state();
-        st.recorder.snapshot(st.seed)
+        st.observers.recording(st.seed)
     }
 
     /// As [`ZkMock::requests`].
     pub fn requests(&self) -> Requests {
-        self.state().recorder.requests()
+        self.state().observers.log.requests()
     }
 
     /// As [`ZkMock::notifications`].
     pub fn notifications(&self) -> Notifications {
-        self.state().recorder.notifications()
+        self.state().observers.log.notifications()
     }
 
     /// As [`ZkMock::changes`].
     pub fn changes(&self) -> Vec<crate::record::ChangeRecord> {
-        self.state().recorder.changes()
+        self.state().observers.log.changes()
     }
 
     /// As [`ZkMock::clear_recording`].
     pub fn clear_recording(&self) {
-        self.state().recorder.clear();
+        self.state().observers.clear();
     }
 
     /// As [`ZkMock::snapshot`].
@@ -326,7 +326,7 @@ impl Control {
         timeout: Duration,
         mut done: impl FnMut(RecordView<'_>) -> bool,
     ) -> Result<(), WaitTimeout> {
-        let mut changes = self.state().changes.subscribe();
+        let mut changes = self.state().observers.changes.subscribe();
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             if self.with_view(&mut done) {

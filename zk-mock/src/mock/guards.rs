@@ -110,7 +110,7 @@ impl RuleGuard {
     pub fn fired(&self) -> u64 {
         self.shared
             .upgrade()
-            .and_then(|s| lock(&s).rules.fired(self.id))
+            .and_then(|s| lock(&s).observers.rules.fired(self.id))
             .unwrap_or(0)
     }
 
@@ -150,7 +150,7 @@ impl RuleGuard {
             ));
         };
         let state = lock(&shared);
-        let Some((rule, tally)) = state.rules.get(self.id) else {
+        let Some((rule, tally)) = state.observers.rules.get(self.id) else {
             return Err(format!(
                 "zk-mock (seed {}): rule #{} was removed before it could be verified",
                 self.seed, self.id
@@ -189,7 +189,7 @@ impl Drop for RuleGuard {
         }
         let verdict = self.verify();
         if let Some(s) = self.shared.upgrade() {
-            lock(&s).rules.remove(self.id);
+            lock(&s).observers.rules.remove(self.id);
         }
         if let Err(message) = verdict {
             if !std::thread::panicking() {

@@ -55,8 +55,8 @@ impl Control {
             last_zxid: st.tree().last_zxid(),
             packets_received: st.out.packets_received,
             packets_sent: st.out.packets_sent,
-            totals: st.recorder.total(),
-            rules: st.rules.list().len(),
+            totals: st.observers.tally.total,
+            rules: st.observers.rules.list().len(),
             outbox_bytes: st
                 .out
                 .conns
