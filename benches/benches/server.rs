@@ -6,7 +6,13 @@
 //! * `connect/1000`: 1000 sessions connecting at once;
 //! * `fanout/1000`: one setData until all of 1000 getData watchers have
 //!   their notification;
-//! * `codec/*`: encoding and decoding common records, no I/O.
+//! * `codec/*`: encoding and decoding common records, no I/O;
+//! * `core/<op>`: the server's own work per request, without sockets or
+//!   tasks: a request frame handed to a connection's reader as the socket
+//!   reader hands it (decoding, the state lock, the tree, the watches, the
+//!   observers, the reply queued). The kernel's share of a round trip,
+//!   which swamps it in `ops` and `compare` on a shared 2-core machine, is
+//!   left out, so a change to the core shows in it.
 //!
 //! `cargo bench -p benches --bench server`. The side-by-side comparison
 //! with a real ZooKeeper, p50/p99 included, is
@@ -19,8 +25,8 @@ use bytes::{Bytes, BytesMut};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use zk_mock::codec::Record;
 use zk_mock::proto::{
-    Acl, CreateRequest, GetDataResponse, PathWatchRequest, ReplyHeader, RequestHeader, Stat,
-    WatcherEvent,
+    Acl, ConnectRequest, CreateRequest, DeleteRequest, GetDataResponse, OpCode, PathWatchRequest,
+    ReplyHeader, RequestHeader, SetDataRequest, Stat, WatcherEvent,
 };
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -62,6 +68,150 @@ fn ops(c: &mut Criterion) {
             }
         }
     }
+    g.finish();
+}
+
+/// A request frame: length prefix, header, body.
+fn request_frame(xid: i32, op: OpCode, body: &dyn Fn(&mut BytesMut)) -> Bytes {
+    zk_mock::codec::framed(64, |b| {
+        RequestHeader {
+            xid,
+            op_type: op as i32,
+        }
+        .encode(b);
+        body(b);
+    })
+}
+
+/// A socketless server with the defaults a test gets (the recorder on, at
+/// its default capacity) but a manual session clock, one connection
+/// handshaken, and `/b` created.
+fn core_server() -> zk_mock::fuzzing::Server {
+    // The session clock is manual: nothing expires between benchmarks.
+    let builder = zk_mock::ZkMock::builder().clock(zk_mock::clock::ClockMode::Manual);
+    let mut s = zk_mock::fuzzing::Server::with_builder(&builder);
+    let c = s.open();
+    let connect = zk_mock::codec::framed(64, |b| {
+        ConnectRequest {
+            protocol_version: 0,
+            last_zxid_seen: 0,
+            time_out: 30_000,
+            session_id: 0,
+            passwd: Some(Bytes::from_static(&[0; 16])),
+            read_only: Some(false),
+        }
+        .encode(b)
+    });
+    s.feed(c, &connect);
+    s.feed(c, &create_frame(1, "/b"));
+    s.drain();
+    s
+}
+
+fn create_frame(xid: i32, path: &str) -> Bytes {
+    request_frame(xid, OpCode::Create, &|b| {
+        CreateRequest {
+            path: path.to_string(),
+            data: Some(Bytes::from_static(&[7; 100])),
+            acl: Acl::open_unsafe(),
+            flags: 0,
+        }
+        .encode(b)
+    })
+}
+
+fn delete_frame(xid: i32, path: &str) -> Bytes {
+    request_frame(xid, OpCode::Delete, &|b| {
+        DeleteRequest {
+            path: path.to_string(),
+            version: -1,
+        }
+        .encode(b)
+    })
+}
+
+/// Feeds frames to connection 0, draining the replies every 64 requests as
+/// the socket writer would take them; returns the time it took.
+fn feed_all(s: &mut zk_mock::fuzzing::Server, frames: &[Bytes]) -> Duration {
+    let start = std::time::Instant::now();
+    for (i, f) in frames.iter().enumerate() {
+        s.feed(0, f);
+        if i % 64 == 63 {
+            s.drain();
+        }
+    }
+    s.drain();
+    start.elapsed()
+}
+
+/// Nodes created (or deleted) per round in `core/create` and
+/// `core/delete`: the tree stays at a steady size, as a test's does.
+const CORE_ROUND: u64 = 2_000;
+
+fn core(c: &mut Criterion) {
+    let mut g = c.benchmark_group("core");
+    g.throughput(Throughput::Elements(1));
+    // One server per benchmark, at a steady size: creates are timed in
+    // rounds of CORE_ROUND, each followed by the (untimed) deletes of what
+    // it created, and deletes the other way round. The requests are made
+    // beforehand: that is the client's work.
+    let rounds = |iters: u64, timed_create: bool| {
+        let mut s = core_server();
+        let mut total = Duration::ZERO;
+        let mut done = 0u64;
+        while done < iters {
+            let n = CORE_ROUND.min(iters - done);
+            let creates: Vec<Bytes> = (0..n)
+                .map(|i| create_frame(i as i32 + 2, &format!("/b/n{i}")))
+                .collect();
+            let deletes: Vec<Bytes> = (0..n)
+                .map(|i| delete_frame(i as i32 + 2, &format!("/b/n{i}")))
+                .collect();
+            let c = feed_all(&mut s, &creates);
+            let d = feed_all(&mut s, &deletes);
+            total += if timed_create { c } else { d };
+            done += n;
+        }
+        total
+    };
+    g.bench_function("create", |b| b.iter_custom(|iters| rounds(iters, true)));
+    g.bench_function("delete", |b| b.iter_custom(|iters| rounds(iters, false)));
+    let mut s = core_server();
+    for (name, op) in [("getData", OpCode::GetData), ("exists", OpCode::Exists)] {
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let frames: Vec<Bytes> = (0..iters)
+                    .map(|i| {
+                        request_frame(i as i32 + 2, op, &|b| {
+                            PathWatchRequest {
+                                path: "/b".into(),
+                                watch: false,
+                            }
+                            .encode(b)
+                        })
+                    })
+                    .collect();
+                feed_all(&mut s, &frames)
+            })
+        });
+    }
+    g.bench_function("setData", |b| {
+        b.iter_custom(|iters| {
+            let frames: Vec<Bytes> = (0..iters)
+                .map(|i| {
+                    request_frame(i as i32 + 2, OpCode::SetData, &|b| {
+                        SetDataRequest {
+                            path: "/b".into(),
+                            data: Some(Bytes::from_static(&[7; 100])),
+                            version: -1,
+                        }
+                        .encode(b)
+                    })
+                })
+                .collect();
+            feed_all(&mut s, &frames)
+        })
+    });
     g.finish();
 }
 
@@ -189,5 +339,5 @@ fn codec(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, codec, ops, connect_and_fanout);
+criterion_group!(benches, codec, core, ops, connect_and_fanout);
 criterion_main!(benches);

@@ -28,6 +28,9 @@ struct Conn {
     id: crate::session::ConnId,
     reader: Reader,
     rx: mpsc::UnboundedReceiver<Outgoing>,
+    /// The bytes queued and not yet taken, as the socket writer keeps it
+    /// (a connection that lets it grow past the outbox limit is closed).
+    queued: Arc<std::sync::atomic::AtomicUsize>,
     open: bool,
 }
 
@@ -51,6 +54,12 @@ impl Server {
             .extended_types(true)
             .container_check_interval(Duration::from_secs(1))
             .recorder_capacity(256);
+        Server::with_builder(&builder)
+    }
+
+    /// A server with these settings (the session clock is the builder's):
+    /// the benches' `core` group measures the request path through it.
+    pub fn with_builder(builder: &crate::ZkMockBuilder) -> Server {
         let (state, _) = builder
             .state_for(2181)
             .expect("the default settings are valid");
@@ -65,12 +74,13 @@ impl Server {
     pub fn open(&mut self) -> usize {
         let (tx, rx) = mpsc::unbounded_channel();
         let peer = SocketAddr::from((Ipv4Addr::LOCALHOST, 40_000 + self.conns.len() as u16));
-        let (id, gate, _queued) = lock(&self.shared).register(tx, peer, 0);
+        let (id, gate, queued) = lock(&self.shared).register(tx, peer, 0);
         let reader = Reader::detached(self.shared.clone(), id, gate);
         self.conns.push(Conn {
             id,
             reader,
             rx,
+            queued,
             open: true,
         });
         self.conns.len() - 1
@@ -116,6 +126,8 @@ impl Server {
             while let Ok(m) = c.rx.try_recv() {
                 if let Outgoing::Frame(b) = m {
                     self.sent += b.len();
+                    c.queued
+                        .fetch_sub(b.len(), std::sync::atomic::Ordering::Relaxed);
                 }
             }
         }
@@ -137,7 +149,7 @@ impl Server {
                 stat.czxid <= last && stat.mzxid <= last && stat.pzxid <= last,
                 "{path}"
             );
-            for c in &node.children {
+            for c in node.children.iter() {
                 let child = crate::tree::path::child(path, c);
                 assert!(st.tree().get(&child).is_some(), "{path} lists missing {c}");
             }

@@ -85,8 +85,6 @@
 //!   followed by an empty result list.
 //!
 //! ## Known differences
-//! - `getChildren` lists children sorted; ZooKeeper uses Java `HashSet`
-//!   order. Neither is a contract, and clients must not depend on it.
 //! - `createTTL` with a non-TTL mode and ttl −1 answers BADARGUMENTS; the
 //!   real 3.8.0 server process exits on it.
 //! - SASL (102) is answered as by a server with no SASL configured (an empty
@@ -112,6 +110,7 @@ mod four_letter;
 #[doc(hidden)]
 pub mod fuzzing;
 mod handler;
+mod hash;
 mod mock;
 mod observe;
 mod outbox;

@@ -22,11 +22,15 @@
 //! or a connection: they cannot change what a client sees except through a
 //! verdict.
 
+use crate::hash::Map;
 use std::collections::{BTreeMap, VecDeque};
+use std::hash::Hash;
+use std::sync::Arc;
 
 use rand::rngs::SmallRng;
 use tokio::sync::watch;
 
+use crate::compact::Sparse;
 use crate::fault::{RequestView, RuleSet, Verdict};
 use crate::record::{
     ChangeKind, Counters, Recorder, Recording, SessionEvent, WatchKind, RETAINED_ENDED,
@@ -155,7 +159,7 @@ impl Observers {
             .iter()
             .map(|(id, c)| (SessionId(*id), *c))
             .collect();
-        r.per_path = self.tally.per_path.clone();
+        r.per_path = self.tally.per_path_sorted();
         r.total = self.tally.total;
         r
     }
@@ -164,13 +168,18 @@ impl Observers {
 /// The counters: totals, per session and per path. Unbounded for what is
 /// live; of what ended (sessions closed or expired, paths deleted) only the
 /// last [`RETAINED_ENDED`] keep theirs.
+///
+/// Every request, watch and notification counts against its path, so the
+/// path table is a hash map (one hash and one comparison per count, where
+/// an ordered map compared the path against a dozen others); it is sorted
+/// only when a [`Recording`] is taken.
 #[derive(Debug, Default)]
 pub(crate) struct Tally {
     pub(crate) total: Counters,
     pub(crate) per_session: BTreeMap<i64, Counters>,
-    pub(crate) per_path: BTreeMap<String, Counters>,
+    pub(crate) per_path: Map<Box<str>, Counters>,
     ended_sessions: Ended<i64>,
-    deleted_paths: Ended<String>,
+    deleted_paths: Ended<Arc<str>>,
 }
 
 impl Tally {
@@ -180,21 +189,38 @@ impl Tally {
         if let Some(p) = path {
             match self.per_path.get_mut(p) {
                 Some(c) => f(c),
-                None => f(self.per_path.entry(p.to_string()).or_default()),
+                None => f(self.per_path.entry(p.into()).or_default()),
             }
         }
     }
 
     fn session_ended(&mut self, session: i64) {
-        self.ended_sessions.end(session, &mut self.per_session);
+        let per_session = &mut self.per_session;
+        self.ended_sessions.end(session, |old| {
+            per_session.remove(old);
+        });
     }
 
     fn path_changed(&mut self, path: &str, kind: ChangeKind) {
         match kind {
-            ChangeKind::Deleted => self.deleted_paths.end(path.to_string(), &mut self.per_path),
+            ChangeKind::Deleted => {
+                let per_path = &mut self.per_path;
+                self.deleted_paths.end(path.into(), |old| {
+                    per_path.remove(&**old);
+                    per_path.shrink_if_sparse();
+                });
+            }
             ChangeKind::Created => self.deleted_paths.revive(path),
             ChangeKind::DataChanged => {}
         }
+    }
+
+    /// The path counters, in path order.
+    pub(crate) fn per_path_sorted(&self) -> BTreeMap<String, Counters> {
+        self.per_path
+            .iter()
+            .map(|(p, c)| (p.to_string(), *c))
+            .collect()
     }
 }
 
@@ -206,7 +232,7 @@ impl Tally {
 struct Ended<K> {
     order: VecDeque<(K, u64)>,
     /// Each key's latest end, by its number in `order`, while it has ended.
-    latest: BTreeMap<K, u64>,
+    latest: Map<K, u64>,
     next: u64,
 }
 
@@ -214,16 +240,17 @@ impl<K> Default for Ended<K> {
     fn default() -> Self {
         Ended {
             order: VecDeque::new(),
-            latest: BTreeMap::new(),
+            latest: Map::default(),
             next: 0,
         }
     }
 }
 
-impl<K: Ord + Clone> Ended<K> {
-    /// `key` ended; the counters of the key that ended [`RETAINED_ENDED`]
-    /// ends ago go, unless it ended again since or came back.
-    fn end(&mut self, key: K, counters: &mut BTreeMap<K, Counters>) {
+impl<K: Hash + Eq + Clone> Ended<K> {
+    /// `key` ended; the key that ended [`RETAINED_ENDED`] ends ago is
+    /// `forget`ten (its counters go), unless it ended again since or came
+    /// back.
+    fn end(&mut self, key: K, forget: impl FnOnce(&K)) {
         self.next += 1;
         self.latest.insert(key.clone(), self.next);
         self.order.push_back((key, self.next));
@@ -231,18 +258,21 @@ impl<K: Ord + Clone> Ended<K> {
             if let Some((old, n)) = self.order.pop_front() {
                 if self.latest.get(&old) == Some(&n) {
                     self.latest.remove(&old);
-                    counters.remove(&old);
+                    self.latest.shrink_if_sparse();
+                    forget(&old);
                 }
             }
         }
     }
 
     /// `key` is live again: its counters stay.
-    fn revive<Q: Ord + ?Sized>(&mut self, key: &Q)
+    fn revive<Q: Hash + Eq + ?Sized>(&mut self, key: &Q)
     where
         K: std::borrow::Borrow<Q>,
     {
-        self.latest.remove(key);
+        if self.latest.remove(key).is_some() {
+            self.latest.shrink_if_sparse();
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 //! sessions and the watches never see a channel; they name connections by
 //! [`ConnId`].
 
-use std::collections::HashMap;
+use crate::hash::Map;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -84,7 +84,7 @@ pub(crate) enum Sent {
 /// Every live connection's outbox.
 #[derive(Debug)]
 pub(crate) struct Outboxes {
-    pub(crate) conns: HashMap<ConnId, Conn>,
+    pub(crate) conns: Map<ConnId, Conn>,
     next_conn: ConnId,
     /// A connection with more than this many bytes queued is a slow
     /// reader and is closed rather than buffered without limit.
@@ -98,7 +98,7 @@ pub(crate) struct Outboxes {
 impl Outboxes {
     pub(crate) fn new(max_outbox: usize) -> Outboxes {
         Outboxes {
-            conns: HashMap::new(),
+            conns: Map::default(),
             next_conn: 1,
             max_outbox,
             packets_received: 0,

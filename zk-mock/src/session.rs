@@ -2,7 +2,7 @@
 //! deadlines rounded up to tick boundaries (`ExpiryQueue`), and which
 //! connection each session is bound to.
 
-use std::collections::HashMap;
+use crate::hash::Map;
 
 use bytes::Bytes;
 
@@ -116,7 +116,7 @@ pub(crate) struct Session {
 /// All live sessions.
 #[derive(Debug)]
 pub(crate) struct SessionManager {
-    sessions: HashMap<i64, Session>,
+    sessions: Map<i64, Session>,
     next_id: i64,
     tick: u64,
     min_timeout: i32,
@@ -158,7 +158,7 @@ impl SessionManager {
         max_timeout: i32,
     ) -> SessionManager {
         SessionManager {
-            sessions: HashMap::new(),
+            sessions: Map::default(),
             next_id: initial_session_id(id_clock_ms),
             tick: tick.max(1),
             min_timeout,

@@ -2,7 +2,8 @@
 //! (getData, exists — even on a missing node) and a child table (getChildren),
 //! at most one entry per (connection, path, table), one-shot.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use crate::hash::Map;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::compact::Sparse;
@@ -97,9 +98,9 @@ impl Modes {
 /// Every watch of every connection.
 #[derive(Debug, Default)]
 pub(crate) struct WatchManager {
-    data: HashMap<String, BTreeMap<ConnId, Modes>>,
-    child: HashMap<String, BTreeMap<ConnId, Modes>>,
-    by_conn: HashMap<ConnId, BTreeSet<(Table, String)>>,
+    data: Map<String, BTreeMap<ConnId, Modes>>,
+    child: Map<String, BTreeMap<ConnId, Modes>>,
+    by_conn: Map<ConnId, BTreeSet<(Table, String)>>,
     /// Entries holding a recursive mode, per table; when 0, triggers skip the ancestor walk.
     recursive: [usize; 2],
     /// Registrations since the last [`take_registered`](Self::take_registered), for the recorder.
@@ -117,7 +118,7 @@ impl WatchManager {
         }
     }
 
-    fn table(&mut self, t: Table) -> &mut HashMap<String, BTreeMap<ConnId, Modes>> {
+    fn table(&mut self, t: Table) -> &mut Map<String, BTreeMap<ConnId, Modes>> {
         match t {
             Table::Data => &mut self.data,
             Table::Child => &mut self.child,

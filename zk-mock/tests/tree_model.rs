@@ -427,7 +427,8 @@ fn check(tree: &DataTree, model: &Model) -> Result<(), String> {
         }
         // Parent links, both ways.
         let listed: BTreeSet<String> = n.listing().iter().cloned().collect();
-        if listed != m.children || n.children != m.children {
+        let children: BTreeSet<String> = n.children.iter().map(String::from).collect();
+        if listed != m.children || children != m.children {
             return Err(format!(
                 "{path}: children {listed:?}, model {:?}",
                 m.children

@@ -10,7 +10,7 @@
 //! bin. (Bins of 8 or more keys in tables of 64 or more become trees; their
 //! iteration order is kept too, so this holds for them as well.)
 
-use std::collections::HashMap;
+use crate::hash::Map;
 
 use crate::compact::Sparse;
 
@@ -30,7 +30,7 @@ fn bin(name: &str, table: usize) -> usize {
 #[derive(Debug, Clone)]
 pub(crate) struct JavaHashSet {
     /// Each member's insertion number.
-    seq: HashMap<String, u64>,
+    seq: Map<String, u64>,
     next: u64,
     /// The table size (0 until the first insertion).
     table: usize,
@@ -43,7 +43,7 @@ impl JavaHashSet {
     /// `new HashSet<>()` is 16).
     pub(crate) fn with_capacity(capacity: usize) -> JavaHashSet {
         JavaHashSet {
-            seq: HashMap::new(),
+            seq: Map::default(),
             next: 0,
             table: 0,
             initial: capacity.next_power_of_two().max(1),
@@ -52,6 +52,19 @@ impl JavaHashSet {
 
     pub(crate) fn is_empty(&self) -> bool {
         self.seq.is_empty()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.seq.len()
+    }
+
+    pub(crate) fn contains(&self, name: &str) -> bool {
+        self.seq.contains_key(name)
+    }
+
+    /// The names, in no particular order.
+    pub(crate) fn names(&self) -> impl Iterator<Item = &str> + '_ {
+        self.seq.keys().map(String::as_str)
     }
 
     /// Adds `name`; false if it was there.

@@ -10,13 +10,14 @@ pub mod node;
 pub mod path;
 mod quota;
 
-use std::collections::{BTreeSet, HashMap};
+use crate::hash::Map;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use bytes::Bytes;
 
 use java_order::JavaHashSet;
-pub use node::{Node, NodeKind};
+pub use node::{Children, Node, NodeKind};
 
 use crate::acl;
 use crate::compact::Sparse;
@@ -127,9 +128,9 @@ pub struct Caller<'a> {
 /// The data tree (`DataTree` plus the ephemerals index).
 #[derive(Debug)]
 pub struct DataTree {
-    nodes: HashMap<String, Node>,
+    nodes: Map<String, Node>,
     /// Each session's ephemeral paths, as ZooKeeper's `HashSet` orders them.
-    ephemerals: HashMap<i64, JavaHashSet>,
+    ephemerals: Map<i64, JavaHashSet>,
     last_zxid: i64,
     open_acl: Arc<[Acl]>,
     /// Undo journal while a multi is being prepared: the first saved version of
@@ -138,7 +139,7 @@ pub struct DataTree {
     /// Paths under quota (`pTrie`), see `quota.rs`.
     quotas: BTreeSet<String>,
     /// While journaling: each touched session's ephemerals as they were.
-    session_journal: HashMap<i64, Option<JavaHashSet>>,
+    session_journal: Map<i64, Option<JavaHashSet>>,
 }
 
 impl Default for DataTree {
@@ -152,12 +153,12 @@ impl DataTree {
     /// every stat field 0, `/zookeeper/config` readable only and with aversion −1.
     pub fn new() -> DataTree {
         let open: Arc<[Acl]> = Acl::open_unsafe().into();
-        let mut nodes = HashMap::new();
+        let mut nodes = Map::default();
         let mut root = Node::special(open.clone());
-        root.add_child("zookeeper".into());
+        root.add_child("zookeeper");
         let mut zk = Node::special(open.clone());
-        zk.add_child("quota".into());
-        zk.add_child("config".into());
+        zk.add_child("quota");
+        zk.add_child("config");
         let mut config = Node::special(Acl::read_unsafe().into());
         config.aversion = -1;
         nodes.insert("/".to_string(), root);
@@ -166,12 +167,12 @@ impl DataTree {
         nodes.insert("/zookeeper/config".to_string(), config);
         DataTree {
             nodes,
-            ephemerals: HashMap::new(),
+            ephemerals: Map::default(),
             last_zxid: 0,
             open_acl: open,
             journal: None,
             quotas: BTreeSet::new(),
-            session_journal: HashMap::new(),
+            session_journal: Map::default(),
         }
     }
 
@@ -414,20 +415,18 @@ impl DataTree {
             version: 0,
             cversion: 0,
             aversion: 0,
-            children: BTreeSet::new(),
-            order: Default::default(),
+            children: Default::default(),
         };
         let stat = node.stat();
         let node_acl = node.acl.clone();
         let parent_key = Self::key(parent_path).to_string();
         self.save(&parent_key);
         self.save(&full);
-        let child = full[parent_path.len() + 1..].to_string();
         let parent = self
             .nodes
             .get_mut(&parent_key)
             .expect("parent checked above");
-        parent.add_child(child);
+        parent.add_child(&full[parent_path.len() + 1..]);
         parent.cversion = parent.cversion.wrapping_add(1);
         parent.pzxid = zxid;
         let parent_acl = parent.acl.clone();
@@ -687,7 +686,7 @@ mod tests {
             create(&mut t, &format!("/a/e{i}"), 1).unwrap();
         }
         assert!(t.nodes.capacity() > 10_000);
-        let parent_seq = |t: &DataTree| t.nodes["/a"].order.set.capacity();
+        let parent_seq = |t: &DataTree| t.nodes["/a"].children.capacity();
         assert!(parent_seq(&t) > 10_000);
         for i in 0..10_000 {
             let zxid = t.next_zxid();

@@ -1,6 +1,5 @@
 //! A znode: data, ACL, persisted stat and children.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -40,63 +39,112 @@ pub struct Node {
     /// It is also the next sequential suffix.
     pub(crate) cversion: i32,
     pub(crate) aversion: i32,
-    /// Child names (not paths), sorted; [`Node::listing`] gives them in the
-    /// order ZooKeeper sends them.
-    pub children: BTreeSet<String>,
-    /// How ZooKeeper would iterate `children`.
-    pub(crate) order: ChildOrder,
+    /// Child names (not paths); [`Node::listing`] gives them in the order
+    /// ZooKeeper sends them.
+    pub children: Children,
 }
 
-/// ZooKeeper keeps a node's children in a Java `HashSet<String>` created
-/// with capacity 8 (`DataNode.addChild`), and getChildren lists them in its
-/// iteration order (see `java_order`).
+/// A node's children: each name once, in a table that lists them as a real
+/// ZooKeeper does (the iteration order of Java's `HashSet`, see
+/// `java_order`). A leaf, as most nodes are, holds no table at all; a node
+/// that had children keeps its table, as Java's keeps its capacity.
+#[derive(Debug, Clone, Default)]
+pub struct Children(Option<Box<ChildSet>>);
+
 #[derive(Debug, Clone)]
-pub(crate) struct ChildOrder {
-    pub(super) set: JavaHashSet,
-    /// The listing, until the children change.
+struct ChildSet {
+    set: JavaHashSet,
+    /// The listing, computed once per change of the children.
     cache: std::sync::OnceLock<Arc<[String]>>,
 }
 
-impl Default for ChildOrder {
-    fn default() -> Self {
-        ChildOrder {
-            set: JavaHashSet::with_capacity(8),
-            cache: std::sync::OnceLock::new(),
+impl Children {
+    /// How many.
+    pub fn len(&self) -> usize {
+        self.0.as_ref().map_or(0, |c| c.set.len())
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether `name` is a child.
+    pub fn contains(&self, name: &str) -> bool {
+        self.0.as_ref().is_some_and(|c| c.set.contains(name))
+    }
+
+    /// The names, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
+        self.0.iter().flat_map(|c| c.set.names())
+    }
+
+    /// The names, sorted.
+    pub fn sorted(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = self.iter().collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Adds a name; false if it was there.
+    pub(crate) fn insert(&mut self, name: &str) -> bool {
+        let c = self.0.get_or_insert_with(|| {
+            Box::new(ChildSet {
+                set: JavaHashSet::with_capacity(8),
+                cache: std::sync::OnceLock::new(),
+            })
+        });
+        let added = c.set.insert(name);
+        if added {
+            c.cache = std::sync::OnceLock::new();
         }
+        added
+    }
+
+    /// Removes a name; false if it was not there.
+    pub(crate) fn remove(&mut self, name: &str) -> bool {
+        let Some(c) = self.0.as_mut() else {
+            return false;
+        };
+        let removed = c.set.remove(name);
+        if removed {
+            c.cache = std::sync::OnceLock::new();
+        }
+        removed
+    }
+
+    /// The children in the order a real ZooKeeper lists them; computed
+    /// once per change of the children.
+    pub(crate) fn listing(&self) -> Arc<[String]> {
+        match &self.0 {
+            None => Arc::from([]),
+            Some(c) => c
+                .cache
+                .get_or_init(|| c.set.order().into_iter().map(String::from).collect())
+                .clone(),
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn capacity(&self) -> usize {
+        self.0.as_ref().map_or(0, |c| c.set.capacity())
     }
 }
 
 impl Node {
     /// Adds a child name (no-op if present).
-    pub(crate) fn add_child(&mut self, name: String) {
-        if self.order.set.insert(&name) {
-            self.children.insert(name);
-            self.order.cache = std::sync::OnceLock::new();
-        }
+    pub(crate) fn add_child(&mut self, name: &str) {
+        self.children.insert(name);
     }
 
     /// Removes a child name.
     pub(crate) fn remove_child(&mut self, name: &str) {
-        if self.order.set.remove(name) {
-            self.children.remove(name);
-            self.order.cache = std::sync::OnceLock::new();
-        }
+        self.children.remove(name);
     }
 
-    /// The children in the order a real ZooKeeper lists them (see
-    /// `ChildOrder`); computed once per change of the children.
+    /// The children in the order a real ZooKeeper lists them.
     pub fn listing(&self) -> Arc<[String]> {
-        self.order
-            .cache
-            .get_or_init(|| {
-                self.order
-                    .set
-                    .order()
-                    .into_iter()
-                    .map(String::from)
-                    .collect()
-            })
-            .clone()
+        self.children.listing()
     }
 
     /// A node as `DataTree`'s constructor makes the built-in ones: every stat field 0.
@@ -113,8 +161,7 @@ impl Node {
             version: 0,
             cversion: 0,
             aversion: 0,
-            children: BTreeSet::new(),
-            order: ChildOrder::default(),
+            children: Children::default(),
         }
     }
 

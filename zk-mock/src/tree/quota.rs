@@ -103,7 +103,7 @@ impl DataTree {
             };
             count += 1;
             bytes += n.data.as_ref().map_or(0, |d| d.len() as i64);
-            for c in &n.children {
+            for c in n.children.iter() {
                 stack.push(path::child(&p, c));
             }
         }
