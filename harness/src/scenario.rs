@@ -11,28 +11,11 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
-/// A duration written as `250ms`, `2s`, `1m` or `1s 500ms` (humantime syntax).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
-pub struct Dur(pub Duration);
-
-impl<'de> Deserialize<'de> for Dur {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Dur, D::Error> {
-        let text = String::deserialize(d)?;
-        humantime::parse_duration(text.trim())
-            .map(Dur)
-            .map_err(|e| {
-                serde::de::Error::custom(format!(
-                    "invalid duration {text:?} ({e}); write e.g. 250ms, 2s or 1m"
-                ))
-            })
-    }
-}
-
-impl serde::Serialize for Dur {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
+/// A duration written as `250ms`, `2s`, `1m` or `1s 500ms` (humantime
+/// syntax, read and written by `humantime-serde`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Deserialize, serde::Serialize)]
+#[serde(transparent)]
+pub struct Dur(#[serde(with = "humantime_serde")] pub Duration);
 
 impl fmt::Display for Dur {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -28,7 +28,7 @@ fn a_broken_file_gets_file_line_column_and_what_was_expected() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&format!("{}:6:", f.display())), "{err}");
-    assert!(err.contains("invalid duration"), "{err}");
+    assert!(err.contains("\"5 parsecs\", expected a duration"), "{err}");
 
     std::fs::write(&f, "lock:\n  recipe: predecessor\nclients:\n  - name: w\ntimeline:\n  - at: 1s\n    expire: nobody\n").unwrap();
     let out = harness().arg("check").arg(&f).output().unwrap();

@@ -68,7 +68,8 @@ pub struct RawClient {
     stream: Box<dyn Stream>,
     buf: BytesMut,
     next_xid: i32,
-    /// The session this connection serves.
+    /// The session this connection serves, as the wire carries it (an
+    /// `i64`: `SessionId::from` it to name the session to the mock).
     pub session_id: i64,
     /// The session password.
     pub passwd: Bytes,

@@ -1,18 +1,32 @@
-//! One task pair per connection: the reader decodes frames and applies them
-//! under the state lock; the writer drains the connection's outbox to the
-//! socket. Replies and notifications are queued in one outbox, so a
-//! connection's order is the order the state produced them in. A stall
-//! (the connection's [`Gate`]) stops both directions.
+//! One task per connection. It reads frames and applies them under the
+//! state lock, then takes what the state queued in the connection's
+//! outbox (its own replies, and other connections' notifications) and
+//! writes it, all without handing anything to another task: a request's
+//! reply goes out from the task that read the request, as ZooKeeper's
+//! NIO worker answers from the thread that read it. Replies and
+//! notifications are queued in one outbox, so a connection's order is the
+//! order the state produced them in. A stall (the connection's [`Gate`])
+//! stops both directions.
+//!
+//! The loop waits on whichever of these can move: the socket readable
+//! (while the gate is open), the socket writable (while there is output
+//! and no `delay` fault's pause is running), the outbox, the gate and the
+//! server's shutdown. A client that stops reading does not stop the
+//! server reading its requests: its output piles up in the outbox until
+//! the slow-reader limit closes the connection.
 
+use std::future::{poll_fn, Future};
 use std::net::SocketAddr;
-
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::Poll;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::codec::{split_frame, Record};
@@ -24,13 +38,13 @@ use crate::state::{lock, Flow, Gate, Outgoing, Shared};
 /// Serves one accepted socket until either side closes it or the server stops.
 pub(crate) async fn serve(
     shared: Shared,
-    socket: TcpStream,
+    mut socket: TcpStream,
     peer: SocketAddr,
     server: usize,
     shutdown: watch::Receiver<bool>,
 ) {
     let _ = socket.set_nodelay(true);
-    let (rd, wr) = socket.into_split();
+    let (rd, wr) = socket.split();
     serve_io(shared, rd, wr, peer, server, shutdown).await
 }
 
@@ -44,8 +58,8 @@ pub(crate) async fn serve_io<R, W>(
     server: usize,
     shutdown: watch::Receiver<bool>,
 ) where
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
 {
     let (tx, rx) = mpsc::unbounded_channel();
     let (conn, gate, queued, max_packet) = {
@@ -62,8 +76,18 @@ pub(crate) async fn serve_io<R, W>(
         buf: BytesMut::with_capacity(READ_BUFFER),
         handshaken: false,
     };
-    reader
-        .run(rd, wr, rx, queued, shutdown)
+    let connection = Connection {
+        reader,
+        rx,
+        queued,
+        out: BytesMut::new(),
+        unflushed: false,
+        pause: None,
+        paused_until: None,
+        close_queued: false,
+    };
+    connection
+        .run(rd, wr, shutdown)
         .instrument(span)
         .await
 }
@@ -73,6 +97,222 @@ pub(crate) async fn serve_io<R, W>(
 /// idle connection holds no more. `split_frame` reserves room for a larger
 /// frame once its length prefix is in.
 const READ_BUFFER: usize = 1024;
+
+/// A connection's output side, and the loop that serves it.
+struct Connection {
+    reader: Reader,
+    rx: mpsc::UnboundedReceiver<Outgoing>,
+    /// Bytes queued for this connection and not yet written (the state
+    /// adds, this loop subtracts what it writes: the slow-reader limit).
+    queued: Arc<AtomicUsize>,
+    /// Taken from the outbox, to be written now.
+    out: BytesMut,
+    /// Written, but the stream (a TLS session) has not flushed it yet.
+    unflushed: bool,
+    /// A `delay` fault's pause, taken from the outbox: it starts once what
+    /// came before it is written. Nothing more is taken meanwhile.
+    pause: Option<std::time::Duration>,
+    /// The running pause: nothing is written or taken until then.
+    paused_until: Option<Instant>,
+    /// The state closed the connection: what came before is written, then
+    /// the stream is shut down.
+    close_queued: bool,
+}
+
+impl Connection {
+    async fn run<R, W>(mut self, mut rd: R, mut wr: W, shutdown: watch::Receiver<bool>)
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
+        tracing::debug!("accepted");
+        // Whether requests are still read (not after EOF, an error, a
+        // close, or the server's shutdown).
+        let mut reading = true;
+        // Changes of the gate (none once the state drops its sender with
+        // the connection: its last value stands) and the server's
+        // shutdown. Each is one future kept across the loop's turns, made
+        // again only when it fires.
+        let mut gate_changed = Some(changed(self.reader.gate.clone()));
+        let mut stop = Some(changed(shutdown));
+        let mut stopping = false;
+        loop {
+            let gate = *self.reader.gate.borrow_and_update();
+            if gate == Gate::Closed {
+                // Cut off (a slow reader, or a stalled connection closed):
+                // what was held is dropped.
+                break;
+            }
+            let open = gate == Gate::Open;
+            if open && reading && !self.close_queued {
+                // Every whole frame already buffered, before reading more;
+                // a frame that stalls the connection stops the rest.
+                loop {
+                    match self.reader.next_frame() {
+                        Step::Frame if *self.reader.gate.borrow() == Gate::Open => continue,
+                        Step::Frame | Step::NeedMore => break,
+                        Step::Close => {
+                            reading = false;
+                            break;
+                        }
+                    }
+                }
+                // A buffer grown for a large frame is not kept once it is handled.
+                let buf = &mut self.reader.buf;
+                if buf.is_empty() && buf.capacity() > 4 * READ_BUFFER {
+                    *buf = BytesMut::with_capacity(READ_BUFFER);
+                }
+            }
+            if !reading && !stopping {
+                // No more requests: the state lets the connection go, and
+                // what it queued before is still written.
+                stopping = true;
+                lock(&self.reader.shared).disconnected(self.reader.conn);
+            }
+            self.take_queued();
+            if let Some(until) = self.paused_until {
+                if Instant::now() >= until {
+                    self.paused_until = None;
+                    self.take_queued();
+                }
+            }
+            if self.out.is_empty() && !self.unflushed {
+                if let Some(d) = self.pause.take() {
+                    self.paused_until = Some(Instant::now() + d);
+                } else if self.close_queued {
+                    let _ = wr.shutdown().await;
+                    break;
+                }
+            }
+            let write = open && !self.out.is_empty() && self.paused_until.is_none();
+            let flush = open && self.out.is_empty() && self.unflushed;
+            let take = self.taking();
+            let read = open && reading && !self.close_queued;
+            tokio::select! {
+                r = push(&mut wr, &self.out), if write || flush => match r {
+                    Err(_) => break,
+                    Ok(0) if write => break,
+                    Ok(0) => self.unflushed = false,
+                    Ok(n) => {
+                        self.written(n);
+                        if self.unflushed && !self.flush_now(&mut wr).await {
+                            break;
+                        }
+                    }
+                },
+                m = self.rx.recv(), if take => match m {
+                    Some(m) => self.take(m),
+                    None => self.close_queued = true,
+                },
+                r = rd.read_buf(&mut self.reader.buf), if read => match r {
+                    Ok(0) => { tracing::debug!("peer closed"); reading = false }
+                    Ok(_) => {}
+                    Err(e) => { tracing::debug!(%e, "read error"); reading = false }
+                },
+                (alive, rx) = fired(&mut gate_changed), if gate_changed.is_some() => {
+                    gate_changed = alive.then(|| changed(rx));
+                }
+                () = sleep_until(self.paused_until), if self.paused_until.is_some() => {}
+                _ = fired(&mut stop), if stop.is_some() => {
+                    stop = None;
+                    reading = false;
+                }
+            }
+        }
+        if !stopping {
+            lock(&self.reader.shared).disconnected(self.reader.conn);
+        }
+        tracing::debug!("closed");
+    }
+
+    /// Whether the outbox is taken from now (not during a pause or after a close).
+    fn taking(&self) -> bool {
+        !self.close_queued && self.pause.is_none() && self.paused_until.is_none()
+    }
+
+    /// Takes whatever the outbox holds, without waiting.
+    fn take_queued(&mut self) {
+        while self.taking() {
+            match self.rx.try_recv() {
+                Ok(m) => self.take(m),
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => self.close_queued = true,
+            }
+        }
+    }
+
+    fn take(&mut self, m: Outgoing) {
+        match m {
+            Outgoing::Frame(b) => self.out.extend_from_slice(&b),
+            Outgoing::Pause(d) => self.pause = Some(d),
+            Outgoing::Close => self.close_queued = true,
+        }
+    }
+
+    /// `n` bytes went out. Once everything has, the stream is to be flushed.
+    fn written(&mut self, n: usize) {
+        self.out.advance(n);
+        self.queued.fetch_sub(n, Ordering::Relaxed);
+        if self.out.is_empty() {
+            self.out.clear();
+            self.unflushed = true;
+        }
+    }
+
+    /// Flushes the stream if it can be done without waiting (a TLS session
+    /// buffers; for TCP this does nothing); a flush that cannot finish now
+    /// is finished by the loop. False if the stream failed.
+    async fn flush_now<W: AsyncWrite + Unpin>(&mut self, wr: &mut W) -> bool {
+        let r = poll_fn(|cx| match Pin::new(&mut *wr).poll_flush(cx) {
+            Poll::Ready(r) => Poll::Ready(Some(r)),
+            Poll::Pending => Poll::Ready(None),
+        })
+        .await;
+        match r {
+            Some(Ok(())) => self.unflushed = false,
+            Some(Err(_)) => return false,
+            None => {}
+        }
+        true
+    }
+}
+
+/// Writes what it can of `out`, or flushes the stream when `out` is empty
+/// (then `Ok(0)`).
+async fn push<W: AsyncWrite + Unpin>(wr: &mut W, out: &[u8]) -> std::io::Result<usize> {
+    if out.is_empty() {
+        wr.flush().await.map(|()| 0)
+    } else {
+        wr.write(out).await
+    }
+}
+
+/// A change on a watch channel: resolves with whether the sender is still
+/// there, and the receiver, to wait for the next one.
+type Changed<T> = Pin<Box<dyn Future<Output = (bool, watch::Receiver<T>)> + Send>>;
+
+fn changed<T: Send + Sync + 'static>(mut rx: watch::Receiver<T>) -> Changed<T> {
+    Box::pin(async move {
+        let alive = rx.changed().await.is_ok();
+        (alive, rx)
+    })
+}
+
+/// Waits for a kept [`Changed`] future (never, if there is none).
+async fn fired<T>(f: &mut Option<Changed<T>>) -> (bool, watch::Receiver<T>) {
+    match f {
+        Some(f) => f.await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Sleeps until `until` (never, if there is none).
+async fn sleep_until(until: Option<Instant>) {
+    match until {
+        Some(t) => tokio::time::sleep_until(t).await,
+        None => std::future::pending().await,
+    }
+}
 
 pub(crate) struct Reader {
     shared: Shared,
@@ -90,60 +330,6 @@ enum Step {
 }
 
 impl Reader {
-    async fn run<R, W>(
-        mut self,
-        mut rd: R,
-        wr: W,
-        rx: mpsc::UnboundedReceiver<Outgoing>,
-        queued: Arc<AtomicUsize>,
-        mut shutdown: watch::Receiver<bool>,
-    ) where
-        R: AsyncRead + Unpin + Send + 'static,
-        W: AsyncWrite + Unpin + Send + 'static,
-    {
-        tracing::debug!("accepted");
-        let mut writer = tokio::spawn(write_loop(wr, rx, self.gate.clone(), queued));
-        let mut writer_done = false;
-        'serve: loop {
-            // A stalled connection reads nothing: not even buffered frames are applied.
-            while *self.gate.borrow() != Gate::Open {
-                if *self.gate.borrow() == Gate::Closed {
-                    break 'serve;
-                }
-                tokio::select! {
-                    r = self.gate.changed() => if r.is_err() { break 'serve },
-                    _ = &mut writer => { writer_done = true; break 'serve }
-                    _ = shutdown.changed() => break 'serve,
-                }
-            }
-            // Handle every whole frame already buffered before reading more.
-            match self.next_frame() {
-                Step::Frame => continue,
-                Step::Close => break,
-                Step::NeedMore => {}
-            }
-            // A buffer grown for a large frame is not kept once it is handled.
-            if self.buf.is_empty() && self.buf.capacity() > 4 * READ_BUFFER {
-                self.buf = BytesMut::with_capacity(READ_BUFFER);
-            }
-            tokio::select! {
-                r = rd.read_buf(&mut self.buf) => match r {
-                    Ok(0) => { tracing::debug!("peer closed"); break }
-                    Ok(_) => {}
-                    Err(e) => { tracing::debug!(%e, "read error"); break }
-                },
-                _ = self.gate.changed() => {}
-                _ = &mut writer => { writer_done = true; break }
-                _ = shutdown.changed() => break,
-            }
-        }
-        lock(&self.shared).disconnected(self.conn);
-        if !writer_done {
-            let _ = writer.await;
-        }
-        tracing::debug!("closed");
-    }
-
     fn next_frame(&mut self) -> Step {
         let conn = self.conn;
         if !self.handshaken && four_letter::is_command(&self.buf) {
@@ -266,83 +452,4 @@ impl Reader {
             Flow::Close => Step::Close,
         }
     }
-}
-
-/// Resolves once the gate says the connection is closed. A connection
-/// closed the ordinary way drops its gate without saying so: its writer
-/// then goes on flushing what is queued, so this never resolves.
-async fn closed(gate: &mut watch::Receiver<Gate>) {
-    loop {
-        if *gate.borrow_and_update() == Gate::Closed {
-            return;
-        }
-        if gate.changed().await.is_err() {
-            return std::future::pending().await;
-        }
-    }
-}
-
-/// Writes queued frames, batching whatever is already queued into one write.
-/// While the gate is stalled nothing is written; if the connection is closed
-/// while stalled, what was held is dropped.
-async fn write_loop<W: AsyncWrite + Unpin>(
-    mut wr: W,
-    mut rx: mpsc::UnboundedReceiver<Outgoing>,
-    mut gate: watch::Receiver<Gate>,
-    queued: Arc<AtomicUsize>,
-) {
-    let mut out = BytesMut::new();
-    let mut closing = false;
-    while let Some(msg) = rx.recv().await {
-        let mut next = Some(msg);
-        let mut pause = None;
-        while let Some(m) = next.take() {
-            match m {
-                Outgoing::Frame(b) => out.extend_from_slice(&b),
-                Outgoing::Pause(d) => {
-                    pause = Some(d);
-                    break;
-                }
-                Outgoing::Close => {
-                    closing = true;
-                    break;
-                }
-            }
-            next = rx.try_recv().ok();
-        }
-        loop {
-            let g = *gate.borrow_and_update();
-            match g {
-                Gate::Open => break,
-                Gate::Closed => return,
-                Gate::Stalled => {
-                    if gate.changed().await.is_err() {
-                        return;
-                    }
-                }
-            }
-        }
-        if !out.is_empty() {
-            // (flush: a TLS session buffers; for TCP it does nothing.) A
-            // reader that stops reading blocks the write; closing its
-            // connection (a slow reader, or a stalled one cut off) ends it.
-            let write = async {
-                wr.write_all(&out).await?;
-                wr.flush().await
-            };
-            tokio::select! {
-                r = write => if r.is_err() { return },
-                _ = closed(&mut gate) => return,
-            }
-            queued.fetch_sub(out.len(), Ordering::Relaxed);
-        }
-        out.clear();
-        if closing {
-            break;
-        }
-        if let Some(d) = pause {
-            tokio::time::sleep(d).await;
-        }
-    }
-    let _ = wr.shutdown().await;
 }

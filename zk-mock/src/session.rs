@@ -131,7 +131,8 @@ pub(crate) fn initial_session_id(ms: u64) -> i64 {
 }
 
 /// `ZooKeeperServer.generatePasswd`: `new java.util.Random(id ^ 0xB3415C00L).nextBytes(16)`.
-pub fn password_for(id: i64) -> [u8; 16] {
+pub fn password_for(id: impl Into<SessionId>) -> [u8; 16] {
+    let id = id.into().0;
     const MULT: i64 = 0x5DEECE66D;
     const MASK: i64 = (1 << 48) - 1;
     let mut seed = ((id ^ 0xB341_5C00) ^ MULT) & MASK;

@@ -248,9 +248,12 @@ impl DataTree {
     /// The ephemeral paths a session owns.
     /// In the order ZooKeeper hands them out (a clone of its `HashSet`):
     /// getEphemerals lists them so, and a closed session's go in this order.
-    pub fn ephemerals_of(&self, session: i64) -> impl Iterator<Item = &str> {
+    pub fn ephemerals_of(
+        &self,
+        session: impl Into<crate::SessionId>,
+    ) -> impl Iterator<Item = &str> {
         self.ephemerals
-            .get(&session)
+            .get(&session.into().0)
             .map(JavaHashSet::clone_order)
             .unwrap_or_default()
             .into_iter()
