@@ -13,7 +13,9 @@ use serde_saphyr::Spanned;
 
 /// A duration written as `250ms`, `2s`, `1m` or `1s 500ms` (humantime
 /// syntax, read and written by `humantime-serde`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Deserialize, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Deserialize, serde::Serialize,
+)]
 #[serde(transparent)]
 pub struct Dur(#[serde(with = "humantime_serde")] pub Duration);
 

@@ -86,10 +86,7 @@ pub(crate) async fn serve_io<R, W>(
         paused_until: None,
         close_queued: false,
     };
-    connection
-        .run(rd, wr, shutdown)
-        .instrument(span)
-        .await
+    connection.run(rd, wr, shutdown).instrument(span).await
 }
 
 /// What a connection's read buffer starts at (and returns to once a larger

@@ -90,7 +90,11 @@ impl Observers {
     }
 
     /// The fault rules' verdict on a request about to be applied, if one matches.
-    pub(crate) fn judge(&mut self, request: &RequestView<'_>, rng: &mut SmallRng) -> Option<Verdict> {
+    pub(crate) fn judge(
+        &mut self,
+        request: &RequestView<'_>,
+        rng: &mut SmallRng,
+    ) -> Option<Verdict> {
         self.rules.evaluate(request, rng)
     }
 
@@ -295,7 +299,9 @@ mod tests {
         assert_eq!(r.tally.per_session.len(), RETAINED_ENDED);
         assert_eq!(r.tally.per_path.len(), RETAINED_ENDED);
         // The most recent are the ones kept; a live session keeps its own.
-        assert!(r.tally.per_session.contains_key(&(n - 1)) && !r.tally.per_session.contains_key(&0));
+        assert!(
+            r.tally.per_session.contains_key(&(n - 1)) && !r.tally.per_session.contains_key(&0)
+        );
         r.request(req(-7, 1, 1, None, 1));
         assert_eq!(r.tally.per_session[&-7].requests, 1);
         assert_eq!(r.tally.total.requests, n as u64 + 1);

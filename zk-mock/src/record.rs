@@ -31,8 +31,8 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::fault::OpFamily;
-use crate::proto::{ErrorCode, EventType, OpCode};
 use crate::observe::{NotificationSeen, Observers, RequestSeen};
+use crate::proto::{ErrorCode, EventType, OpCode};
 use crate::SessionId;
 
 /// Default number of records of each kind kept before the oldest are dropped.
@@ -824,7 +824,13 @@ impl<'a> IntoIterator for &'a Notifications {
 pub(crate) mod tests {
     use super::*;
 
-    pub(crate) fn req(session: i64, xid: i32, op: i32, path: Option<String>, zxid: i64) -> RequestSeen {
+    pub(crate) fn req(
+        session: i64,
+        xid: i32,
+        op: i32,
+        path: Option<String>,
+        zxid: i64,
+    ) -> RequestSeen {
         RequestSeen {
             at_ms: 0,
             session,

@@ -25,11 +25,11 @@ use crate::clock::Clock;
 use crate::codec::{frame, Record};
 use crate::dispatch::{Txn, TxnOp};
 use crate::ensemble::Replica;
+use crate::observe::{NotificationSeen, Observers};
 use crate::proto::{
     ConnectRequest, ConnectResponse, ReplyHeader, WatcherEvent, STATE_SYNC_CONNECTED,
     XID_NOTIFICATION,
 };
-use crate::observe::{NotificationSeen, Observers};
 use crate::record::{ChangeKind, Recorder, SessionEvent};
 use crate::session::{ConnId, SessionManager};
 use crate::tree::{DataTree, TreeEvent};

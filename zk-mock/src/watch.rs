@@ -338,6 +338,9 @@ impl WatchManager {
         out: &mut Vec<Notification>,
     ) -> BTreeSet<ConnId> {
         let conns = self.trigger(table, path, event_type, suppress);
+        if conns.is_empty() {
+            return BTreeSet::new();
+        }
         let shared: Arc<str> = path.into();
         for (&conn, &kind) in &conns {
             out.push(Notification {

@@ -285,10 +285,10 @@ impl DataTree {
         }
     }
 
-    fn insert(&mut self, path: String, node: Node) {
+    fn insert(&mut self, path: &str, node: Node) {
         let kind = node.kind;
-        if let Some(old) = self.nodes.insert(path.clone(), node) {
-            self.forget_ephemeral(&path, &old);
+        if let Some(old) = self.nodes.insert(path.to_string(), node) {
+            self.forget_ephemeral(path, &old);
         }
         // After forgetting the old version: restoring a saved ephemeral over
         // itself (a rolled-back multi) must leave it indexed.
@@ -297,7 +297,7 @@ impl DataTree {
             self.ephemerals
                 .entry(s)
                 .or_insert_with(|| JavaHashSet::with_capacity(16))
-                .insert(&path);
+                .insert(path);
         }
     }
 
@@ -340,7 +340,7 @@ impl DataTree {
         };
         for (path, saved) in journal.into_iter().rev() {
             match saved {
-                Some(node) => self.insert(path, node),
+                Some(node) => self.insert(&path, node),
                 None => {
                     self.remove(&path);
                 }
@@ -375,7 +375,23 @@ impl DataTree {
         if path.contains('\0') {
             return Err(ErrorCode::BadArguments);
         }
-        let acl = acl::fixup(args.acl, caller.auth)?;
+        // The open ACL, as nearly every create asks, is the tree's one
+        // shared copy (fixupACL keeps it as it is); any other is fixed up.
+        let open = &self.open_acl;
+        let only_open = match &open[..] {
+            [o] => !args.acl.is_empty() && args.acl.iter().all(|a| a == o),
+            _ => false,
+        };
+        let acl: Arc<[Acl]> = if only_open {
+            open.clone()
+        } else {
+            let acl = acl::fixup(args.acl, caller.auth)?;
+            if acl[..] == open[..] {
+                open.clone()
+            } else {
+                acl.into()
+            }
+        };
         let parent = self.get(parent_path).ok_or(ErrorCode::NoNode)?;
         acl::check(&parent.acl, perms::CREATE, caller.auth)?;
         let full = if args.mode.sequential {
@@ -401,11 +417,6 @@ impl DataTree {
         } else {
             NodeKind::Persistent
         };
-        let acl: Arc<[Acl]> = if acl[..] == self.open_acl[..] {
-            self.open_acl.clone()
-        } else {
-            acl.into()
-        };
         let node = Node {
             data: args.data,
             acl,
@@ -422,19 +433,19 @@ impl DataTree {
         };
         let stat = node.stat();
         let node_acl = node.acl.clone();
-        let parent_key = Self::key(parent_path).to_string();
-        self.save(&parent_key);
+        let parent_key = Self::key(parent_path);
+        self.save(parent_key);
         self.save(&full);
         let parent = self
             .nodes
-            .get_mut(&parent_key)
+            .get_mut(parent_key)
             .expect("parent checked above");
         parent.add_child(&full[parent_path.len() + 1..]);
         parent.cversion = parent.cversion.wrapping_add(1);
         parent.pzxid = zxid;
         let parent_acl = parent.acl.clone();
         let bytes = node.data.as_ref().map_or(0, |d| d.len() as i64);
-        self.insert(full.clone(), node);
+        self.insert(&full, node);
         let child = &full[parent_path.len() + 1..];
         self.quota_created(Self::key(parent_path), child, &full, bytes);
         events.push(TreeEvent::Created {
