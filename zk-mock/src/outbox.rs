@@ -1,5 +1,5 @@
 //! The connections and their outboxes, apart from the data model: each
-//! connection's channel to its writer task, its gate (a stall holds both
+//! connection's channel to the task that serves it (`handler`), its gate (a stall holds both
 //! directions), its byte count against the slow-reader limit, and the
 //! per-connection facts `cons` and the fault rules need. The tree, the
 //! sessions and the watches never see a channel; they name connections by
@@ -18,7 +18,7 @@ use crate::compact::Sparse;
 use crate::proto::Id;
 use crate::session::ConnId;
 
-/// What a connection's writer task is asked to do.
+/// What a connection's task is asked to write (or not to).
 #[derive(Debug)]
 pub(crate) enum Outgoing {
     /// Write this whole frame (length prefix included).
