@@ -386,8 +386,14 @@ impl State {
             self.leave_read_only(i);
             self.catch_up(i);
         }
-        // Only a participant leads; an observer follows whoever does.
-        let Some(&leader) = up.iter().rev().find(|&&i| self.votes(i)) else {
+        // Only a participant leads; an observer follows whoever does. A
+        // leader a reconfig designated takes over if it can.
+        let designated = self
+            .designated
+            .take()
+            .filter(|i| up.contains(i) && self.votes(*i));
+        let Some(leader) = designated.or_else(|| up.iter().rev().copied().find(|&i| self.votes(i)))
+        else {
             return false;
         };
         self.leader = leader;
@@ -441,6 +447,31 @@ impl State {
             self.servers[first].tree.advance_to(1 << 32);
         }
         Ok(())
+    }
+
+    /// After a reconfig is committed: one that left the leader out of the
+    /// voters makes it step down. It designates the new config's voter
+    /// with the lowest id that is up (`Leader.getDesignatedLeader`: the
+    /// first of the acking voters, a `HashSet<Long>`), every server drops
+    /// its clients as in an election, and the designated server leads a
+    /// new epoch at once. The old leader, if it is still up, follows.
+    pub(crate) fn after_reconfig(&mut self) {
+        if self.votes(self.leader) {
+            return;
+        }
+        let Some(next) = (0..self.servers.len())
+            .find(|&i| self.servers[i].status == ServerStatus::Serving && self.votes(i))
+        else {
+            return;
+        };
+        tracing::info!(
+            old = self.leader,
+            designated = next,
+            "the reconfig removed the leader: it steps down"
+        );
+        self.begin_election();
+        self.designated = Some(next);
+        self.end_election();
     }
 
     /// Prep of a reconfig on an ensemble's leader (`PrepRequestProcessor`):

@@ -104,6 +104,9 @@ pub(crate) struct State {
     /// While true, new connections are closed as soon as they are accepted.
     pub(crate) refusing: bool,
     /// No leader (an election, or no quorum): no server takes clients.
+    /// The leader a reconfig that removed the old one designated: it wins
+    /// the election that follows (`Leader.getDesignatedLeader`).
+    pub(crate) designated: Option<usize>,
     pub(crate) electing: bool,
     /// An ensemble's membership (`/zookeeper/config`); `None` standalone.
     pub(crate) quorum: Option<crate::ensemble::QuorumConfig>,
@@ -167,6 +170,7 @@ impl State {
             pending_kills: Vec::new(),
             refusing: false,
             electing: false,
+            designated: None,
             quorum: None,
             lag_wake: Arc::new(Notify::new()),
         }

@@ -41,6 +41,9 @@ impl State {
                     op,
                     origin: Some((cx.conn, cx.xid)),
                 });
+                if applied.err == 0 {
+                    self.after_reconfig();
+                }
                 return (Flow::Continue, applied);
             }
             Request::Reconfig(_) => TxnOp::Error(ErrorCode::Unimplemented),

@@ -778,3 +778,77 @@ fn observers_made_participants_by_a_reconfig() {
         })
     });
 }
+
+/// `srvr`'s `Mode:` line on server `i` (or what it said instead).
+async fn mode(e: &dyn Ensemble, i: usize) -> String {
+    let out = four_letter(e.addr(i), b"srvr").await;
+    out.lines()
+        .find_map(|l| l.strip_prefix("Mode: "))
+        .map_or(out.clone(), str::to_string)
+}
+
+#[test]
+fn a_reconfig_that_removes_the_leader() {
+    judge("leader removed", With::Reconfig, |e| {
+        Box::pin(async move {
+            let mut t = Vec::new();
+            let l = e.leader();
+            let f = (l + 1) % 3;
+            let mut on_follower = RawClient::connect(e.addr(f), 6000).await.unwrap();
+            let mut c = RawClient::connect(e.addr(l), 6000).await.unwrap();
+            let auth = zk_mock::proto::AuthPacket {
+                auth_type: 0,
+                scheme: "digest".into(),
+                auth: Some(Bytes::from_static(b"super:test")),
+            };
+            let a = c
+                .request_with_xid(-4, OpCode::Auth as i32, &auth.to_bytes())
+                .await
+                .unwrap();
+            t.push(format!("auth as super: err {}", a.header.err));
+            let leave = reconfig_body(None, Some(&(l + 1).to_string()), -1);
+            let r = c.request_raw(OpCode::Reconfig as i32, &leave).await;
+            t.push(match r {
+                Ok(r) => format!("remove the leader: err {}", r.header.err),
+                Err(_) => "remove the leader: no answer".into(),
+            });
+            // Who leads once it settles.
+            let mut modes = Vec::new();
+            for _ in 0..100 {
+                modes = Vec::new();
+                for i in 0..3 {
+                    modes.push(mode(&*e, i).await);
+                }
+                // Settled: one new leader, and the other two (the removed
+                // one too, once it has rejoined) following it.
+                let leaders: Vec<usize> = (0..3).filter(|&i| modes[i] == "leader").collect();
+                let following = modes.iter().filter(|m| *m == "follower").count();
+                if leaders.len() == 1 && leaders[0] != l && following == 2 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            let new_leader = modes.iter().position(|m| m == "leader");
+            let lowest_left = (0..3).find(|&i| i != l);
+            t.push(format!(
+                "the new leader is the lowest id left: {}",
+                new_leader.is_some() && new_leader == lowest_left
+            ));
+            t.push(format!("the removed leader: {}", modes[l]));
+            let other = (0..3)
+                .find(|&i| i != l && Some(i) != new_leader)
+                .unwrap_or(0);
+            t.push(format!("the other server: {}", modes[other]));
+            let ping = on_follower.request_raw(OpCode::Ping as i32, &[]).await;
+            t.push(format!(
+                "the follower's client: {}",
+                if ping.is_ok() {
+                    "still connected"
+                } else {
+                    "dropped"
+                }
+            ));
+            t
+        })
+    });
+}

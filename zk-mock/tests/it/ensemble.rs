@@ -585,6 +585,41 @@ async fn without_local_sessions_a_read_only_server_answers_a_new_session_with_no
 }
 
 #[tokio::test]
+async fn a_reconfig_that_removes_the_leader_makes_it_step_down_for_the_lowest_voter_left() {
+    use zookeeper_client::EnsembleUpdate;
+    init_tracing();
+    let mock = ZkMock::builder()
+        .servers(3)
+        .reconfig_enabled(true)
+        .super_digest("super:D/InIHSb7yEEbrWz8b9l71RjZJU=")
+        .start()
+        .await
+        .unwrap();
+    let old = mock.leader();
+    let client = connect_to(&mock.server(old).connect_string()).await;
+    client.auth("digest", b"super:test").await.unwrap();
+    let before = mock.last_zxid();
+    let leave = (old + 1).to_string();
+    let update = EnsembleUpdate::Incremental {
+        joinings: vec![].into_iter(),
+        leavings: vec![leave.as_str()].into_iter(),
+    };
+    client.update_ensemble(update, None).await.unwrap();
+
+    // The lowest id left leads a new epoch; the old leader follows.
+    let new = (0..3).find(|&i| i != old).unwrap();
+    assert_eq!(mock.leader(), new);
+    assert!(mock.last_zxid() >> 32 > before >> 32, "a new epoch");
+    let infos = mock.servers();
+    assert!(!infos[old].leader && infos[old].status == ServerStatus::Serving);
+    // Every server dropped its clients, as a leader change does.
+    assert!(infos.iter().all(|s| s.connections == 0), "{infos:?}");
+    // Writes go on through the new leader.
+    let c = on(&mock, new).await;
+    c.create("/after", b"", &persistent()).await.unwrap();
+}
+
+#[tokio::test]
 async fn reconfig_changes_the_ensembles_config_with_super_and_a_fresh_version() {
     use zookeeper_client::{EnsembleUpdate, Error};
     init_tracing();
