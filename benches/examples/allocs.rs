@@ -73,7 +73,7 @@ fn main() {
         }),
     );
     s.drain();
-    let mut measure = |name: &str, frames: Vec<Bytes>, s: &mut zk_mock::fuzzing::Server| {
+    let measure = |name: &str, frames: Vec<Bytes>, s: &mut zk_mock::fuzzing::Server| {
         let (a0, b0) = counts();
         for (i, f) in frames.iter().enumerate() {
             s.feed(c, f);

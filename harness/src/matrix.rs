@@ -292,11 +292,8 @@ impl Matrix {
             let _ = write!(t, " ({f})");
         }
         if !c.as_expected {
-            match &c.expected {
-                Some(x) => {
-                    let _ = write!(t, " — expected {}", x.verdict.name());
-                }
-                None => {}
+            if let Some(x) = &c.expected {
+                let _ = write!(t, " — expected {}", x.verdict.name());
             }
         }
         t

@@ -565,7 +565,7 @@ async fn act(ctx: &Arc<Ctx>, i: usize, step: Step) -> Result<(), RunError> {
     let mut until = t;
     let apply = |sel: &str, f: &dyn Fn(&str, i64) -> bool| -> Vec<String> {
         let mut hit = Vec::new();
-        for c in resolve(&ctx, sel) {
+        for c in resolve(ctx, sel) {
             if let Some(s) = sessions.get(&c) {
                 if f(&c, *s) {
                     hit.push(c);
@@ -575,7 +575,7 @@ async fn act(ctx: &Arc<Ctx>, i: usize, step: Step) -> Result<(), RunError> {
         hit
     };
     if let Some(sel) = &step.expire {
-        let clients = resolve(&ctx, sel);
+        let clients = resolve(ctx, sel);
         for c in clients {
             if let Some(s) = sessions.get(&c) {
                 if ctx.target.expire(&c, *s).await {
@@ -638,11 +638,11 @@ async fn act(ctx: &Arc<Ctx>, i: usize, step: Step) -> Result<(), RunError> {
             .iter()
             .find(|c| &c.value.name == g)
         {
-            start_group(&ctx, &group.value, Duration::ZERO);
+            start_group(ctx, &group.value, Duration::ZERO);
             targets = ctx.loaded.members(&group.value);
         }
     } else if let Some(sel) = &step.crash {
-        let clients = resolve(&ctx, sel);
+        let clients = resolve(ctx, sel);
         for c in clients {
             // Silence the connection first so that no closeSession gets out,
             // then the process is gone: the session expires on its own.
@@ -684,7 +684,7 @@ async fn act(ctx: &Arc<Ctx>, i: usize, step: Step) -> Result<(), RunError> {
         until = t + window.0;
         targets.push("ALL".into());
     } else if let Some(sel) = &step.close {
-        for c in resolve(&ctx, sel) {
+        for c in resolve(ctx, sel) {
             if ctx.open.lock().remove(&c) {
                 if let Err(e) = ctx.host.close(&c).await {
                     tracing::debug!(client = %c, "close: {e}");
