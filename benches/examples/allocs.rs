@@ -1,7 +1,8 @@
 //! Heap allocations per request on the server's request path, without
 //! sockets (the socketless server the `core` bench uses): a count, so it
 //! does not move with the machine's noise.
-//! `cargo run --release -p benches --example allocs`
+//! `cargo run --release -p benches --example allocs` (with `NO_RECORD=1`: the
+//! recorder off, to see its share).
 
 use bytes::{Bytes, BytesMut};
 use zk_mock::codec::Record;
@@ -31,7 +32,9 @@ fn request_frame(xid: i32, op: OpCode, body: &dyn Fn(&mut BytesMut)) -> Bytes {
 
 fn main() {
     let _profiler = dhat::Profiler::builder().testing().build();
-    let builder = zk_mock::ZkMock::builder().clock(zk_mock::clock::ClockMode::Manual);
+    let builder = zk_mock::ZkMock::builder()
+        .clock(zk_mock::clock::ClockMode::Manual)
+        .record(std::env::var("NO_RECORD").is_err());
     let mut s = zk_mock::fuzzing::Server::with_builder(&builder);
     let c = s.open();
     s.feed(
