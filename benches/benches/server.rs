@@ -20,13 +20,14 @@
 
 use std::time::Duration;
 
+use benches::socketless::{self, create_frame, delete_frame, feed_all, read_frame, set_data_frame};
 use benches::{connect_many, connect_storm, fanout, op_workload, Op, Server};
 use bytes::{Bytes, BytesMut};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use zk_mock::codec::Record;
 use zk_mock::proto::{
-    Acl, ConnectRequest, CreateRequest, DeleteRequest, GetDataResponse, OpCode, PathWatchRequest,
-    ReplyHeader, RequestHeader, SetDataRequest, Stat, WatcherEvent,
+    Acl, CreateRequest, GetDataResponse, OpCode, PathWatchRequest, ReplyHeader, RequestHeader,
+    Stat, WatcherEvent,
 };
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -71,77 +72,12 @@ fn ops(c: &mut Criterion) {
     g.finish();
 }
 
-/// A request frame: length prefix, header, body.
-fn request_frame(xid: i32, op: OpCode, body: &dyn Fn(&mut BytesMut)) -> Bytes {
-    zk_mock::codec::framed(64, |b| {
-        RequestHeader {
-            xid,
-            op_type: op as i32,
-        }
-        .encode(b);
-        body(b);
-    })
-}
-
 /// A socketless server with the defaults a test gets (the recorder on, at
 /// its default capacity) but a manual session clock, one connection
 /// handshaken, and `/b` created.
 fn core_server() -> zk_mock::fuzzing::Server {
     // The session clock is manual: nothing expires between benchmarks.
-    let builder = zk_mock::ZkMock::builder().clock(zk_mock::clock::ClockMode::Manual);
-    let mut s = zk_mock::fuzzing::Server::with_builder(&builder);
-    let c = s.open();
-    let connect = zk_mock::codec::framed(64, |b| {
-        ConnectRequest {
-            protocol_version: 0,
-            last_zxid_seen: 0,
-            time_out: 30_000,
-            session_id: 0,
-            passwd: Some(Bytes::from_static(&[0; 16])),
-            read_only: Some(false),
-        }
-        .encode(b)
-    });
-    s.feed(c, &connect);
-    s.feed(c, &create_frame(1, "/b"));
-    s.drain();
-    s
-}
-
-fn create_frame(xid: i32, path: &str) -> Bytes {
-    request_frame(xid, OpCode::Create, &|b| {
-        CreateRequest {
-            path: path.to_string(),
-            data: Some(Bytes::from_static(&[7; 100])),
-            acl: Acl::open_unsafe(),
-            flags: 0,
-        }
-        .encode(b)
-    })
-}
-
-fn delete_frame(xid: i32, path: &str) -> Bytes {
-    request_frame(xid, OpCode::Delete, &|b| {
-        DeleteRequest {
-            path: path.to_string(),
-            version: -1,
-        }
-        .encode(b)
-    })
-}
-
-/// Feeds frames to connection 0, draining the replies every 64 requests as
-/// the socket writer would take them; returns the time it took.
-fn feed_all(s: &mut zk_mock::fuzzing::Server, frames: &[Bytes]) -> Duration {
-    let start = std::time::Instant::now();
-    for (i, f) in frames.iter().enumerate() {
-        s.feed(0, f);
-        if i % 64 == 63 {
-            s.drain();
-        }
-    }
-    s.drain();
-    start.elapsed()
+    socketless::server(&zk_mock::ZkMock::builder().clock(zk_mock::clock::ClockMode::Manual))
 }
 
 /// Nodes created (or deleted) per round in `core/create` and
@@ -181,15 +117,7 @@ fn core(c: &mut Criterion) {
         g.bench_function(name, |b| {
             b.iter_custom(|iters| {
                 let frames: Vec<Bytes> = (0..iters)
-                    .map(|i| {
-                        request_frame(i as i32 + 2, op, &|b| {
-                            PathWatchRequest {
-                                path: "/b".into(),
-                                watch: false,
-                            }
-                            .encode(b)
-                        })
-                    })
+                    .map(|i| read_frame(i as i32 + 2, op, "/b"))
                     .collect();
                 feed_all(&mut s, &frames)
             })
@@ -198,16 +126,7 @@ fn core(c: &mut Criterion) {
     g.bench_function("setData", |b| {
         b.iter_custom(|iters| {
             let frames: Vec<Bytes> = (0..iters)
-                .map(|i| {
-                    request_frame(i as i32 + 2, OpCode::SetData, &|b| {
-                        SetDataRequest {
-                            path: "/b".into(),
-                            data: Some(Bytes::from_static(&[7; 100])),
-                            version: -1,
-                        }
-                        .encode(b)
-                    })
-                })
+                .map(|i| set_data_frame(i as i32 + 2, "/b"))
                 .collect();
             feed_all(&mut s, &frames)
         })

@@ -4,12 +4,9 @@
 //! `cargo run --release -p benches --example allocs` (with `NO_RECORD=1`: the
 //! recorder off, to see its share).
 
-use bytes::{Bytes, BytesMut};
-use zk_mock::codec::Record;
-use zk_mock::proto::{
-    Acl, ConnectRequest, CreateRequest, DeleteRequest, OpCode, PathWatchRequest, RequestHeader,
-    SetDataRequest,
-};
+use benches::socketless::{self, create_frame, delete_frame, feed_all, read_frame, set_data_frame};
+use bytes::Bytes;
+use zk_mock::proto::OpCode;
 
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;
@@ -19,72 +16,15 @@ fn counts() -> (u64, u64) {
     (s.total_blocks, s.total_bytes)
 }
 
-fn request_frame(xid: i32, op: OpCode, body: &dyn Fn(&mut BytesMut)) -> Bytes {
-    zk_mock::codec::framed(64, |b| {
-        RequestHeader {
-            xid,
-            op_type: op as i32,
-        }
-        .encode(b);
-        body(b);
-    })
-}
-
 fn main() {
     let _profiler = dhat::Profiler::builder().testing().build();
     let builder = zk_mock::ZkMock::builder()
         .clock(zk_mock::clock::ClockMode::Manual)
         .record(std::env::var("NO_RECORD").is_err());
-    let mut s = zk_mock::fuzzing::Server::with_builder(&builder);
-    let c = s.open();
-    s.feed(
-        c,
-        &zk_mock::codec::framed(64, |b| {
-            ConnectRequest {
-                protocol_version: 0,
-                last_zxid_seen: 0,
-                time_out: 30_000,
-                session_id: 0,
-                passwd: Some(Bytes::from_static(&[0; 16])),
-                read_only: Some(false),
-            }
-            .encode(b)
-        }),
-    );
-    let n = 2_000;
-    let create = |i: i32| {
-        request_frame(i + 2, OpCode::Create, &|b| {
-            CreateRequest {
-                path: format!("/b/n{i}"),
-                data: Some(Bytes::from_static(&[7; 100])),
-                acl: Acl::open_unsafe(),
-                flags: 0,
-            }
-            .encode(b)
-        })
-    };
-    s.feed(
-        c,
-        &request_frame(1, OpCode::Create, &|b| {
-            CreateRequest {
-                path: "/b".into(),
-                data: None,
-                acl: Acl::open_unsafe(),
-                flags: 0,
-            }
-            .encode(b)
-        }),
-    );
-    s.drain();
+    let mut s = socketless::server(&builder);
     let measure = |name: &str, frames: Vec<Bytes>, s: &mut zk_mock::fuzzing::Server| {
         let (a0, b0) = counts();
-        for (i, f) in frames.iter().enumerate() {
-            s.feed(c, f);
-            if i % 64 == 63 {
-                s.drain();
-            }
-        }
-        s.drain();
+        feed_all(s, &frames);
         let (a1, b1) = counts();
         let k = frames.len() as f64;
         println!(
@@ -93,56 +33,27 @@ fn main() {
             (b1 - b0) as f64 / k
         );
     };
+    let n = 2_000;
+    // Two rounds to warm the tables up, then one measured.
     for round in 0..3 {
-        let creates: Vec<Bytes> = (0..n).map(create).collect();
+        let creates: Vec<Bytes> = (0..n)
+            .map(|i| create_frame(i + 2, &format!("/b/n{i}")))
+            .collect();
         let deletes: Vec<Bytes> = (0..n)
-            .map(|i| {
-                request_frame(i + 2, OpCode::Delete, &|b| {
-                    DeleteRequest {
-                        path: format!("/b/n{i}"),
-                        version: -1,
-                    }
-                    .encode(b)
-                })
-            })
+            .map(|i| delete_frame(i + 2, &format!("/b/n{i}")))
             .collect();
-        let reads = |op| -> Vec<Bytes> {
-            (0..n)
-                .map(|i| {
-                    request_frame(i + 2, op, &|b| {
-                        PathWatchRequest {
-                            path: "/b".into(),
-                            watch: false,
-                        }
-                        .encode(b)
-                    })
-                })
-                .collect()
-        };
-        let sets: Vec<Bytes> = (0..n)
-            .map(|i| {
-                request_frame(i + 2, OpCode::SetData, &|b| {
-                    SetDataRequest {
-                        path: "/b".into(),
-                        data: Some(Bytes::from_static(&[7; 100])),
-                        version: -1,
-                    }
-                    .encode(b)
-                })
-            })
-            .collect();
-        if round == 2 {
-            println!("-- round {round}");
-            measure("create", creates, &mut s);
-            measure("getData", reads(OpCode::GetData), &mut s);
-            measure("exists", reads(OpCode::Exists), &mut s);
-            measure("setData", sets, &mut s);
-            measure("delete", deletes, &mut s);
-        } else {
-            for f in creates.iter().chain(&deletes) {
-                s.feed(c, f);
-            }
-            s.drain();
+        if round < 2 {
+            feed_all(&mut s, &creates);
+            feed_all(&mut s, &deletes);
+            continue;
         }
+        let reads = |op| -> Vec<Bytes> { (0..n).map(|i| read_frame(i + 2, op, "/b")).collect() };
+        let sets: Vec<Bytes> = (0..n).map(|i| set_data_frame(i + 2, "/b")).collect();
+        println!("-- round {round}");
+        measure("create", creates, &mut s);
+        measure("getData", reads(OpCode::GetData), &mut s);
+        measure("exists", reads(OpCode::Exists), &mut s);
+        measure("setData", sets, &mut s);
+        measure("delete", deletes, &mut s);
     }
 }

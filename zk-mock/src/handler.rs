@@ -251,7 +251,6 @@ impl Connection {
         self.out.advance(n);
         self.queued.fetch_sub(n, Ordering::Relaxed);
         if self.out.is_empty() {
-            self.out.clear();
             self.unflushed = true;
         }
     }

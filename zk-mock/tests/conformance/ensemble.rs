@@ -518,6 +518,21 @@ async fn four_letter(addr: SocketAddr, word: &[u8]) -> String {
     }
 }
 
+/// Authenticates `c` as the super user (`super:test`, the digest the
+/// `Reconfig` ensembles are started with); what it answered.
+async fn auth_as_super(c: &mut RawClient) -> String {
+    let auth = zk_mock::proto::AuthPacket {
+        auth_type: 0,
+        scheme: "digest".into(),
+        auth: Some(Bytes::from_static(b"super:test")),
+    };
+    let a = c
+        .request_with_xid(-4, OpCode::Auth as i32, &auth.to_bytes())
+        .await
+        .unwrap();
+    format!("auth as super: err {}", a.header.err)
+}
+
 /// A `ReconfigRequest` body: joining, leaving, newMembers (each may be
 /// null) and curConfigId.
 fn reconfig_body(joining: Option<&str>, leaving: Option<&str>, version: i64) -> Vec<u8> {
@@ -584,16 +599,7 @@ fn reconfig_of_the_ensemble() {
                 "one port only: {}",
                 outcome(&mut c, OpCode::Reconfig, &two).await
             ));
-            let auth = zk_mock::proto::AuthPacket {
-                auth_type: 0,
-                scheme: "digest".into(),
-                auth: Some(Bytes::from_static(b"super:test")),
-            };
-            let a = c
-                .request_with_xid(-4, OpCode::Auth as i32, &auth.to_bytes())
-                .await
-                .unwrap();
-            t.push(format!("auth as super: err {}", a.header.err));
+            t.push(auth_as_super(&mut c).await);
             let stale = reconfig_body(Some(observer), None, 0x1_0000_0000 + 12345);
             t.push(format!(
                 "from a version that is not the config's: {}",
@@ -694,16 +700,7 @@ fn observers_made_participants_by_a_reconfig() {
             ));
             e.restart(1, true);
 
-            let auth = zk_mock::proto::AuthPacket {
-                auth_type: 0,
-                scheme: "digest".into(),
-                auth: Some(Bytes::from_static(b"super:test")),
-            };
-            let a = one
-                .request_with_xid(-4, OpCode::Auth as i32, &auth.to_bytes())
-                .await
-                .unwrap();
-            t.push(format!("auth as super: err {}", a.header.err));
+            t.push(auth_as_super(&mut one).await);
             let all: Vec<String> = (0..3).map(|i| e.server_line(i, "participant")).collect();
             let body = reconfig_body_new(None, None, Some(&all.join(",")), 0x1_0000_0000);
             let r = one
@@ -796,16 +793,7 @@ fn a_reconfig_that_removes_the_leader() {
             let f = (l + 1) % 3;
             let mut on_follower = RawClient::connect(e.addr(f), 6000).await.unwrap();
             let mut c = RawClient::connect(e.addr(l), 6000).await.unwrap();
-            let auth = zk_mock::proto::AuthPacket {
-                auth_type: 0,
-                scheme: "digest".into(),
-                auth: Some(Bytes::from_static(b"super:test")),
-            };
-            let a = c
-                .request_with_xid(-4, OpCode::Auth as i32, &auth.to_bytes())
-                .await
-                .unwrap();
-            t.push(format!("auth as super: err {}", a.header.err));
+            t.push(auth_as_super(&mut c).await);
             let leave = reconfig_body(None, Some(&(l + 1).to_string()), -1);
             let r = c.request_raw(OpCode::Reconfig as i32, &leave).await;
             t.push(match r {
