@@ -657,86 +657,130 @@ impl OpRun {
 static OP_RUN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Runs `per_session` ops of one kind on each of `clients` (closed loop: one
-/// op outstanding per session, all sessions at once).
+/// op outstanding per session, all sessions at once): [`OpWorkload::prepare`]
+/// then [`OpWorkload::run`].
 pub async fn op_workload(
     clients: &[zk::Client],
     op: Op,
     per_session: usize,
 ) -> Result<OpRun, BoxError> {
-    let run = OP_RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let root = format!("/bench-ops-{}-{run}", std::process::id());
-    let c0 = &clients[0];
-    let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
-    let data = vec![7u8; 100];
-    c0.create(&root, &data, &persistent).await?;
-    for i in 0..10 {
-        c0.create(&format!("{root}/child-{i}"), b"", &persistent)
-            .await?;
-    }
-    // Nodes to delete, made beforehand (not timed).
-    if op == Op::Delete {
-        for (s, c) in clients.iter().enumerate() {
-            let dir = format!("{root}/s{s}");
-            c.create(&dir, b"", &persistent).await?;
-            let futs = (0..per_session).map(|i| {
-                let path = format!("{dir}/d{i}");
-                let persistent = persistent.clone();
-                async move { c.create(&path, b"", &persistent).await.map(|_| ()) }
-            });
-            for r in futures::future::join_all(futs).await {
-                r?;
-            }
+    OpWorkload::prepare(clients, op, per_session)
+        .await?
+        .run()
+        .await
+}
+
+/// One op workload, its nodes made: what [`OpWorkload::run`] times is the
+/// ops alone, so a server's CPU measured around `run` is the ops' cost and
+/// not the setup's (a delete workload first creates every node it deletes).
+#[derive(Debug)]
+pub struct OpWorkload<'a> {
+    clients: &'a [zk::Client],
+    op: Op,
+    per_session: usize,
+    root: String,
+}
+
+impl<'a> OpWorkload<'a> {
+    /// Makes the workload's nodes: a root with 100 bytes and ten children,
+    /// a directory per session for creates, and for deletes every node the
+    /// run deletes.
+    pub async fn prepare(
+        clients: &'a [zk::Client],
+        op: Op,
+        per_session: usize,
+    ) -> Result<OpWorkload<'a>, BoxError> {
+        let run = OP_RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let root = format!("/bench-ops-{}-{run}", std::process::id());
+        let c0 = &clients[0];
+        let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+        c0.create(&root, &[7u8; 100], &persistent).await?;
+        for i in 0..10 {
+            c0.create(&format!("{root}/child-{i}"), b"", &persistent)
+                .await?;
         }
-    } else if op == Op::Create {
-        for s in 0..clients.len() {
-            c0.create(&format!("{root}/s{s}"), b"", &persistent).await?;
-        }
-    }
-    let start = Instant::now();
-    let tasks = clients.iter().enumerate().map(|(s, c)| {
-        let root = root.clone();
-        let data = data.clone();
-        let persistent = persistent.clone();
-        async move {
-            let mut lat = Vec::with_capacity(per_session);
-            for i in 0..per_session {
-                let t = Instant::now();
-                match op {
-                    Op::Create => {
-                        c.create(&format!("{root}/s{s}/c{i}"), &data, &persistent)
-                            .await?;
-                    }
-                    Op::GetData => {
-                        c.get_data(&root).await?;
-                    }
-                    Op::SetData => {
-                        c.set_data(&root, &data, None).await?;
-                    }
-                    Op::Exists => {
-                        c.check_stat(&root).await?;
-                    }
-                    Op::GetChildren => {
-                        c.list_children(&root).await?;
-                    }
-                    Op::Delete => {
-                        c.delete(&format!("{root}/s{s}/d{i}"), None).await?;
-                    }
+        if op == Op::Delete {
+            for (s, c) in clients.iter().enumerate() {
+                let dir = format!("{root}/s{s}");
+                c.create(&dir, b"", &persistent).await?;
+                let futs = (0..per_session).map(|i| {
+                    let path = format!("{dir}/d{i}");
+                    let persistent = persistent.clone();
+                    async move { c.create(&path, b"", &persistent).await.map(|_| ()) }
+                });
+                for r in futures::future::join_all(futs).await {
+                    r?;
                 }
-                lat.push(t.elapsed());
             }
-            Ok::<_, zk::Error>(lat)
+        } else if op == Op::Create {
+            for s in 0..clients.len() {
+                c0.create(&format!("{root}/s{s}"), b"", &persistent).await?;
+            }
         }
-    });
-    let mut latencies = Vec::with_capacity(clients.len() * per_session);
-    for r in futures::future::join_all(tasks).await {
-        latencies.extend(r?);
+        Ok(OpWorkload {
+            clients,
+            op,
+            per_session,
+            root,
+        })
     }
-    let wall = start.elapsed();
-    Ok(OpRun {
-        ops: latencies.len(),
-        wall,
-        latencies,
-    })
+
+    /// Runs the ops and times each.
+    pub async fn run(self) -> Result<OpRun, BoxError> {
+        let OpWorkload {
+            clients,
+            op,
+            per_session,
+            root,
+        } = self;
+        let data = vec![7u8; 100];
+        let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+        let start = Instant::now();
+        let tasks = clients.iter().enumerate().map(|(s, c)| {
+            let root = root.clone();
+            let data = data.clone();
+            let persistent = persistent.clone();
+            async move {
+                let mut lat = Vec::with_capacity(per_session);
+                for i in 0..per_session {
+                    let t = Instant::now();
+                    match op {
+                        Op::Create => {
+                            c.create(&format!("{root}/s{s}/c{i}"), &data, &persistent)
+                                .await?;
+                        }
+                        Op::GetData => {
+                            c.get_data(&root).await?;
+                        }
+                        Op::SetData => {
+                            c.set_data(&root, &data, None).await?;
+                        }
+                        Op::Exists => {
+                            c.check_stat(&root).await?;
+                        }
+                        Op::GetChildren => {
+                            c.list_children(&root).await?;
+                        }
+                        Op::Delete => {
+                            c.delete(&format!("{root}/s{s}/d{i}"), None).await?;
+                        }
+                    }
+                    lat.push(t.elapsed());
+                }
+                Ok::<_, zk::Error>(lat)
+            }
+        });
+        let mut latencies = Vec::with_capacity(clients.len() * per_session);
+        for r in futures::future::join_all(tasks).await {
+            latencies.extend(r?);
+        }
+        let wall = start.elapsed();
+        Ok(OpRun {
+            ops: latencies.len(),
+            wall,
+            latencies,
+        })
+    }
 }
 
 /// Connects `n` sessions all at once; returns the time until the last is

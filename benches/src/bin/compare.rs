@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use benches::{
     connect_many, connect_storm, fanout, lock_experiment, op_workload, percentile, BoxError,
-    LockRun, Op, Pace, Recipe, Server,
+    LockRun, Op, OpWorkload, Pace, Recipe, Server,
 };
 use clap::Parser;
 
@@ -176,15 +176,16 @@ async fn run(args: Args) -> Result<(), BoxError> {
             for op in Op::ALL {
                 let per = (total_ops / sessions).max(20);
                 op_workload(&floor_clients, op, (per / 10).max(5)).await?;
-                let (floor_run, floor_used) =
-                    with_cpu(&floor, op_workload(&floor_clients, op, per)).await?;
+                let w = OpWorkload::prepare(&floor_clients, op, per).await?;
+                let (floor_run, floor_used) = with_cpu(&floor, w.run()).await?;
                 let floor_cpu = floor_used / floor_run.ops.max(1) as u32;
                 let mut runs = Vec::new();
                 let mut cpu = Vec::new();
                 for (cs, s) in clients.iter().zip(&servers) {
                     // Warm up (JIT, caches), then measure.
                     op_workload(cs, op, (per / 10).max(5)).await?;
-                    let (run, used) = with_cpu(s, op_workload(cs, op, per)).await?;
+                    let w = OpWorkload::prepare(cs, op, per).await?;
+                    let (run, used) = with_cpu(s, w.run()).await?;
                     cpu.push(used / run.ops.max(1) as u32);
                     runs.push(run);
                     if let Some(m) = mock.mock_handle() {
@@ -269,7 +270,8 @@ async fn run(args: Args) -> Result<(), BoxError> {
                 let mut cells = Vec::new();
                 for (cs, s) in [(&single, &mock), (&spread, &ensemble)] {
                     op_workload(cs, op, (per / 10).max(5)).await?;
-                    let (run, used) = with_cpu(s, op_workload(cs, op, per)).await?;
+                    let w = OpWorkload::prepare(cs, op, per).await?;
+                    let (run, used) = with_cpu(s, w.run()).await?;
                     cells.push((run.throughput(), used / run.ops.max(1) as u32));
                     if let Some(m) = s.mock_handle() {
                         m.clear_recording();
