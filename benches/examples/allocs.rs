@@ -17,7 +17,13 @@ fn counts() -> (u64, u64) {
 }
 
 fn main() {
-    let _profiler = dhat::Profiler::builder().testing().build();
+    let _profiler = if std::env::var("SITES").is_ok() {
+        dhat::Profiler::builder()
+            .file_name("/tmp/dhat-create.json")
+            .build()
+    } else {
+        dhat::Profiler::builder().testing().build()
+    };
     let builder = zk_mock::ZkMock::builder()
         .clock(zk_mock::clock::ClockMode::Manual)
         .record(std::env::var("NO_RECORD").is_err());

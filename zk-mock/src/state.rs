@@ -112,6 +112,10 @@ pub(crate) struct State {
     pub(crate) quorum: Option<crate::ensemble::QuorumConfig>,
     /// Wakes the task that applies time-lagged txns when one is committed.
     pub(crate) lag_wake: Arc<Notify>,
+    /// Where replies are encoded (no allocation per reply).
+    pub(crate) replies: crate::codec::Arena,
+    /// A txn's tree events, kept between txns for its allocation.
+    pub(crate) events: Vec<crate::tree::TreeEvent>,
 }
 
 /// The handle every task holds.
@@ -173,6 +177,8 @@ impl State {
             designated: None,
             quorum: None,
             lag_wake: Arc::new(Notify::new()),
+            replies: crate::codec::Arena::default(),
+            events: Vec::new(),
         }
     }
 
@@ -237,7 +243,7 @@ impl State {
 
     /// Queues a reply: header, then `body` when the request succeeded.
     pub(crate) fn reply<R: Record>(&mut self, conn: ConnId, xid: i32, zxid: i64, body: &R) {
-        let frame = crate::codec::framed(124, |b| {
+        let frame = self.replies.framed(|b| {
             ReplyHeader { xid, zxid, err: 0 }.encode(b);
             body.encode(b);
         });
@@ -246,7 +252,9 @@ impl State {
 
     /// Queues a reply that is only a header (errors, and ops with no body).
     pub(crate) fn reply_header(&mut self, conn: ConnId, xid: i32, zxid: i64, err: i32) {
-        let frame = crate::codec::framed(16, |b| ReplyHeader { xid, zxid, err }.encode(b));
+        let frame = self
+            .replies
+            .framed(|b| ReplyHeader { xid, zxid, err }.encode(b));
         self.send_framed(conn, frame);
     }
 

@@ -68,6 +68,43 @@ pub fn framed(capacity: usize, encode: impl FnOnce(&mut BytesMut)) -> Bytes {
     out.freeze()
 }
 
+/// How much an [`Arena`] allocates at a time.
+const ARENA_CHUNK: usize = 8 * 1024;
+/// Below this much room, an [`Arena`] takes a new chunk (or reclaims its
+/// own, once every frame cut from it is gone) before it encodes a frame.
+const ARENA_MIN_ROOM: usize = 512;
+
+/// Frames encoded one after another into shared chunks: each is cut off
+/// as a [`Bytes`] that shares its chunk, so a reply costs no allocation of
+/// its own; a chunk whose frames have all been dropped (written out) is
+/// used again. A frame larger than a chunk gets a buffer of its own, which
+/// goes when the frame does.
+#[derive(Debug, Default)]
+pub struct Arena {
+    buf: BytesMut,
+}
+
+impl Arena {
+    /// Encodes a frame as [`framed`] does, in the arena.
+    pub fn framed(&mut self, encode: impl FnOnce(&mut BytesMut)) -> Bytes {
+        let buf = &mut self.buf;
+        debug_assert!(buf.is_empty());
+        if buf.capacity() < ARENA_MIN_ROOM {
+            buf.reserve(ARENA_CHUNK);
+        }
+        buf.extend_from_slice(&[0; 4]);
+        encode(buf);
+        let len = (buf.len() - 4) as i32;
+        buf[..4].copy_from_slice(&len.to_be_bytes());
+        let frame = buf.split().freeze();
+        if frame.len() > ARENA_CHUNK {
+            // The buffer grew for this frame: it is not kept.
+            *buf = BytesMut::new();
+        }
+        frame
+    }
+}
+
 /// A Jute record: fields in declaration order, no tags, no padding.
 pub trait Record: Sized {
     /// Appends the record's encoding.
@@ -228,6 +265,52 @@ mod tests {
             Bytes::from_static(&[1, 2, 3])
         );
         assert_eq!(&buf[..], &[9]);
+    }
+
+    #[test]
+    fn an_arena_frames_like_framed_and_reuses_its_chunk_once_the_frames_are_gone() {
+        let mut arena = Arena::default();
+        let body = |n: usize| move |b: &mut BytesMut| b.extend_from_slice(&vec![7; n]);
+        let a = arena.framed(body(10));
+        assert_eq!(a, framed(10, body(10)));
+        // The next frame follows in the same chunk.
+        let b = arena.framed(body(20));
+        assert_eq!(b, framed(20, body(20)));
+        assert_eq!(b.as_ptr(), a[a.len()..].as_ptr());
+        let first = a.as_ptr();
+        // Fill the chunk past its last frame's room: a new chunk, while
+        // frames of the old one are alive.
+        let held: Vec<Bytes> = (0..ARENA_CHUNK / 100)
+            .map(|_| arena.framed(body(96)))
+            .collect();
+        let c = arena.framed(body(600));
+        let in_first = |f: &Bytes| {
+            let at = f.as_ptr() as usize;
+            at >= first as usize && at < first as usize + ARENA_CHUNK
+        };
+        assert!(!in_first(&c), "a live chunk is not written over");
+        drop((a, b, held, c));
+        // Frames dropped as soon as they are made, as a connection's are
+        // once copied to its socket buffer: the chunk is taken back and
+        // written from its start again, never a new one.
+        let base = arena.framed(body(1));
+        let start = base.as_ptr() as usize;
+        drop(base);
+        for i in 0..3 * ARENA_CHUNK / 100 {
+            let f = arena.framed(body(96));
+            assert_eq!(f, framed(96, body(96)));
+            let at = f.as_ptr() as usize;
+            assert!(
+                at >= start - ARENA_CHUNK && at + f.len() <= start + ARENA_CHUNK,
+                "frame {i} outside the reused chunk"
+            );
+        }
+        // A frame larger than a chunk: its own buffer, not kept after it.
+        let big = arena.framed(body(3 * ARENA_CHUNK));
+        assert_eq!(big, framed(3 * ARENA_CHUNK, body(3 * ARENA_CHUNK)));
+        drop(big);
+        let _ = arena.framed(body(1));
+        assert!(arena.buf.capacity() <= 2 * ARENA_CHUNK);
     }
 
     #[test]

@@ -52,7 +52,9 @@ impl State {
     /// then answers the request if it came through this server. `record`:
     /// the leader's apply, which the recorder keeps the changes of.
     fn apply_txn(&mut self, server: usize, txn: &Txn, record: bool) -> i32 {
-        let mut events = Vec::new();
+        // The kept vector (empty) lends its allocation; a nested apply
+        // would just take an empty one.
+        let mut events = std::mem::take(&mut self.events);
         let outcome = execute(
             &mut self.servers[server].tree,
             &self.settings,
@@ -63,6 +65,12 @@ impl State {
             self.record_changes(&events, txn.zxid, txn.session);
         }
         self.fire_on(server, &events, txn.zxid);
+        if events.capacity() <= 64 {
+            // (A session's kill with many ephemerals does not leave its
+            // large vector behind.)
+            events.clear();
+            self.events = events;
+        }
         let err = outcome.err();
         if let Some((conn, xid)) = txn.origin {
             if self
