@@ -2,7 +2,9 @@
 //! sockets (the socketless server the `core` bench uses): a count, so it
 //! does not move with the machine's noise.
 //! `cargo run --release -p benches --example allocs` (with `NO_RECORD=1`: the
-//! recorder off, to see its share).
+//! recorder off, to see its share; with `DHAT_OUT=dhat.json`: where each
+//! allocation is made, for `dh_view.html`, in a build with line tables:
+//! `CARGO_PROFILE_RELEASE_DEBUG=line-tables-only`).
 
 use benches::socketless::{self, create_frame, delete_frame, feed_all, read_frame, set_data_frame};
 use bytes::Bytes;
@@ -17,12 +19,10 @@ fn counts() -> (u64, u64) {
 }
 
 fn main() {
-    let _profiler = if std::env::var("SITES").is_ok() {
-        dhat::Profiler::builder()
-            .file_name("/tmp/dhat-create.json")
-            .build()
-    } else {
-        dhat::Profiler::builder().testing().build()
+    // DHAT_OUT=file: also write each allocation's site (for dhat's viewer).
+    let _profiler = match std::env::var("DHAT_OUT") {
+        Ok(file) => dhat::Profiler::builder().file_name(file).build(),
+        Err(_) => dhat::Profiler::builder().testing().build(),
     };
     let builder = zk_mock::ZkMock::builder()
         .clock(zk_mock::clock::ClockMode::Manual)

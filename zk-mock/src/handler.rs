@@ -5,7 +5,11 @@
 //! reply goes out from the task that read the request, as ZooKeeper's
 //! NIO worker answers from the thread that read it. Replies and
 //! notifications are queued in one outbox, so a connection's order is the
-//! order the state produced them in. A stall (the connection's [`Gate`])
+//! order the state produced them in: other connections' notifications come
+//! through the connection's channel, and what the state queues for it while
+//! its own task applies a request comes straight back to that task, after
+//! what the channel held (no wake-up of the task that is running, and no
+//! channel round trip for a reply). A stall (the connection's [`Gate`])
 //! stops both directions.
 //!
 //! The loop waits on whichever of these can move: the socket readable
@@ -15,6 +19,7 @@
 //! server reading its requests: its output piles up in the outbox until
 //! the slow-reader limit closes the connection.
 
+use std::collections::VecDeque;
 use std::future::{poll_fn, Future};
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -31,6 +36,7 @@ use tracing::Instrument;
 
 use crate::codec::{split_frame, Record};
 use crate::four_letter;
+use crate::outbox::Outboxes;
 use crate::proto::{ConnectRequest, RequestHeader};
 use crate::session::ConnId;
 use crate::state::{lock, Flow, Gate, Outgoing, Shared};
@@ -78,7 +84,10 @@ pub(crate) async fn serve_io<R, W>(
     };
     let connection = Connection {
         reader,
-        rx,
+        inbox: Inbox {
+            rx,
+            taken: VecDeque::new(),
+        },
         queued,
         out: BytesMut::new(),
         unflushed: false,
@@ -95,10 +104,18 @@ pub(crate) async fn serve_io<R, W>(
 /// frame once its length prefix is in.
 const READ_BUFFER: usize = 1024;
 
+/// What the state queued for a connection: its channel, and what was taken
+/// from it or handed over directly (the task's own replies, see
+/// [`Outboxes::serve`]) and is still to be written, in order.
+struct Inbox {
+    rx: mpsc::UnboundedReceiver<Outgoing>,
+    taken: VecDeque<Outgoing>,
+}
+
 /// A connection's output side, and the loop that serves it.
 struct Connection {
     reader: Reader,
-    rx: mpsc::UnboundedReceiver<Outgoing>,
+    inbox: Inbox,
     /// Bytes queued for this connection and not yet written (the state
     /// adds, this loop subtracts what it writes: the slow-reader limit).
     queued: Arc<AtomicUsize>,
@@ -145,7 +162,7 @@ impl Connection {
                 // Every whole frame already buffered, before reading more;
                 // a frame that stalls the connection stops the rest.
                 loop {
-                    match self.reader.next_frame() {
+                    match self.reader.next_frame(Some(&mut self.inbox)) {
                         Step::Frame if *self.reader.gate.borrow() == Gate::Open => continue,
                         Step::Frame | Step::NeedMore => break,
                         Step::Close => {
@@ -197,7 +214,7 @@ impl Connection {
                         }
                     }
                 },
-                m = self.rx.recv(), if take => match m {
+                m = self.inbox.rx.recv(), if take => match m {
                     Some(m) => self.take(m),
                     None => self.close_queued = true,
                 },
@@ -230,7 +247,11 @@ impl Connection {
     /// Takes whatever the outbox holds, without waiting.
     fn take_queued(&mut self) {
         while self.taking() {
-            match self.rx.try_recv() {
+            if let Some(m) = self.inbox.taken.pop_front() {
+                self.take(m);
+                continue;
+            }
+            match self.inbox.rx.try_recv() {
                 Ok(m) => self.take(m),
                 Err(mpsc::error::TryRecvError::Empty) => break,
                 Err(mpsc::error::TryRecvError::Disconnected) => self.close_queued = true,
@@ -326,7 +347,9 @@ enum Step {
 }
 
 impl Reader {
-    fn next_frame(&mut self) -> Step {
+    /// Handles the next whole frame, if one is buffered. With an inbox (a
+    /// socket's task), the replies to it come straight back into it.
+    fn next_frame(&mut self, inbox: Option<&mut Inbox>) -> Step {
         let conn = self.conn;
         if !self.handshaken && four_letter::is_command(&self.buf) {
             let word = self.buf.split_to(4);
@@ -360,7 +383,25 @@ impl Reader {
         // Decoded before the lock is taken: the server's other connections
         // do not wait for this one's parsing.
         let req = crate::proto::decode_request(h.op_type, body);
-        let flow = lock(&self.shared).process(conn, h.xid, h.op_type, req);
+        let flow = {
+            let mut st = lock(&self.shared);
+            match inbox {
+                None => st.process(conn, h.xid, h.op_type, req),
+                Some(inbox) => {
+                    let flow = Outboxes::serve(&mut st, conn, |st| {
+                        st.process(conn, h.xid, h.op_type, req)
+                    });
+                    if st.out.has_direct() {
+                        // What the channel holds was queued before.
+                        while let Ok(m) = inbox.rx.try_recv() {
+                            inbox.taken.push_back(m);
+                        }
+                        st.out.take_direct(&mut inbox.taken);
+                    }
+                    flow
+                }
+            }
+        };
         tracing::trace!(xid = h.xid, op = h.op_type, "request");
         match flow {
             Flow::Continue => Step::Frame,
@@ -379,7 +420,7 @@ impl Reader {
                 Gate::Closed => return false,
                 Gate::Stalled => return true,
             }
-            match self.next_frame() {
+            match self.next_frame(None) {
                 Step::Frame => continue,
                 Step::NeedMore => return true,
                 Step::Close => return false,

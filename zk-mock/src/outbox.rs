@@ -93,6 +93,12 @@ pub(crate) struct Outboxes {
     pub(crate) packets_sent: u64,
     /// Connections closed because their outbox passed `max_outbox`.
     pub(crate) slow_readers_closed: u64,
+    /// The connection whose task holds the state's lock to apply its own
+    /// requests ([`Outboxes::serve`]): what is queued for it goes to
+    /// `direct`, which that task takes before it lets the lock go, instead
+    /// of through its channel, which would wake the task that is running.
+    serving: Option<ConnId>,
+    direct: Vec<Outgoing>,
 }
 
 impl Outboxes {
@@ -104,6 +110,45 @@ impl Outboxes {
             packets_received: 0,
             packets_sent: 0,
             slow_readers_closed: 0,
+            serving: None,
+            direct: Vec::new(),
+        }
+    }
+
+    /// Runs `f` (the connection's task applying its requests) with what is
+    /// queued for `conn` meanwhile kept apart, for [`Outboxes::take_direct`]:
+    /// the task writes it after whatever its channel already held, which
+    /// came before (every send happens under the state's lock, as `f` runs).
+    pub(crate) fn serve<T>(
+        state: &mut crate::state::State,
+        conn: ConnId,
+        f: impl FnOnce(&mut crate::state::State) -> T,
+    ) -> T {
+        let before = state.out.serving.replace(conn);
+        let t = f(state);
+        state.out.serving = before;
+        t
+    }
+
+    /// Whether [`Outboxes::serve`] kept anything apart.
+    pub(crate) fn has_direct(&self) -> bool {
+        !self.direct.is_empty()
+    }
+
+    /// Moves what [`Outboxes::serve`] kept apart to the end of `into`.
+    pub(crate) fn take_direct(&mut self, into: &mut std::collections::VecDeque<Outgoing>) {
+        into.extend(self.direct.drain(..));
+    }
+
+    /// Hands a message to a connection's task: directly, if that task is
+    /// the one applying (see [`Outboxes::serve`]), else through its channel.
+    fn post(&mut self, conn: ConnId, m: Outgoing) {
+        if self.serving == Some(conn) {
+            self.direct.push(m);
+        } else if let Some(c) = self.conns.get(&conn) {
+            if c.tx.send(m).is_err() {
+                tracing::debug!(conn, "outbox closed");
+            }
         }
     }
 
@@ -170,20 +215,21 @@ impl Outboxes {
             return Sent::Ok;
         };
         let queued = c.queued.fetch_add(bytes.len(), Ordering::Relaxed) + bytes.len();
-        if c.tx.send(Outgoing::Frame(bytes)).is_err() {
-            tracing::debug!(conn, "outbox closed");
-        }
         // A client that does not read what it asked for is cut off
         // instead of buffered without limit (a stalled connection holds
         // its frames on purpose and is exempt).
-        if queued > self.max_outbox && *c.gate.borrow() == Gate::Open {
+        let slow = queued > self.max_outbox && *c.gate.borrow() == Gate::Open;
+        self.post(conn, Outgoing::Frame(bytes));
+        if slow {
             tracing::warn!(
                 conn,
                 queued,
                 limit = self.max_outbox,
                 "slow reader: closing its connection"
             );
-            let _ = c.gate.send(Gate::Closed);
+            if let Some(c) = self.conns.get(&conn) {
+                let _ = c.gate.send(Gate::Closed);
+            }
             self.slow_readers_closed += 1;
             return Sent::SlowReader;
         }
@@ -192,9 +238,7 @@ impl Outboxes {
 
     /// Queues a pause before whatever is queued next on `conn`.
     pub(crate) fn pause(&mut self, conn: ConnId, d: Duration) {
-        if let Some(c) = self.conns.get(&conn) {
-            let _ = c.tx.send(Outgoing::Pause(d));
-        }
+        self.post(conn, Outgoing::Pause(d));
     }
 
     /// Removes a connection: its writer flushes what is queued and closes
@@ -205,7 +249,11 @@ impl Outboxes {
         if *c.gate.borrow() == Gate::Stalled {
             let _ = c.gate.send(Gate::Closed);
         }
-        let _ = c.tx.send(Outgoing::Close);
+        if self.serving == Some(conn) {
+            self.direct.push(Outgoing::Close);
+        } else {
+            let _ = c.tx.send(Outgoing::Close);
+        }
         Some(c)
     }
 }

@@ -278,6 +278,84 @@ async fn an_expiry_cleanup_delay_keeps_the_dead_sessions_nodes_for_a_while() {
     assert!(observer.check_stat("/now").await.unwrap().is_none());
 }
 
+/// Sends a request frame without waiting for its reply.
+async fn send_request<R: zk_mock::codec::Record>(
+    c: &mut zk_mock::client::RawClient,
+    xid: i32,
+    op: OpCode,
+    body: &R,
+) {
+    let mut f = bytes::BytesMut::new();
+    zk_mock::codec::Record::encode(
+        &zk_mock::proto::RequestHeader {
+            xid,
+            op_type: op as i32,
+        },
+        &mut f,
+    );
+    body.encode(&mut f);
+    c.send_frame(&f).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_notification_queued_before_a_request_is_applied_goes_out_before_its_reply() {
+    // A connection's own replies come straight back to its task, other
+    // connections' notifications through its channel: a notification
+    // already in the channel when a request is applied must still go out
+    // first. A `delay` pause keeps the channel from being taken meanwhile.
+    let mock = start_mock().await;
+    let mut a = raw(&mock).await;
+    let mut b = raw(&mock).await;
+    raw_create_ok(&mut a, "/n", 0).await;
+    let watched = a
+        .request(OpCode::GetData, &path_watch("/n", true))
+        .await
+        .unwrap();
+    assert_eq!(watched.header.err, 0);
+    let _slow = mock.rule(
+        Rule::when()
+            .session(a.session_id)
+            .op(OpFamily::Exists)
+            .delay(Duration::from_millis(800)),
+    );
+    send_request(&mut a, 300, OpCode::Exists, &path_watch("/n", false)).await;
+    // The pause is running on a's connection; b's write queues a's
+    // notification, then a's next request is read and applied.
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let set = b
+        .request(
+            OpCode::SetData,
+            &zk_mock::proto::SetDataRequest {
+                path: "/n".into(),
+                data: Some(bytes::Bytes::from_static(b"v1")),
+                version: -1,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(set.header.err, 0);
+    send_request(&mut a, 301, OpCode::GetData, &path_watch("/n", false)).await;
+    a.set_read_timeout(QUICK);
+    let first = a.next_reply().await.unwrap().unwrap();
+    assert_eq!(first.header.xid, 300);
+    assert!(
+        a.take_events().is_empty(),
+        "nothing came before the delayed reply"
+    );
+    let second = a.next_reply().await.unwrap().unwrap();
+    assert_eq!(second.header.xid, 301);
+    assert_eq!(second.header.zxid, set.header.zxid);
+    let events = a.take_events();
+    assert_eq!(
+        kinds(&events),
+        vec![(
+            zk_mock::proto::event_type::NODE_DATA_CHANGED,
+            "/n".to_string()
+        )],
+        "the notification came before the reply of the read applied after it"
+    );
+}
+
 #[tokio::test]
 async fn a_short_stall_holds_replies_and_resume_delivers_them_in_order() {
     let mock = start_mock().await;
