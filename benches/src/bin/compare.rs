@@ -66,7 +66,9 @@ impl Report {
 }
 
 fn ms(d: Duration) -> String {
-    if d < Duration::from_millis(1) {
+    if d < Duration::from_micros(100) {
+        format!("{:.1}µs", d.as_secs_f64() * 1e6)
+    } else if d < Duration::from_millis(1) {
         format!("{:.0}µs", d.as_secs_f64() * 1e6)
     } else {
         format!("{:.2}ms", d.as_secs_f64() * 1e3)
