@@ -22,6 +22,7 @@
 //! | `POST /servers/{i}/lag` with `{"ms": N}` or `{"txns": N}` (`{}`: none) | a follower's lag |
 //! | `POST /servers/{i}/catch_up` | apply what it holds back |
 //! | `POST /election` with `{"ms": N}` (window; default the builder's) | leader loss |
+//! | `POST /reset` | back to a new server: sessions expired, tree wiped, rules, stalls, refusal and recording gone ([`ZkMock::reset`]) |
 //!
 //! Session ids are accepted in decimal (as clients print them) or `0x` hex,
 //! in paths and, in a rule's `session`, as a JSON number or string.
@@ -101,6 +102,7 @@ pub fn router(control: Control) -> Router {
         .route("/servers/{i}/lag", post(server_lag))
         .route("/servers/{i}/{verb}", post(server_verb))
         .route("/election", post(election))
+        .route("/reset", post(reset))
         .fallback(|| async {
             not_found("no such endpoint; see the zk-mock README for the admin API")
         })
@@ -470,6 +472,11 @@ async fn server_lag(
 #[serde(deny_unknown_fields)]
 struct ElectionBody {
     ms: Option<u64>,
+}
+
+async fn reset(State(c): State<Control>) -> ApiResult {
+    c.reset();
+    ok(json!({ "reset": true }))
 }
 
 async fn election(State(c): State<Control>, body: Option<Json<ElectionBody>>) -> ApiResult {

@@ -123,6 +123,11 @@ struct Args {
     /// localSessionsEnabled: a read-only server can create sessions.
     #[arg(long = "local-sessions")]
     local_sessions: bool,
+    /// Exit when standard input reaches its end: a wrapper (the Python and
+    /// Java ones) keeps a pipe to it open, so the server goes when the test
+    /// process that started it does, however that ends.
+    #[arg(long = "exit-with-stdin")]
+    exit_with_stdin: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -221,7 +226,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    let (stdin_closed, stdin_eof) = tokio::sync::oneshot::channel::<()>();
+    if args.exit_with_stdin {
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+            let _ = stdin_closed.send(());
+        });
+    }
     rt.block_on(async {
+        let stdin_eof = async {
+            match stdin_eof.await {
+                Ok(()) => tracing::info!("standard input closed"),
+                // Not watched: never.
+                Err(_) => std::future::pending().await,
+            }
+        };
         #[cfg(unix)]
         {
             let mut term =
@@ -229,10 +248,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             tokio::select! {
                 r = tokio::signal::ctrl_c() => r?,
                 _ = term.recv() => {}
+                () = stdin_eof => {}
             }
         }
         #[cfg(not(unix))]
-        tokio::signal::ctrl_c().await?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r?,
+            () = stdin_eof => {}
+        }
         Ok::<_, std::io::Error>(())
     })?;
     tracing::info!("shutting down");

@@ -787,6 +787,32 @@ impl State {
         deleted
     }
 
+    /// Puts the server back as a new one (see [`ZkMock::reset`](crate::ZkMock::reset)).
+    pub(crate) fn reset(&mut self) {
+        for (id, _, _) in self.observers.rules.list() {
+            self.observers.rules.remove(id);
+        }
+        self.refusing = false;
+        for id in self.stalled.clone() {
+            self.resume(id);
+        }
+        let ids: Vec<i64> = self.sessions.iter().map(|s| s.id).collect();
+        for id in ids {
+            self.expire(id);
+        }
+        let zxid = self.next_zxid();
+        self.commit(Txn {
+            zxid,
+            time: self.clock.wall_ms(),
+            session: 0,
+            auth: Arc::from([]),
+            op: TxnOp::Wipe,
+            origin: None,
+        });
+        self.observers.clear();
+        self.changed();
+    }
+
     /// Runs the container check if one is due on the session clock (at a
     /// fixed rate; checks missed while time jumped collapse into one).
     pub(crate) fn check_containers_due(&mut self) {

@@ -52,6 +52,9 @@ pub(crate) enum TxnOp {
     DeleteContainer(String),
     /// A reconfig: `/zookeeper/config`'s new data.
     SetConfig(Bytes),
+    /// A reset ([`ZkMock::reset`](crate::ZkMock::reset)): every node but the
+    /// root and the system nodes deleted.
+    Wipe,
 }
 
 /// What applying a txn gives its origin connection.
@@ -121,6 +124,10 @@ pub(crate) fn execute(
                 .tree
                 .set_config(txn.zxid, txn.time, data.clone(), w.events);
             Outcome::Reply(Reply::Data(Some(data.clone()), stat))
+        }
+        TxnOp::Wipe => {
+            w.tree.wipe(txn.zxid, w.events);
+            Outcome::Silent
         }
         TxnOp::DeleteContainer(path) => match w.tree.delete_container(txn.zxid, path, w.events) {
             Ok(()) => Outcome::Reply(Reply::None),

@@ -232,6 +232,11 @@ impl Control {
         }
     }
 
+    /// As [`ZkMock::reset`].
+    pub fn reset(&self) {
+        self.state().reset();
+    }
+
     /// As [`ZkMock::accept_connections`].
     pub fn accept_connections(&self) {
         self.state().refusing = false;

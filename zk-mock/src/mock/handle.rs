@@ -330,6 +330,34 @@ impl ZkMock {
         self.control.refuse_connections()
     }
 
+    /// Puts the server back as a new one, keeping its ports and its clock:
+    /// every session expires (its client is told so), every node but `/`
+    /// and the system nodes under `/zookeeper` is deleted, the fault rules
+    /// are removed, stalls and a refusal end, and the recording is cleared.
+    /// The zxid keeps counting up, as a real server's would, so a client
+    /// that reconnects is not refused for having seen a later one. What a
+    /// test fixture shared by many tests calls between them.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// use zk_mock::client::RawClient;
+    /// use zk_mock::proto::{Acl, CreateRequest, OpCode, PathWatchRequest};
+    /// let zk = zk_mock::ZkMock::start().await;
+    /// let mut c = RawClient::connect(zk.addr(), 10_000).await.unwrap();
+    /// let create = CreateRequest { path: "/left-over".into(), data: None, acl: Acl::open_unsafe(), flags: 0 };
+    /// assert_eq!(c.request(OpCode::Create, &create).await.unwrap().header.err, 0);
+    /// zk.reset();
+    /// assert!(zk.session_ids().is_empty());
+    /// let mut c = RawClient::connect(zk.addr(), 10_000).await.unwrap();
+    /// let exists = PathWatchRequest { path: "/left-over".into(), watch: false };
+    /// let gone = c.request(OpCode::Exists, &exists).await.unwrap();
+    /// assert_eq!(gone.header.err, zk_mock::proto::ErrorCode::NoNode.code());
+    /// # }
+    /// ```
+    pub fn reset(&self) {
+        self.control.reset()
+    }
+
     /// Accepts connections again.
     pub fn accept_connections(&self) {
         self.control.accept_connections()

@@ -528,6 +528,25 @@ impl DataTree {
         Ok(())
     }
 
+    /// A reset's wipe: deletes every node but `/` and the system nodes a new
+    /// server starts with (`/zookeeper`, `/zookeeper/quota`,
+    /// `/zookeeper/config`), children before their parents, as `deleteNode`
+    /// does, all at `zxid`.
+    pub fn wipe(&mut self, zxid: i64, events: &mut Vec<TreeEvent>) {
+        let kept = |p: &str| {
+            matches!(
+                p,
+                "/" | "/zookeeper" | "/zookeeper/quota" | "/zookeeper/config"
+            )
+        };
+        let mut paths: Vec<String> = self.nodes.keys().filter(|p| !kept(p)).cloned().collect();
+        paths.sort_unstable_by_key(|p| std::cmp::Reverse(p.matches('/').count()));
+        for p in paths {
+            self.delete_node(zxid, &p, events);
+        }
+        self.rebuild_quotas();
+    }
+
     /// `DataTree.deleteNode`: removes a node known to exist and to have no children.
     fn delete_node(&mut self, zxid: i64, path: &str, events: &mut Vec<TreeEvent>) {
         let (parent_path, child) = path::split(path).expect("deleted paths have a parent");

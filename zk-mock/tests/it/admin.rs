@@ -364,3 +364,16 @@ async fn the_binary_serves_an_ensemble_whose_servers_the_admin_interface_kills_l
     let (_, v) = http(admin, "GET", "/servers", None).await;
     assert_eq!(v[2]["leader"], true, "{v}");
 }
+
+#[tokio::test]
+async fn reset_wipes_the_tree_and_expires_every_session() {
+    let (mock, admin) = admin_mock(false).await;
+    let c = connect(&mock).await;
+    c.create("/left-over", b"", &persistent()).await.unwrap();
+    let (s, v) = http(admin, "POST", "/reset", None).await;
+    assert_eq!((s, &v["reset"]), (200, &Value::Bool(true)));
+    let (_, sessions) = http(admin, "GET", "/sessions", None).await;
+    assert_eq!(sessions, Value::Array(vec![]));
+    let next = connect(&mock).await;
+    assert_eq!(next.check_stat("/left-over").await.unwrap(), None);
+}

@@ -152,3 +152,36 @@ async fn sigterm_closes_every_connection_and_exits_cleanly() {
         "the port is free"
     );
 }
+
+#[test]
+fn exit_with_stdin_stops_the_server_when_its_parent_lets_go() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zk-mock"))
+        .args(["--port", "0", "--exit-with-stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("zk-mock binary starts");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with("zk-mock listening on "), "{first:?}");
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "serving while stdin is open"
+    );
+    // The parent's end of the pipe closes (as when the test process dies).
+    drop(child.stdin.take());
+    let deadline = std::time::Instant::now() + QUICK;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(std::time::Instant::now() < deadline, "still running");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status}");
+}

@@ -127,3 +127,47 @@ fn a_panicking_test_leaves_no_server_behind() {
         "the port is free"
     );
 }
+
+#[tokio::test]
+async fn reset_puts_the_server_back_as_a_new_one_and_keeps_its_port() {
+    let mock = start_mock().await;
+    let fresh = {
+        let c = connect(&mock).await;
+        let (mut top, _) = c.get_children("/zookeeper").await.unwrap();
+        top.sort();
+        top
+    };
+    let c = connect(&mock).await;
+    c.create("/a", b"", &persistent()).await.unwrap();
+    c.create("/a/b", b"x", &persistent()).await.unwrap();
+    c.create("/e", b"", &ephemeral()).await.unwrap();
+    let _rule = mock.rule(
+        zk_mock::fault::Rule::when()
+            .path("/never")
+            .fail(zk_mock::proto::ErrorCode::NoAuth),
+    );
+    let other = connect(&mock).await;
+    let _stall = mock.stall(other.session_id().0).expect("a live session");
+    let _refusal = mock.refuse_connections();
+    let before = mock.last_zxid();
+    let mut state = c.state_watcher();
+
+    mock.reset();
+
+    assert!(mock.session_ids().is_empty(), "every session expired");
+    with_timeout(QUICK, "the client told its session expired", async {
+        while state.changed().await != SessionState::Expired {}
+    })
+    .await;
+    assert!(mock.rules().is_empty(), "the rules are gone");
+    assert_eq!(mock.requests().count(), 0, "the recording is cleared");
+    assert!(mock.last_zxid() > before, "the zxid keeps counting up");
+    // The same port takes new clients (the refusal ended), and the tree
+    // is a new server's.
+    let next = connect(&mock).await;
+    assert_eq!(next.get_children("/").await.unwrap().0, ["zookeeper"]);
+    let (mut top, _) = next.get_children("/zookeeper").await.unwrap();
+    top.sort();
+    assert_eq!(top, fresh);
+    next.create("/a", b"", &persistent()).await.unwrap();
+}
