@@ -1,0 +1,243 @@
+"""zk_mock and its pytest plugin, through kazoo, against the installed binary.
+
+Run from a virtualenv with the wheel installed (as `.ci/run` does):
+``pytest zk-mock/python/tests``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import time
+
+import pytest
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import ConnectionLoss, NoNodeError, NodeExistsError
+
+import zk_mock as zk_mock_module
+from zk_mock import ZkMock, ZkMockDied, ZkMockError, ZkMockNotFound, ZkMockStartError
+
+
+def connect(server: ZkMock, timeout: float = 10.0) -> KazooClient:
+    client = KazooClient(hosts=server.connect_string, timeout=timeout)
+    client.start(timeout=10)
+    return client
+
+
+def wait_for(what: str, done, within: float = 10.0) -> None:
+    deadline = time.monotonic() + within
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def clients():
+    made = []
+
+    def make(server: ZkMock, **kw) -> KazooClient:
+        c = connect(server, **kw)
+        made.append(c)
+        return c
+
+    yield make
+    for c in made:
+        c.stop()
+        c.close()
+
+
+@pytest.mark.skipif(not os.environ.get("ZK_MOCK_WHEEL_TEST"), reason="CI's wheel job only")
+def test_the_package_under_test_is_the_installed_wheel():
+    # `.ci/run` installs the wheel into a fresh virtualenv: the module and the
+    # binary must come from there, not from the source tree.
+    assert "site-packages" in zk_mock_module.__file__
+    binary = zk_mock_module.find_binary()
+    assert binary.startswith(os.path.dirname(os.path.dirname(zk_mock_module.sysconfig.get_path("scripts"))))
+
+
+def test_the_fixture_serves_a_real_client(zk_mock, clients):
+    c = clients(zk_mock)
+    c.create("/a", b"v")
+    assert c.get("/a")[0] == b"v"
+    assert zk_mock.connect_string.startswith("127.0.0.1:")
+    assert [s.id for s in zk_mock.sessions()] == [c.client_id[0]]
+
+
+def test_expiring_a_session_removes_its_ephemerals_and_tells_its_client(zk_mock, clients):
+    holder = clients(zk_mock)
+    observer = clients(zk_mock)
+    holder.create("/eph", ephemeral=True)
+    states = []
+    holder.add_listener(states.append)
+    zk_mock.expire(holder.client_id[0])
+    wait_for("the session to be lost", lambda: KazooState.LOST in states)
+    assert observer.exists("/eph") is None
+
+
+def test_unknown_sessions_are_not_found(zk_mock):
+    with pytest.raises(ZkMockNotFound):
+        zk_mock.expire(12345)
+
+
+def test_disconnect_keeps_the_session(zk_mock, clients):
+    c = clients(zk_mock)
+    sid = c.client_id[0]
+    c.create("/eph", ephemeral=True)
+    states = []
+    c.add_listener(states.append)
+    zk_mock.disconnect(sid)
+    wait_for("a reconnect", lambda: states[-2:] == [KazooState.SUSPENDED, KazooState.CONNECTED])
+    assert c.client_id[0] == sid
+    assert c.exists("/eph") is not None
+
+
+def test_a_stall_holds_a_client_until_it_ends(zk_mock, clients):
+    c = clients(zk_mock)
+    sid = c.client_id[0]
+    with zk_mock.stall(sid):
+        pending = c.exists_async("/")
+        time.sleep(0.3)
+        assert not pending.ready(), "nothing moves while stalled"
+        assert [s.stalled for s in zk_mock.sessions()] == [True]
+    assert pending.get(timeout=5) is not None
+
+
+def test_a_rule_fails_matching_requests_and_counts_them(zk_mock, clients):
+    c = clients(zk_mock)
+    c.create("/cfg", b"v")
+    with zk_mock.rule(ops="getData", path="/cfg", fail="NONODE") as rule:
+        with pytest.raises(NoNodeError):
+            c.get("/cfg")
+        assert c.exists("/cfg") is not None, "other ops pass"
+        assert rule.fired == 1
+    assert c.get("/cfg")[0] == b"v", "removed on leaving the block"
+    assert zk_mock.rules() == []
+
+
+def test_a_lost_reply_applies_the_create_and_cuts_the_connection(zk_mock, clients):
+    c = clients(zk_mock)
+    zk_mock.rule(ops="create", path="/job", lose_reply=True, times=1)
+    with pytest.raises(ConnectionLoss):
+        c.create("/job", b"")
+    # Applied all the same: a retry finds it.
+    with pytest.raises(NodeExistsError):
+        c.retry(c.create, "/job", b"")
+
+
+def test_rule_arguments_are_checked_before_they_reach_the_server(zk_mock):
+    with pytest.raises(ValueError, match="exactly one"):
+        zk_mock.rule(ops="create")
+    with pytest.raises(ValueError, match="exactly one"):
+        zk_mock.rule(ops="create", stall=True, expire=True)
+    with pytest.raises(ValueError, match="unknown ZooKeeper error code"):
+        zk_mock.rule(fail="BANANA")
+    with pytest.raises(ZkMockError, match="bad rule"):
+        zk_mock.rule(ops="frobnicate", stall=True)
+
+
+def test_refused_connections_keep_new_clients_out_until_the_block_ends(zk_mock):
+    with zk_mock.refuse_connections():
+        c = KazooClient(hosts=zk_mock.connect_string)
+        with pytest.raises(Exception):
+            c.start(timeout=1)
+        c.stop()
+        c.close()
+    c = connect(zk_mock)
+    assert c.exists("/") is not None
+    c.stop()
+    c.close()
+
+
+@pytest.mark.zk_mock(clock="manual", tick_time=100)
+def test_the_manual_clock_expires_sessions_when_the_test_says(zk_mock, clients):
+    c = clients(zk_mock, timeout=2.0)
+    c.create("/eph", ephemeral=True)
+    assert zk_mock.clock()["mode"] == "manual"
+    time.sleep(0.5)
+    assert len(zk_mock.sessions()) == 1, "real time does not expire it"
+    zk_mock.advance_clock(10_000)
+    assert zk_mock.sessions() == []
+
+
+def test_the_recorder_sees_every_request_and_notification(zk_mock, clients):
+    c = clients(zk_mock)
+    seen = threading.Event()
+    c.create("/w", b"1")
+    c.get("/w", watch=lambda event: seen.set())
+    c.set("/w", b"2")
+    assert seen.wait(5)
+    ops = [r["op"] for r in zk_mock.requests(path="/w")]
+    assert ops[:3] == ["create", "getData", "setData"]
+    (n,) = zk_mock.notifications(path="/w")
+    assert n["session"] == c.client_id[0]
+    assert zk_mock.counts()["notifications"] == 1
+    zk_mock.clear_recording()
+    assert zk_mock.requests(path="/w") == []
+
+
+def test_the_snapshot_holds_the_tree(zk_mock, clients):
+    c = clients(zk_mock)
+    c.create("/snap", b"x")
+    snap = zk_mock.snapshot()
+    assert "/snap" in snap["tree"]
+    assert snap["last_zxid"] >= 1
+
+
+def test_a_missing_binary_says_where_it_looked(monkeypatch, tmp_path):
+    monkeypatch.setenv("ZK_MOCK_BINARY", "/nonexistent/zk-mock")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    # As if the wheel had not installed it in this Python's scripts directory.
+    monkeypatch.setattr(zk_mock_module.sysconfig, "get_path", lambda name: str(tmp_path))
+    with pytest.raises(ZkMockStartError) as e:
+        ZkMock(binary="/also/missing").start()
+    message = str(e.value)
+    assert "/also/missing" in message
+    assert "ZK_MOCK_BINARY" in message and "/nonexistent/zk-mock" in message
+    assert str(tmp_path) in message
+    assert "PATH" in message
+
+
+def test_a_port_in_use_is_a_clear_error_not_a_hang():
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    started = time.monotonic()
+    with pytest.raises(ZkMockStartError) as e:
+        ZkMock(port=port).start()
+    assert time.monotonic() - started < 10
+    assert "exited with code" in str(e.value)
+    assert "in use" in str(e.value).lower()
+    taken.close()
+
+
+def test_a_server_that_dies_mid_test_is_reported(zk_mock):
+    os.kill(zk_mock._process.pid, signal.SIGKILL)
+    wait_for("the process to end", lambda: not zk_mock.running)
+    with pytest.raises(ZkMockDied, match="exited"):
+        zk_mock.sessions()
+
+
+def test_stopping_twice_is_harmless_and_the_port_closes():
+    server = ZkMock().start()
+    host, port = server.hosts[0].split(":")
+    server.stop()
+    server.stop()
+    with pytest.raises(OSError):
+        socket.create_connection((host, int(port)), timeout=1)
+
+
+def test_shared_server_first_leaves_things_behind(zk_mock_server, clients):
+    c = clients(zk_mock_server)
+    c.create("/left-over", b"")
+    zk_mock_server.rule(ops="delete", fail="NOAUTH")
+
+
+def test_shared_server_second_starts_clean(zk_mock_server, clients):
+    c = clients(zk_mock_server)
+    assert c.exists("/left-over") is None
+    assert zk_mock_server.rules() == []
+    assert c.get_children("/") == ["zookeeper"]
