@@ -13,7 +13,7 @@
 //! | `POST /connections/refuse`, `POST /connections/accept` | refuse new connections |
 //! | `POST /clock/advance` with `{"ms": N}`, `GET /clock` | the session clock |
 //! | `GET /snapshot` | tree, sessions and watches |
-//! | `GET /recorder/requests?session=&path=&op=` | recorded requests |
+//! | `GET /recorder/requests?session=&path=&op=` | recorded requests (`op`: a family such as `create`, every create op code, or one op's name or code) |
 //! | `GET /recorder/notifications?session=&path=&event=` | recorded notifications |
 //! | `DELETE /recorder` | forget the recording |
 //! | `GET /metrics` | counters |
@@ -324,12 +324,16 @@ async fn requests(
         ));
     }
     let session = f.session.as_deref().map(session_id).transpose()?;
-    let op = match &f.op {
-        Some(op) => Some(
-            OpCode::from_name(op)
+    // As in a rule: a family's name (`create`) is every op code of the
+    // family; other names (`create2`) and numbers are one op code.
+    let ops: Option<Vec<i32>> = match &f.op {
+        Some(op) => Some(match crate::fault::OpFamily::parse(op) {
+            Ok(family) => family.codes().iter().map(|c| *c as i32).collect(),
+            Err(_) => vec![OpCode::from_name(op)
                 .or_else(|| op.parse().ok().and_then(OpCode::from_i32))
-                .ok_or_else(|| bad(format!("unknown op {op:?}")))?,
-        ),
+                .ok_or_else(|| bad(format!("unknown op {op:?}")))?
+                as i32],
+        }),
         None => None,
     };
     let picked: Vec<RequestRecord> = c.inspect(|log| {
@@ -340,7 +344,7 @@ async fn requests(
                     .as_deref()
                     .is_none_or(|p| r.path.as_deref() == Some(p))
             })
-            .filter(|r| op.is_none_or(|o| r.op_code == o as i32))
+            .filter(|r| ops.as_ref().is_none_or(|o| o.contains(&r.op_code)))
             .cloned()
             .collect()
     });

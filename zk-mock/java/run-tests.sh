@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Builds the io.zkmock jar with javac and jar against Debian's jars (there is
+# no Maven Central here; pom.xml is for publishing), then runs its tests with
+# the JUnit 5 console launcher: Curator 5.4 (libcurator-recipes-java,
+# libcurator-test-java) against the zk-mock binary and against Curator's own
+# TestingServer.
+#
+#   zk-mock/java/run-tests.sh [path/to/zk-mock]     (default: target/release/zk-mock)
+#
+# Needs a JDK 17+, junit5, libcurator-recipes-java and libcurator-test-java.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+binary="$(realpath "${1:-$root/target/release/zk-mock}")"
+jars="${JAVA_JARS:-/usr/share/java}"
+out="$root/target/java"
+[ -x "$binary" ] || { echo "no zk-mock binary at $binary (cargo build --release -p zk-mock --features cli,admin)" >&2; exit 1; }
+for j in junit-platform-console-standalone curator-test curator-recipes curator-framework curator-client zookeeper zookeeper-jute guava slf4j-api; do
+  [ -f "$jars/$j.jar" ] || { echo "$jars/$j.jar is missing (apt-get install junit5 libcurator-recipes-java libcurator-test-java)" >&2; exit 1; }
+done
+junit="$jars/junit-platform-console-standalone.jar"
+# One slf4j binding, listed on its own (/usr/share/java holds several).
+deps="$jars/curator-test.jar:$jars/curator-recipes.jar:$jars/curator-framework.jar:$jars/curator-client.jar:$jars/zookeeper.jar:$jars/zookeeper-jute.jar:$jars/guava.jar:$jars/slf4j-api.jar"
+if [ -f "$jars/slf4j-nop.jar" ]; then deps="$deps:$jars/slf4j-nop.jar"; fi
+
+rm -rf "$out"
+mkdir -p "$out/classes" "$out/test-classes"
+javac -encoding UTF-8 -Xlint:all,-serial -Werror --release 17 -d "$out/classes" -cp "$junit" \
+  "$here"/src/main/java/io/zkmock/*.java
+jar --create --file "$out/zk-mock-java.jar" -C "$out/classes" .
+javac -encoding UTF-8 --release 17 -d "$out/test-classes" -cp "$out/zk-mock-java.jar:$junit:$deps" \
+  "$here"/src/test/java/io/zkmock/*.java
+java -Dzkmock.binary="$binary" -jar "$junit" \
+  --class-path "$out/test-classes:$out/zk-mock-java.jar:$deps" \
+  --scan-class-path --disable-banner --disable-ansi-colors --details=tree --fail-if-no-tests

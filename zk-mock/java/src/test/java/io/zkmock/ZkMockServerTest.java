@@ -1,0 +1,178 @@
+package io.zkmock;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.File;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.state.ConnectionState;
+import org.apache.curator.retry.RetryOneTime;
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.KeeperException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** ZkMockServer and ZkMockExtension, through Curator 5.4, against the zk-mock binary. */
+@ExtendWith(ZkMockExtension.class)
+class ZkMockServerTest {
+    static CuratorFramework connect(String connectString) throws InterruptedException {
+        CuratorFramework c = CuratorFrameworkFactory.builder()
+            .connectString(connectString)
+            .sessionTimeoutMs(10_000)
+            .connectionTimeoutMs(5_000)
+            .retryPolicy(new RetryOneTime(100))
+            .build();
+        c.start();
+        assertTrue(c.blockUntilConnected(10, TimeUnit.SECONDS), "connected");
+        return c;
+    }
+
+    static long sessionOf(CuratorFramework c) throws Exception {
+        return c.getZookeeperClient().getZooKeeper().getSessionId();
+    }
+
+    @Test
+    void servesCuratorOnAFreePort(ZkMockServer server) throws Exception {
+        assertTrue(server.getConnectString().startsWith("127.0.0.1:"));
+        assertTrue(server.getPort() > 0);
+        try (CuratorFramework c = connect(server.getConnectString())) {
+            c.create().forPath("/a", "v".getBytes());
+            assertArrayEquals("v".getBytes(), c.getData().forPath("/a"));
+            assertEquals(List.of(sessionOf(c)), server.sessionIds());
+        }
+    }
+
+    @Test
+    void expireSessionRemovesEphemeralsAndTellsTheClient(ZkMockServer server) throws Exception {
+        try (CuratorFramework holder = connect(server.getConnectString());
+             CuratorFramework observer = connect(server.getConnectString())) {
+            CountDownLatch lost = new CountDownLatch(1);
+            holder.getConnectionStateListenable().addListener((c, s) -> {
+                if (s == ConnectionState.LOST) {
+                    lost.countDown();
+                }
+            });
+            holder.create().withMode(CreateMode.EPHEMERAL).forPath("/eph");
+            server.expireSession(sessionOf(holder));
+            assertTrue(lost.await(10, TimeUnit.SECONDS), "the holder learns its session is lost");
+            assertNull(observer.checkExists().forPath("/eph"));
+        }
+    }
+
+    @Test
+    void unknownSessionsAreNotFound(ZkMockServer server) {
+        assertThrows(ZkMockServer.NotFoundException.class, () -> server.expireSession(12345));
+    }
+
+    @Test
+    void stopAndStartKeepTheSessionAsTestingServerDoes(ZkMockServer server) throws Exception {
+        try (CuratorFramework c = connect(server.getConnectString())) {
+            long session = sessionOf(c);
+            c.create().withMode(CreateMode.EPHEMERAL).forPath("/eph");
+            server.stop();
+            server.start();
+            assertTrue(c.blockUntilConnected(10, TimeUnit.SECONDS));
+            assertEquals(session, sessionOf(c), "the same session");
+            assertNotNull(c.checkExists().forPath("/eph"), "its ephemeral survived");
+            server.restart();
+            assertTrue(c.blockUntilConnected(10, TimeUnit.SECONDS));
+            assertNotNull(c.checkExists().forPath("/eph"));
+        }
+    }
+
+    @Test
+    void aRuleFailsMatchingRequestsAndCountsThem(ZkMockServer server) throws Exception {
+        try (CuratorFramework c = connect(server.getConnectString())) {
+            c.create().forPath("/cfg", "v".getBytes());
+            try (ZkMockServer.Rule rule = server.rule().ops("getData").path("/cfg").fail(-101)) {
+                assertThrows(KeeperException.NoNodeException.class, () -> c.getData().forPath("/cfg"));
+                assertNotNull(c.checkExists().forPath("/cfg"), "other ops pass");
+                assertEquals(1, rule.fired());
+            }
+            assertArrayEquals("v".getBytes(), c.getData().forPath("/cfg"), "removed when closed");
+            assertEquals(List.of(), server.rules());
+        }
+    }
+
+    @Test
+    void theRecorderSeesEveryRequest(ZkMockServer server) throws Exception {
+        try (CuratorFramework c = connect(server.getConnectString())) {
+            c.create().forPath("/r", new byte[0]);
+            c.setData().forPath("/r", "x".getBytes());
+            List<Map<String, Object>> ops = server.requests(sessionOf(c), "/r", null);
+            assertEquals("setData", ops.get(ops.size() - 1).get("op"));
+            server.reset();
+            assertEquals(List.of(), server.sessionIds(), "reset expired every session");
+        }
+    }
+
+    @Test
+    void aMissingBinaryNamesEveryPlaceItLooked() {
+        assumeTrue(System.getenv("ZK_MOCK_BINARY") == null, "ZK_MOCK_BINARY is set");
+        String path = System.getenv("PATH") == null ? "" : System.getenv("PATH");
+        for (String dir : path.split(File.pathSeparator)) {
+            assumeTrue(!new File(dir, "zk-mock").canExecute(), "zk-mock is on PATH");
+        }
+        String before = System.getProperty("zkmock.binary");
+        System.setProperty("zkmock.binary", "/nonexistent/zk-mock");
+        try {
+            ZkMockServer.StartException e = assertThrows(ZkMockServer.StartException.class,
+                () -> new ZkMockServer(new ZkMockServer.Settings().binary("/also/missing"), true));
+            assertTrue(e.getMessage().contains("/also/missing"), e.getMessage());
+            assertTrue(e.getMessage().contains("zkmock.binary system property: /nonexistent/zk-mock"), e.getMessage());
+            assertTrue(e.getMessage().contains("ZK_MOCK_BINARY"), e.getMessage());
+            assertTrue(e.getMessage().contains("PATH"), e.getMessage());
+        } finally {
+            if (before == null) {
+                System.clearProperty("zkmock.binary");
+            } else {
+                System.setProperty("zkmock.binary", before);
+            }
+        }
+    }
+
+    @Test
+    void aPortInUseIsAClearErrorNotAHang() throws Exception {
+        try (ServerSocket taken = new ServerSocket()) {
+            taken.bind(new InetSocketAddress("127.0.0.1", 0));
+            long start = System.nanoTime();
+            ZkMockServer.StartException e = assertThrows(ZkMockServer.StartException.class,
+                () -> new ZkMockServer(taken.getLocalPort()));
+            assertTrue(Duration.ofNanos(System.nanoTime() - start).toSeconds() < 10);
+            assertTrue(e.getMessage().contains("exited with code"), e.getMessage());
+            assertTrue(e.getMessage().toLowerCase().contains("in use"), e.getMessage());
+        }
+    }
+
+    @Test
+    void aServerThatDiesMidTestIsReported(ZkMockServer server) throws Exception {
+        ProcessHandle.of(server.pid()).ifPresent(ProcessHandle::destroyForcibly);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (server.isRunning() && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        ZkMockServer.DiedException e = assertThrows(ZkMockServer.DiedException.class, server::sessionIds);
+        assertTrue(e.getMessage().contains("exited"), e.getMessage());
+    }
+
+    @Test
+    void closingTwiceIsHarmless() throws Exception {
+        ZkMockServer server = new ZkMockServer();
+        server.close();
+        server.close();
+        assertTrue(!server.isRunning());
+    }
+}
