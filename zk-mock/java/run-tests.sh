@@ -6,11 +6,18 @@
 # TestingServer.
 #
 #   zk-mock/java/run-tests.sh [path/to/zk-mock]     (default: target/release/zk-mock)
+#   zk-mock/java/run-tests.sh --start-cost [RUNS]   (ZkMockServer against TestingServer,
+#                                                  start to first connected client)
 #
 # Needs a JDK 17+, junit5, libcurator-recipes-java and libcurator-test-java.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
+start_cost=""
+if [ "${1:-}" = "--start-cost" ]; then
+  start_cost="${2:-20}"
+  set -- "$root/target/release/zk-mock"
+fi
 binary="$(realpath "${1:-$root/target/release/zk-mock}")"
 jars="${JAVA_JARS:-/usr/share/java}"
 out="$root/target/java"
@@ -30,6 +37,9 @@ javac -encoding UTF-8 -Xlint:all,-serial -Werror --release 17 -d "$out/classes" 
 jar --create --file "$out/zk-mock-java.jar" -C "$out/classes" .
 javac -encoding UTF-8 --release 17 -d "$out/test-classes" -cp "$out/zk-mock-java.jar:$junit:$deps" \
   "$here"/src/test/java/io/zkmock/*.java
+if [ -n "$start_cost" ]; then
+  exec java -Dzkmock.binary="$binary" -cp "$out/test-classes:$out/zk-mock-java.jar:$deps" io.zkmock.StartCost "$start_cost"
+fi
 java -Dzkmock.binary="$binary" -jar "$junit" \
   --class-path "$out/test-classes:$out/zk-mock-java.jar:$deps" \
   --scan-class-path --disable-banner --disable-ansi-colors --details=tree --fail-if-no-tests
