@@ -6,17 +6,30 @@
 //! does them, so real clients cannot tell the difference. It starts in well
 //! under a millisecond, on a free loopback port, with no Java and no Docker.
 //!
+//! A test:
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
-//! use zk_mock::ZkMock;
-//!
-//! let zk = ZkMock::start().await;
-//! // Hand `zk.connect_string()` to any ZooKeeper client.
-//! let addr = zk.connect_string();
-//! # let _ = addr;
-//! // Dropping the handle shuts the server down.
+//! // #[tokio::test]
+//! // async fn my_code_works_against_zookeeper() {
+//! let zk = zk_mock::ZkMock::start().await; // free loopback port, < 1 ms
+//! let client = zookeeper_client::Client::connect(&zk.connect_string())
+//!     .await
+//!     .unwrap();
+//! // ... exercise your code ...
+//! assert_eq!(client.list_children("/").await.unwrap(), ["zookeeper"]);
+//! // } // dropping `zk` stops the server and closes every connection
 //! # }
+//! ```
+//!
+//! with, in `Cargo.toml`:
+//!
+//! ```toml
+//! [dev-dependencies]
+//! zk-mock = "0.1"
+//! zookeeper-client = "0.11"
+//! tokio = { version = "1", features = ["macros", "rt"] }
 //! ```
 //!
 //! Its methods make the rare failure happen at an exact request and show
