@@ -38,7 +38,10 @@ jar --create --file "$out/zk-mock-java.jar" -C "$out/classes" .
 javac -encoding UTF-8 --release 17 -d "$out/test-classes" -cp "$out/zk-mock-java.jar:$junit:$deps" \
   "$here"/src/test/java/io/zkmock/*.java
 if [ -n "$start_cost" ]; then
-  exec java -Dzkmock.binary="$binary" -cp "$out/test-classes:$out/zk-mock-java.jar:$deps" io.zkmock.StartCost "$start_cost"
+  cp="$out/test-classes:$out/zk-mock-java.jar:$deps"
+  java -Dzkmock.binary="$binary" -cp "$cp" io.zkmock.StartCost zk-mock "$start_cost" header
+  java -Dzkmock.binary="$binary" -cp "$cp" io.zkmock.StartCost testing-server "$start_cost"
+  exit 0
 fi
 java -Dzkmock.binary="$binary" -jar "$junit" \
   --class-path "$out/test-classes:$out/zk-mock-java.jar:$deps" \
