@@ -221,6 +221,23 @@ def test_a_server_that_dies_mid_test_is_reported(zk_mock):
         zk_mock.sessions()
 
 
+def test_a_stopped_server_starts_again_as_a_new_one():
+    server = ZkMock()
+    with server:
+        first = server.connect_string
+        c = connect(server)
+        c.create("/gone", b"")
+        c.stop()
+        c.close()
+    with server:
+        assert server.running
+        c = connect(server)
+        assert c.exists("/gone") is None, "a new process, a new tree"
+        c.stop()
+        c.close()
+        assert server.connect_string != first or server.sessions() == []
+
+
 def test_stopping_twice_is_harmless_and_the_port_closes():
     server = ZkMock().start()
     host, port = server.hosts[0].split(":")

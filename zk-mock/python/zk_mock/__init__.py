@@ -327,6 +327,12 @@ class ZkMock:
         if self._process is not None:
             raise ZkMockError("this ZkMock is already started")
         binary = find_binary(self._binary)
+        # A ZkMock started again after stop() is a new process: nothing of
+        # the last one's addresses or output carries over.
+        self._connect_string = None
+        self._admin = None
+        self._seed = None
+        self._stderr.clear()
         env = dict(os.environ)
         env["ZK_MOCK_ADMIN_TOKEN"] = self._token
         env.setdefault("RUST_LOG", "warn")

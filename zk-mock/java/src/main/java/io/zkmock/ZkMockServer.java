@@ -249,6 +249,13 @@ public final class ZkMockServer implements Closeable {
             return;
         }
         String binary = findBinary(settings.binary);
+        // Started again after close(): a new process, nothing of the last one's addresses.
+        connectString = null;
+        adminUrl = null;
+        stopped = false;
+        synchronized (stderr) {
+            stderr.clear();
+        }
         List<String> cmd = new ArrayList<>();
         cmd.add(binary);
         cmd.add("--port");

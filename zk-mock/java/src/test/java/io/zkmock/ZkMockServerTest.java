@@ -169,6 +169,21 @@ class ZkMockServerTest {
     }
 
     @Test
+    void aClosedServerStartsAgainAsANewProcess() throws Exception {
+        ZkMockServer server = new ZkMockServer();
+        long first = server.pid();
+        server.close();
+        server.start();
+        try (CuratorFramework c = connect(server.getConnectString())) {
+            assertTrue(server.isRunning());
+            assertTrue(server.pid() != first, "a new process");
+            assertEquals(List.of(sessionOf(c)), server.sessionIds());
+        } finally {
+            server.close();
+        }
+    }
+
+    @Test
     void closingTwiceIsHarmless() throws Exception {
         ZkMockServer server = new ZkMockServer();
         server.close();
