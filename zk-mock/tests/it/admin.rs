@@ -385,11 +385,18 @@ async fn the_request_filter_takes_an_operation_family_as_rules_do() {
     // zookeeper-client sends create2.
     c.create("/f", b"", &persistent()).await.unwrap();
     let (_, family) = http(admin, "GET", "/recorder/requests?path=/f&op=create", None).await;
-    assert_eq!(family[0]["op"], "create2", "the family holds every create op code");
+    assert_eq!(
+        family[0]["op"], "create2",
+        "the family holds every create op code"
+    );
     let (_, exact) = http(admin, "GET", "/recorder/requests?path=/f&op=create2", None).await;
     assert_eq!(exact.as_array().unwrap().len(), 1);
     let (_, by_code) = http(admin, "GET", "/recorder/requests?path=/f&op=15", None).await;
     assert_eq!(by_code.as_array().unwrap().len(), 1, "create2's code");
     let (_, plain) = http(admin, "GET", "/recorder/requests?path=/f&op=1", None).await;
-    assert_eq!(plain, Value::Array(vec![]), "plain create's code is another op");
+    assert_eq!(
+        plain,
+        Value::Array(vec![]),
+        "plain create's code is another op"
+    );
 }
