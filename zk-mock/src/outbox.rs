@@ -244,16 +244,13 @@ impl Outboxes {
     /// Removes a connection: its writer flushes what is queued and closes
     /// (a stalled connection drops what it held).
     pub(crate) fn remove(&mut self, conn: ConnId) -> Option<Conn> {
-        let c = self.conns.remove(&conn)?;
-        self.conns.shrink_if_sparse();
+        let c = self.conns.get(&conn)?;
         if *c.gate.borrow() == Gate::Stalled {
             let _ = c.gate.send(Gate::Closed);
         }
-        if self.serving == Some(conn) {
-            self.direct.push(Outgoing::Close);
-        } else {
-            let _ = c.tx.send(Outgoing::Close);
-        }
+        self.post(conn, Outgoing::Close);
+        let c = self.conns.remove(&conn)?;
+        self.conns.shrink_if_sparse();
         Some(c)
     }
 }

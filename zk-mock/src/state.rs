@@ -787,6 +787,12 @@ impl State {
         deleted
     }
 
+    /// Expires every session; returns how many.
+    pub(crate) fn expire_all(&mut self) -> usize {
+        let ids: Vec<i64> = self.sessions.iter().map(|s| s.id).collect();
+        ids.into_iter().filter(|id| self.expire(*id)).count()
+    }
+
     /// Puts the server back as a new one (see [`ZkMock::reset`](crate::ZkMock::reset)).
     pub(crate) fn reset(&mut self) {
         for (id, _, _) in self.observers.rules.list() {
@@ -796,10 +802,7 @@ impl State {
         for id in self.stalled.clone() {
             self.resume(id);
         }
-        let ids: Vec<i64> = self.sessions.iter().map(|s| s.id).collect();
-        for id in ids {
-            self.expire(id);
-        }
+        self.expire_all();
         let zxid = self.next_zxid();
         self.commit(Txn {
             zxid,

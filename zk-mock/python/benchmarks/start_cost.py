@@ -34,13 +34,19 @@ def first_client(hosts: str, deadline_s: float = 60.0) -> KazooClient:
     return client
 
 
+def seconds_to_first_client(since: float, hosts: str) -> float:
+    """Connects a client to `hosts`: the seconds from `since` until it is connected."""
+    client = first_client(hosts)
+    took = time.perf_counter() - since
+    client.stop()
+    client.close()
+    return took
+
+
 def zk_mock_once() -> float:
     t = time.perf_counter()
     server = ZkMock().start()
-    client = first_client(server.connect_string)
-    took = time.perf_counter() - t
-    client.stop()
-    client.close()
+    took = seconds_to_first_client(t, server.connect_string)
     server.stop()
     return took
 
@@ -53,10 +59,7 @@ def kazoo_harness_once(classpath: str) -> float:
     server = cluster[0]
     t = time.perf_counter()
     server.run()
-    client = first_client(server.address)
-    took = time.perf_counter() - t
-    client.stop()
-    client.close()
+    took = seconds_to_first_client(t, server.address)
     cluster.terminate()
     return took
 

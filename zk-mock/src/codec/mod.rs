@@ -61,11 +61,18 @@ pub fn frame(body: &[u8]) -> Bytes {
 /// placeholder length prefix, which is then filled in.
 pub fn framed(capacity: usize, encode: impl FnOnce(&mut BytesMut)) -> Bytes {
     let mut out = BytesMut::with_capacity(4 + capacity);
+    frame_into(&mut out, encode);
+    out.freeze()
+}
+
+/// Appends a frame to an empty `out`: a placeholder length prefix, what
+/// `encode` appends, then the prefix filled in.
+fn frame_into(out: &mut BytesMut, encode: impl FnOnce(&mut BytesMut)) {
+    debug_assert!(out.is_empty());
     out.extend_from_slice(&[0; 4]);
-    encode(&mut out);
+    encode(out);
     let len = (out.len() - 4) as i32;
     out[..4].copy_from_slice(&len.to_be_bytes());
-    out.freeze()
 }
 
 /// How much an [`Arena`] allocates at a time.
@@ -88,14 +95,10 @@ impl Arena {
     /// Encodes a frame as [`framed`] does, in the arena.
     pub fn framed(&mut self, encode: impl FnOnce(&mut BytesMut)) -> Bytes {
         let buf = &mut self.buf;
-        debug_assert!(buf.is_empty());
         if buf.capacity() < ARENA_MIN_ROOM {
             buf.reserve(ARENA_CHUNK);
         }
-        buf.extend_from_slice(&[0; 4]);
-        encode(buf);
-        let len = (buf.len() - 4) as i32;
-        buf[..4].copy_from_slice(&len.to_be_bytes());
+        frame_into(buf, encode);
         let frame = buf.split().freeze();
         if frame.len() > ARENA_CHUNK {
             // The buffer grew for this frame: it is not kept.

@@ -181,9 +181,7 @@ impl Control {
 
     /// As [`ZkMock::expire_all`].
     pub fn expire_all(&self) -> usize {
-        let mut st = self.state();
-        let ids: Vec<i64> = st.sessions.iter().map(|s| s.id).collect();
-        ids.into_iter().filter(|id| st.expire(*id)).count()
+        self.state().expire_all()
     }
 
     /// As [`ZkMock::disconnect`].
