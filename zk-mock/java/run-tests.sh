@@ -21,7 +21,7 @@ fi
 binary="$(realpath "${1:-$root/target/release/zk-mock}")"
 jars="${JAVA_JARS:-/usr/share/java}"
 out="$root/target/java"
-[ -x "$binary" ] || { echo "no zk-mock binary at $binary (cargo build --release -p zk-mock --features cli,admin)" >&2; exit 1; }
+[ -x "$binary" ] || { echo "no zk-mock binary at $binary (cargo build --release -p zk-mock-cli)" >&2; exit 1; }
 for j in junit-platform-console-standalone curator-test curator-recipes curator-framework curator-client zookeeper zookeeper-jute guava slf4j-api; do
   [ -f "$jars/$j.jar" ] || { echo "$jars/$j.jar is missing (apt-get install junit5 libcurator-recipes-java libcurator-test-java)" >&2; exit 1; }
 done

@@ -20,7 +20,7 @@
 //! when the server is killed after settling).
 //!
 //! `cargo run --release -p benches --bin soak -- [--sessions N] [--hold S] [--churn S]`
-//! (builds and finds `zk-mock` beside itself: run `cargo build --release -p zk-mock --features cli` first).
+//! (builds and finds `zk-mock` beside itself: run `cargo build --release -p zk-mock-cli` first).
 
 use parking_lot::Mutex;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -131,7 +131,7 @@ impl Server {
             .spawn()
             .unwrap_or_else(|e| {
                 panic!(
-                    "{}: {e} (cargo build --release -p zk-mock --features cli)",
+                    "{}: {e} (cargo build --release -p zk-mock-cli)",
                     bin.display()
                 )
             });

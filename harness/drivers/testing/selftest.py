@@ -556,7 +556,7 @@ def find_zk_mock(explicit: str | None, wait_s: float) -> Path:
     deadline = time.monotonic() + wait_s
     while not binary.exists():
         if time.monotonic() > deadline:
-            raise Failure(f"{binary} does not exist (build it with `cargo build -p zk-mock --features cli`)")
+            raise Failure(f"{binary} does not exist (build it with `cargo build -p zk-mock-cli`)")
         print(f"waiting for {binary} to be built…", file=sys.stderr)
         time.sleep(30)
     return binary

@@ -148,8 +148,8 @@ def find_binary(binary: Optional[str] = None) -> str:
     raise ZkMockStartError(
         "cannot find the zk-mock binary; looked in:\n  - "
         + "\n  - ".join(looked)
-        + "\n(pip install zk-mock installs it; or build it with "
-        "`cargo build --release -p zk-mock --features cli,admin` and set ZK_MOCK_BINARY)"
+        + "\n(`pip install zk-mock` installs it; `cargo install --path zk-mock` puts it on PATH;"
+        " or set ZK_MOCK_BINARY to its path)"
     )
 
 

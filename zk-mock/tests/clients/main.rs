@@ -8,7 +8,7 @@
 //! - Python kazoo (PyPI): `kazoo_smoke.py`, the API and the recipes, must
 //!   pass against both servers.
 //!
-//! Run: `cargo test -p zk-mock --features cross-clients --test clients`
+//! Run: `cargo test -p zk-mock-cli --features cross-clients --test clients`
 //! (needs Java, `apt-get install zookeeper zookeeper-bin`, `pip install kazoo`).
 //! `.ci/run` installs them and runs it.
 

@@ -1,4 +1,4 @@
-//! The `zk-mock` binary as a child process, shared by the `it` and
+//! The `zk-mock` binary as a child process, shared by the `binary` and
 //! `clients` test crates (included with `#[path]`).
 
 use std::io::{BufRead, BufReader};

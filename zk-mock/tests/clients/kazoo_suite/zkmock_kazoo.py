@@ -19,7 +19,7 @@ written there, one `nodeid<TAB>outcome` line per test.
     # an ensemble of 3 (zk-mock's, or, without ZK_MOCK_BIN, real servers)
     ZOOKEEPER_CLUSTER_SIZE=3 ZK_MOCK_BIN=... KAZOO_OUTCOMES=mock3.tsv ...
 
-`cargo test -p zk-mock --features cross-clients --test clients kazoos_own`
+`cargo test -p zk-mock-cli --features cross-clients --test clients kazoos_own`
 runs the first and requires every test in `zookeeper-3.8.0.passed` (the
 tests that pass on the baseline) to pass; `..._on_an_ensemble` runs the
 3-server form against `zookeeper-3.8.0-ensemble.passed`.

@@ -32,7 +32,7 @@ cd "$root"
 # zk-mock answers within microseconds, and the test failed 2 runs in 9.
 SKIP=(test_auth_failed test_watcher_remove_no_watcher)
 
-cargo build -q -p zk-mock --features cli --bin zk-mock
+cargo build -q -p zk-mock-cli
 bin="$root/target/debug/zk-mock"
 
 src="$(cargo metadata --format-version 1 --locked 2>/dev/null | python3 -c '

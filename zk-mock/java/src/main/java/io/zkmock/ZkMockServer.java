@@ -232,8 +232,8 @@ public final class ZkMockServer implements Closeable {
         looked.add("PATH (" + path + "): no zk-mock");
         throw new StartException("cannot find the zk-mock binary; looked in:\n  - "
             + String.join("\n  - ", looked)
-            + "\n(pip install zk-mock installs it; or `cargo build --release -p zk-mock --features cli,admin`"
-            + " and set -Dzkmock.binary=target/release/zk-mock)");
+            + "\n(`pip install zk-mock` or `cargo install --path zk-mock` puts it on PATH;"
+            + " or set -Dzkmock.binary=path/to/zk-mock)");
     }
 
     /**

@@ -79,6 +79,15 @@
 //!   [`fault`], [`record`], [`snapshot`], [`clock`]: what its methods take
 //!   and give; [`SessionId`] names sessions everywhere.
 //!
+//! ## Features and the binary
+//! By default the crate is the server, its faults, the recorder and
+//! snapshots. Features add the rest: `admin` the HTTP+JSON admin interface
+//! (`ZkMock::serve_admin`), `tls` a secure client port
+//! (`ZkMockBuilder::tls`), `real` `real::RealZk` (Apache ZooKeeper itself in
+//! a child JVM, for differential tests). The `zk-mock` binary, for test
+//! suites in other languages, is the `zk-mock-cli` package, which depends on
+//! this one (`cargo install --path zk-mock` in the repository).
+//!
 //! ## Which ZooKeeper
 //! The judge is Apache ZooKeeper **3.8.0** (Debian's `zookeeper` package):
 //! the conformance suite (`cargo test -p zk-mock --features conformance

@@ -103,7 +103,7 @@ async fn a_stale_read_through_a_lagging_follower() -> Result<(), Box<dyn std::er
 #[test]
 fn the_readme_shows_these_examples() {
     let this = include_str!("readme.rs");
-    let readme = include_str!("../../README.md");
+    let readme = include_str!("../../../README.md");
     // The markers, spelled so that this function does not contain them.
     let (begin, end) = (concat!("// README ", "begin"), concat!("// README ", "end"));
     let examples: Vec<&str> = this
@@ -116,7 +116,7 @@ fn the_readme_shows_these_examples() {
     for example in examples {
         assert!(
             readme.contains(example),
-            "README.md must show this part of zk-mock/tests/readme.rs verbatim:\n{example}"
+            "README.md must show this part of zk-mock/lib/tests/readme.rs verbatim:\n{example}"
         );
     }
 }

@@ -1,5 +1,5 @@
 //! The server's request path without sockets, for the cargo-fuzz targets
-//! in `zk-mock/fuzz` and their regression tests (`tests/fuzz_corpus.rs`);
+//! in `zk-mock/lib/fuzz` and their regression tests (`tests/fuzz_corpus.rs`);
 //! hidden, not part of the API.
 //!
 //! [`Server`] holds the same state a running mock does and reads bytes for

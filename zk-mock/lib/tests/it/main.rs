@@ -4,7 +4,6 @@
 //! test keeps asserting ZooKeeper's behaviour.
 
 mod admin;
-mod binary;
 mod compat;
 mod containers;
 mod crud;
@@ -16,8 +15,6 @@ mod hostile;
 mod mocks;
 mod multi;
 mod persistent;
-#[path = "../common/binary.rs"]
-mod process;
 mod sessions;
 mod stat;
 mod support;

@@ -1,5 +1,6 @@
 //! Shared helpers: starting mocks, connecting real and raw clients, bounded
-//! waits, a severable TCP proxy, and small record builders.
+//! waits, a severable TCP proxy, small record builders, and a minimal
+//! HTTP/1.1 client for the admin interface.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -7,6 +8,8 @@ use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
 use bytes::Bytes;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -271,4 +274,47 @@ pub(crate) async fn raw_add_watch(c: &mut RawClient, path: &str, mode: i32) -> (
         .await
         .unwrap();
     (r.header.err, r.body.to_vec())
+}
+
+/// One request on a fresh connection: (status, parsed JSON body or Null).
+pub(crate) async fn http(
+    admin: SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+) -> (u16, Value) {
+    http_as(admin, None, method, path, body).await.0
+}
+
+/// [`http`] with an `Authorization: Bearer` token; also returns the raw
+/// response head.
+pub(crate) async fn http_as(
+    admin: SocketAddr,
+    token: Option<&str>,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+) -> ((u16, Value), String) {
+    let mut s = TcpStream::connect(admin).await.unwrap();
+    let body = body.unwrap_or("");
+    let auth = token.map_or(String::new(), |t| format!("authorization: Bearer {t}\r\n"));
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nhost: localhost\r\n{auth}content-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut out))
+        .await
+        .unwrap()
+        .unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let status: u16 = text[9..12].parse().unwrap();
+    let (head, payload) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let value = if payload.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(payload).unwrap_or(Value::String(payload.into()))
+    };
+    ((status, value), head.to_lowercase())
 }
