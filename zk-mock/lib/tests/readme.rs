@@ -120,3 +120,36 @@ fn the_readme_shows_these_examples() {
         );
     }
 }
+
+/// The README's Python and Java first tests are files that CI runs: the
+/// Python wheel's examples and the Java package's tests.
+#[test]
+fn the_readme_shows_the_python_and_java_first_tests_that_ci_runs() {
+    let readme = include_str!("../../../README.md");
+    for (file, text, marker) in [
+        (
+            "zk-mock/python/examples/test_readme.py",
+            include_str!("../../python/examples/test_readme.py"),
+            "# README ",
+        ),
+        (
+            "zk-mock/java/src/test/java/io/zkmock/LockTest.java",
+            include_str!("../../java/src/test/java/io/zkmock/LockTest.java"),
+            "// README ",
+        ),
+    ] {
+        let body = text
+            .split_once(&format!("{marker}begin\n"))
+            .and_then(|(_, rest)| rest.split_once(&format!("{marker}end")))
+            .map(|(body, _)| body)
+            .unwrap_or_else(|| panic!("{file} marks the README's part"));
+        assert!(
+            body.lines().count() > 5,
+            "{file}: the marked part is the test"
+        );
+        assert!(
+            readme.contains(body),
+            "README.md must show this part of {file} verbatim:\n{body}"
+        );
+    }
+}

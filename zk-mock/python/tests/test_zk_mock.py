@@ -19,6 +19,9 @@ from kazoo.exceptions import ConnectionLoss, NoNodeError, NodeExistsError
 import zk_mock as zk_mock_module
 from zk_mock import ZkMock, ZkMockDied, ZkMockError, ZkMockNotFound, ZkMockStartError
 
+# pytester runs the plugin in pytest runs of its own.
+pytest_plugins = ["pytester"]
+
 
 def connect(server: ZkMock, timeout: float = 10.0) -> KazooClient:
     client = KazooClient(hosts=server.connect_string, timeout=timeout)
@@ -247,14 +250,31 @@ def test_stopping_twice_is_harmless_and_the_port_closes():
         socket.create_connection((host, int(port)), timeout=1)
 
 
-def test_shared_server_first_leaves_things_behind(zk_mock_server, clients):
-    c = clients(zk_mock_server)
-    c.create("/left-over", b"")
-    zk_mock_server.rule(ops="delete", fail="NOAUTH")
+def test_the_shared_server_is_reset_before_each_test(pytester):
+    # Two tests in order, in a pytest run of their own, each through the
+    # installed plugin.
+    pytester.makepyfile(
+        """
+        from kazoo.client import KazooClient
 
+        def _client(server):
+            c = KazooClient(hosts=server.connect_string)
+            c.start(timeout=10)
+            return c
 
-def test_shared_server_second_starts_clean(zk_mock_server, clients):
-    c = clients(zk_mock_server)
-    assert c.exists("/left-over") is None
-    assert zk_mock_server.rules() == []
-    assert c.get_children("/") == ["zookeeper"]
+        def test_first_leaves_things_behind(zk_mock_server):
+            c = _client(zk_mock_server)
+            c.create("/left-over", b"")
+            zk_mock_server.rule(ops="delete", fail="NOAUTH")
+            c.stop()
+
+        def test_second_starts_clean(zk_mock_server):
+            c = _client(zk_mock_server)
+            assert c.exists("/left-over") is None
+            assert zk_mock_server.rules() == []
+            assert c.get_children("/") == ["zookeeper"]
+            c.stop()
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)

@@ -148,7 +148,7 @@ def find_binary(binary: Optional[str] = None) -> str:
     raise ZkMockStartError(
         "cannot find the zk-mock binary; looked in:\n  - "
         + "\n  - ".join(looked)
-        + "\n(`pip install zk-mock` installs it; `cargo install --path zk-mock` puts it on PATH;"
+        + "\n(the zk-mock wheel installs it; `cargo install --path zk-mock` puts it on PATH;"
         " or set ZK_MOCK_BINARY to its path)"
     )
 
@@ -374,7 +374,12 @@ class ZkMock:
                         raise self._start_failed(cmd) from None
                     continue
                 if line is None:
-                    process.wait(timeout=5)
+                    # Its stdout closed: it is exiting (or closed stdout
+                    # and lives on, which the kill below ends).
+                    try:
+                        process.wait(timeout=5)
+                    except subprocess.TimeoutExpired:
+                        pass
                     raise self._start_failed(cmd)
                 if line.startswith(_LISTENING):
                     rest = line[len(_LISTENING):]

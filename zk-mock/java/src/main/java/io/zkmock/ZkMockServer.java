@@ -243,7 +243,9 @@ public final class ZkMockServer implements Closeable {
     public synchronized void start() throws Exception {
         if (process != null) {
             if (stopped) {
-                call("POST", "/servers/0/restart", null);
+                for (int i = 0; i < serverCount(); i++) {
+                    call("POST", "/servers/" + i + "/restart", null);
+                }
                 stopped = false;
             }
             return;
@@ -353,14 +355,22 @@ public final class ZkMockServer implements Closeable {
     /**
      * Stops the server as {@code TestingServer.stop()} does: its clients lose their
      * connections and new ones are closed, until {@link #start()} or {@link #restart()}.
-     * The sessions survive that (the process keeps them).
+     * The sessions survive that (the process keeps them). With {@link Settings#servers(int)},
+     * every server of the ensemble stops.
      */
     public synchronized void stop() throws IOException {
         if (process == null || stopped || !process.isAlive()) {
             return;
         }
-        call("POST", "/servers/0/kill", null);
+        for (int i = 0; i < serverCount(); i++) {
+            call("POST", "/servers/" + i + "/kill", null);
+        }
         stopped = true;
+    }
+
+    /** How many servers the process serves (1, or the ensemble's size). */
+    private int serverCount() {
+        return listOfMaps(call("GET", "/servers", null)).size();
     }
 
     /** Stops and starts the server: clients reconnect, and their sessions survive. */

@@ -8,11 +8,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.curator.retry.RetryOneTime;
 import org.apache.curator.test.TestingServer;
@@ -112,8 +115,15 @@ class CuratorRecipesTest {
              CuratorFramework c = client(server.getConnectString())) {
             long session = c.getZookeeperClient().getZooKeeper().getSessionId();
             c.create().forPath("/kept", "v".getBytes());
+            BlockingQueue<ConnectionState> states = new LinkedBlockingQueue<>();
+            c.getConnectionStateListenable().addListener((client, state) -> {
+                if (state != ConnectionState.CONNECTED) { // the first connection's, delivered late
+                    states.add(state);
+                }
+            });
             server.restart();
-            assertTrue(c.blockUntilConnected(10, TimeUnit.SECONDS));
+            assertEquals(ConnectionState.SUSPENDED, states.poll(10, TimeUnit.SECONDS), "the restart cut the connection");
+            assertEquals(ConnectionState.RECONNECTED, states.poll(10, TimeUnit.SECONDS), "and the client came back");
             assertNotNull(c.checkExists().forPath("/kept"));
             assertEquals(session, c.getZookeeperClient().getZooKeeper().getSessionId());
         }

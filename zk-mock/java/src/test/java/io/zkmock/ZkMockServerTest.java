@@ -14,7 +14,9 @@ import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
@@ -77,19 +79,59 @@ class ZkMockServerTest {
         assertThrows(ZkMockServer.NotFoundException.class, () -> server.expireSession(12345));
     }
 
+    /**
+     * The client's connection states from now on, in order; the first CONNECTED, which
+     * Curator may deliver after {@code blockUntilConnected} returns, is left out.
+     */
+    static BlockingQueue<ConnectionState> states(CuratorFramework c) {
+        BlockingQueue<ConnectionState> q = new LinkedBlockingQueue<>();
+        c.getConnectionStateListenable().addListener((client, state) -> {
+            if (state != ConnectionState.CONNECTED) {
+                q.add(state);
+            }
+        });
+        return q;
+    }
+
+    static void expectState(BlockingQueue<ConnectionState> q, ConnectionState want) throws InterruptedException {
+        ConnectionState got = q.poll(10, TimeUnit.SECONDS);
+        assertEquals(want, got, "the client's next connection state");
+    }
+
     @Test
     void stopAndStartKeepTheSessionAsTestingServerDoes(ZkMockServer server) throws Exception {
         try (CuratorFramework c = connect(server.getConnectString())) {
+            BlockingQueue<ConnectionState> states = states(c);
             long session = sessionOf(c);
             c.create().withMode(CreateMode.EPHEMERAL).forPath("/eph");
             server.stop();
+            expectState(states, ConnectionState.SUSPENDED);
             server.start();
-            assertTrue(c.blockUntilConnected(10, TimeUnit.SECONDS));
+            expectState(states, ConnectionState.RECONNECTED);
             assertEquals(session, sessionOf(c), "the same session");
             assertNotNull(c.checkExists().forPath("/eph"), "its ephemeral survived");
             server.restart();
-            assertTrue(c.blockUntilConnected(10, TimeUnit.SECONDS));
+            expectState(states, ConnectionState.SUSPENDED);
+            expectState(states, ConnectionState.RECONNECTED);
+            assertEquals(session, sessionOf(c));
             assertNotNull(c.checkExists().forPath("/eph"));
+        }
+    }
+
+    @Test
+    void stopStopsEveryServerOfAnEnsemble() throws Exception {
+        try (ZkMockServer server = new ZkMockServer(new ZkMockServer.Settings().servers(3), true);
+             CuratorFramework c = connect(server.getConnectString())) {
+            assertEquals(3, server.getConnectString().split(",").length);
+            BlockingQueue<ConnectionState> states = states(c);
+            c.create().forPath("/kept");
+            server.stop();
+            expectState(states, ConnectionState.SUSPENDED);
+            // No other server to fail over to while it is stopped.
+            assertNull(states.poll(1500, TimeUnit.MILLISECONDS), "stays suspended while stopped");
+            server.start();
+            expectState(states, ConnectionState.RECONNECTED);
+            assertNotNull(c.checkExists().forPath("/kept"));
         }
     }
 
