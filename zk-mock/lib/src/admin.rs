@@ -324,16 +324,17 @@ async fn requests(
         ));
     }
     let session = f.session.as_deref().map(session_id).transpose()?;
-    // As in a rule: a family's name (`create`) is every op code of the
-    // family; other names (`create2`) and numbers are one op code.
+    // Names as in a rule (a family's name is every op code of the family),
+    // or an op code's number.
     let ops: Option<Vec<i32>> = match &f.op {
-        Some(op) => Some(match crate::fault::OpFamily::parse(op) {
-            Ok(family) => family.codes().iter().map(|c| *c as i32).collect(),
-            Err(_) => vec![OpCode::from_name(op)
-                .or_else(|| op.parse().ok().and_then(OpCode::from_i32))
+        Some(op) => Some(
+            crate::fault::op_codes_named(op)
+                .or_else(|| op.parse().ok().and_then(OpCode::from_i32).map(|c| vec![c]))
                 .ok_or_else(|| bad(format!("unknown op {op:?}")))?
-                as i32],
-        }),
+                .into_iter()
+                .map(|c| c as i32)
+                .collect(),
+        ),
         None => None,
     };
     let picked: Vec<RequestRecord> = c.inspect(|log| {

@@ -228,6 +228,16 @@ impl OpFamily {
     }
 }
 
+/// The op codes a name covers, as rules and the admin interface's request
+/// filter read it: a family's name (`create`) is every op code of the family;
+/// an op's own name (`create2`) is that one op code.
+pub(crate) fn op_codes_named(name: &str) -> Option<Vec<OpCode>> {
+    match OpFamily::parse(name) {
+        Ok(family) => Some(family.codes().to_vec()),
+        Err(_) => OpCode::from_name(name).map(|c| vec![c]),
+    }
+}
+
 /// A path glob, compiled once (globset: matching takes time linear in the
 /// path, whatever the pattern). `*` and `?` stay within a path segment, `**`
 /// spans segments; `\\` escapes.
@@ -746,19 +756,16 @@ mod op_list {
         Code(i32),
     }
 
-    /// A family name (`"create"`) is every op code of the family; other
-    /// names (`"create2"`) and numbers are one op code.
+    /// Names as [`op_codes_named`](super::op_codes_named) reads them;
+    /// numbers are one op code.
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<OpCode>, D::Error> {
         let mut out: Vec<OpCode> = Vec::new();
         for v in Vec::<NameOrCode>::deserialize(d)? {
             let codes: Vec<OpCode> = match v {
                 NameOrCode::Code(c) => vec![OpCode::from_i32(c)
                     .ok_or_else(|| D::Error::custom(format!("unknown op code {c}")))?],
-                NameOrCode::Name(n) => match super::OpFamily::parse(&n) {
-                    Ok(f) => f.codes().to_vec(),
-                    Err(_) => vec![OpCode::from_name(&n)
-                        .ok_or_else(|| D::Error::custom(format!("unknown op name {n:?}")))?],
-                },
+                NameOrCode::Name(n) => super::op_codes_named(&n)
+                    .ok_or_else(|| D::Error::custom(format!("unknown op name {n:?}")))?,
             };
             for c in codes {
                 if !out.contains(&c) {

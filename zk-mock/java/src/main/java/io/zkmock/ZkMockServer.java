@@ -232,7 +232,7 @@ public final class ZkMockServer implements Closeable {
         looked.add("PATH (" + path + "): no zk-mock");
         throw new StartException("cannot find the zk-mock binary; looked in:\n  - "
             + String.join("\n  - ", looked)
-            + "\n(`pip install zk-mock` or `cargo install --path zk-mock` puts it on PATH;"
+            + "\n(the zk-mock wheel or `cargo install --path zk-mock` puts it on PATH;"
             + " or set -Dzkmock.binary=path/to/zk-mock)");
     }
 
@@ -243,9 +243,7 @@ public final class ZkMockServer implements Closeable {
     public synchronized void start() throws Exception {
         if (process != null) {
             if (stopped) {
-                for (int i = 0; i < serverCount(); i++) {
-                    call("POST", "/servers/" + i + "/restart", null);
-                }
+                everyServer("restart");
                 stopped = false;
             }
             return;
@@ -362,15 +360,16 @@ public final class ZkMockServer implements Closeable {
         if (process == null || stopped || !process.isAlive()) {
             return;
         }
-        for (int i = 0; i < serverCount(); i++) {
-            call("POST", "/servers/" + i + "/kill", null);
-        }
+        everyServer("kill");
         stopped = true;
     }
 
-    /** How many servers the process serves (1, or the ensemble's size). */
-    private int serverCount() {
-        return listOfMaps(call("GET", "/servers", null)).size();
+    /** Posts {@code verb} ({@code kill}, {@code restart}) to every server of the process: one, or the ensemble's. */
+    private void everyServer(String verb) {
+        int servers = listOfMaps(call("GET", "/servers", null)).size();
+        for (int i = 0; i < servers; i++) {
+            call("POST", "/servers/" + i + "/" + verb, null);
+        }
     }
 
     /** Stops and starts the server: clients reconnect, and their sessions survive. */

@@ -9,7 +9,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
@@ -115,12 +114,7 @@ class CuratorRecipesTest {
              CuratorFramework c = client(server.getConnectString())) {
             long session = c.getZookeeperClient().getZooKeeper().getSessionId();
             c.create().forPath("/kept", "v".getBytes());
-            BlockingQueue<ConnectionState> states = new LinkedBlockingQueue<>();
-            c.getConnectionStateListenable().addListener((client, state) -> {
-                if (state != ConnectionState.CONNECTED) { // the first connection's, delivered late
-                    states.add(state);
-                }
-            });
+            BlockingQueue<ConnectionState> states = ZkMockServerTest.states(c);
             server.restart();
             assertEquals(ConnectionState.SUSPENDED, states.poll(10, TimeUnit.SECONDS), "the restart cut the connection");
             assertEquals(ConnectionState.RECONNECTED, states.poll(10, TimeUnit.SECONDS), "and the client came back");
