@@ -1,6 +1,6 @@
-//! The zk-lock example of the root README.md, compiled and run: the text
-//! between the markers below appears verbatim in the README, which a test
-//! checks.
+//! The zk-lock example of the guide's zk-lock chapter (docs/zk-lock.md),
+//! compiled and run: the text between the markers below appears verbatim
+//! there, which a test checks.
 
 // README begin
 use std::time::Duration;
@@ -50,16 +50,16 @@ async fn a_holder_hears_of_its_loss_and_the_next_one_takes_over(
 // README end
 
 #[test]
-fn the_readme_shows_this_example() {
+fn the_guide_shows_this_example() {
     let this = include_str!("readme.rs");
-    let readme = include_str!("../../README.md");
+    let page = include_str!("../../docs/zk-lock.md");
     let example = this
         .split("// README begin\n")
         .nth(1)
         .and_then(|rest| rest.split("// README end").next())
         .expect("markers");
     assert!(
-        readme.contains(example),
-        "README.md must show zk-lock/tests/readme.rs between its markers, verbatim"
+        page.contains(example),
+        "docs/zk-lock.md must show zk-lock/tests/readme.rs between its markers, verbatim"
     );
 }

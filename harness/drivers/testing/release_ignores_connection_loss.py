@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """skeleton.py with ONE PLANTED BUG, for the harness's own tests: its release deletes the
 lock node once and, when that delete's connection is lost, swallows the error and forgets
-the node (like Curator issue 1193 / CURATOR-678). If the delete never reached the server,
+the node (like apache/curator#1193, CURATOR-678). If the delete never reached the server,
 the node stays while the session lives: a lock nobody can take. Everything else is the
 skeleton's, and passes the basic exchange."""
 import json, os, sys, threading

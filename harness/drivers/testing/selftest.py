@@ -479,7 +479,7 @@ class SelfTest:
             self.drv.call("release", client="d2")
 
     def try_cleanup_dropped(self) -> None:
-        """Informational (kazoo issue 732): a try-acquire that finds the lock
+        """Informational (python-zk/kazoo#732): a try-acquire that finds the lock
         busy deletes its node, and that delete's connection drops."""
         path = "/selftest/try732/lock"
         self.open("p1", path)

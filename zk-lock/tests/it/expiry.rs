@@ -76,7 +76,7 @@ async fn deleting_the_holders_node_is_observed_as_loss() {
     }
 }
 
-/// Curator issue 727: a partition outlives the holder's session. The waiter
+/// apache/curator#727: a partition outlives the holder's session. The waiter
 /// takes over while the old holder cannot hear anything; its fencing token
 /// is larger, and the old holder's guard reports the loss once it can.
 #[tokio::test]

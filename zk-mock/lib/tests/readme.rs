@@ -1,6 +1,6 @@
-//! The zk-mock examples of the root README.md, compiled and run: each text
-//! between a pair of markers below appears verbatim in the README, which a
-//! test checks.
+//! The zk-mock examples of the root README.md and the guide in docs/,
+//! compiled and run: each text between a pair of markers below appears
+//! verbatim in the page its marker names, which a test checks.
 
 // README begin: first test
 #[tokio::test]
@@ -101,30 +101,57 @@ async fn a_stale_read_through_a_lagging_follower() -> Result<(), Box<dyn std::er
 // README end
 
 #[test]
-fn the_readme_shows_these_examples() {
+fn the_readme_and_the_guide_show_these_examples() {
     let this = include_str!("readme.rs");
-    let readme = include_str!("../../../README.md");
-    // The markers, spelled so that this function does not contain them.
-    let (begin, end) = (concat!("// README ", "begin"), concat!("// README ", "end"));
-    let examples: Vec<&str> = this
+    let pages = [
+        ("README.md", include_str!("../../../README.md")),
+        ("docs/rust.md", include_str!("../../../docs/rust.md")),
+        ("docs/faults.md", include_str!("../../../docs/faults.md")),
+        (
+            "docs/ensembles.md",
+            include_str!("../../../docs/ensembles.md"),
+        ),
+    ];
+    // Which pages show which marked example. The markers are spelled so
+    // that this function does not contain them.
+    let shown_in = |name: &str| -> &[&str] {
+        match name {
+            "first test" => &["README.md", "docs/rust.md"],
+            "faults" => &["docs/faults.md"],
+            "ensemble" => &["docs/ensembles.md"],
+            other => panic!("no page is named for the marked example {other:?}"),
+        }
+    };
+    let (begin, end) = (
+        concat!("// README ", "begin: "),
+        concat!("// README ", "end"),
+    );
+    let examples: Vec<(&str, &str)> = this
         .split(begin)
         .skip(1)
         .filter_map(|rest| rest.split_once('\n'))
-        .filter_map(|(_, body)| body.split(end).next())
+        .filter_map(|(name, body)| Some((name, body.split(end).next()?.trim_end())))
         .collect();
     assert_eq!(examples.len(), 3, "three marked examples");
-    for example in examples {
-        assert!(
-            readme.contains(example),
-            "README.md must show this part of zk-mock/lib/tests/readme.rs verbatim:\n{example}"
-        );
+    for (name, example) in examples {
+        for page in shown_in(name) {
+            let (_, text) = pages
+                .iter()
+                .find(|(p, _)| p == page)
+                .expect("a listed page");
+            assert!(
+                text.contains(example),
+                "{page} must show this part of zk-mock/lib/tests/readme.rs verbatim:\n{example}"
+            );
+        }
     }
 }
 
-/// The README's Python and Java first tests are files that CI runs: the
-/// Python wheel's examples and the Java package's tests.
+/// The README's Python, Java and any-language first tests are files that CI
+/// runs: the Python wheel's examples, the Java package's tests and the
+/// cross-client job's shell script.
 #[test]
-fn the_readme_shows_the_python_and_java_first_tests_that_ci_runs() {
+fn the_readme_shows_the_first_tests_that_ci_runs() {
     let readme = include_str!("../../../README.md");
     for (file, text, marker) in [
         (
@@ -137,6 +164,11 @@ fn the_readme_shows_the_python_and_java_first_tests_that_ci_runs() {
             include_str!("../../java/src/test/java/io/zkmock/LockTest.java"),
             "// README ",
         ),
+        (
+            "zk-mock/tests/clients/first_test.sh",
+            include_str!("../../tests/clients/first_test.sh"),
+            "# README ",
+        ),
     ] {
         let body = text
             .split_once(&format!("{marker}begin\n"))
@@ -144,7 +176,7 @@ fn the_readme_shows_the_python_and_java_first_tests_that_ci_runs() {
             .map(|(body, _)| body)
             .unwrap_or_else(|| panic!("{file} marks the README's part"));
         assert!(
-            body.lines().count() > 5,
+            body.lines().count() >= 5,
             "{file}: the marked part is the test"
         );
         assert!(

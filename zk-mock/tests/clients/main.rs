@@ -77,6 +77,37 @@ fn have(path: &str) -> bool {
     Path::new(path).exists()
 }
 
+/// The README's first test for any other language (`first_test.sh`, which
+/// the README shows verbatim), run as a newcomer runs it: the `zk-mock`
+/// binary and Debian's `zkCli.sh` on PATH, ports 2181 and 8080.
+#[test]
+fn the_readmes_first_test_for_any_language_passes() {
+    assert!(have(ZKCLI), "{ZKCLI} missing: apt-get install zookeeper");
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_zk-mock")).parent().unwrap();
+    let zkcli_dir = Path::new(ZKCLI).parent().unwrap();
+    let path = format!(
+        "{}:{}:{}",
+        bin_dir.display(),
+        zkcli_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("sh")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/clients/first_test.sh"
+        ))
+        .env("PATH", path)
+        .stdin(Stdio::null())
+        .output()
+        .expect("sh runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.lines().any(|l| l == "PASS"),
+        "the README's first test did not print PASS\nstdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 // ---------------------------------------------------------------------------
 // zkCli.sh
 

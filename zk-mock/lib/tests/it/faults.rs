@@ -1,4 +1,4 @@
-//! Fault rules and verbs (issue #3): each does to a real `zookeeper-client`
+//! Fault rules and verbs: each does to a real `zookeeper-client`
 //! session what the matching real-world failure does.
 
 use std::time::{Duration, Instant};
