@@ -9,12 +9,22 @@
 //! ```sh
 //! cargo test -p harness --features chromium --test html_chromium
 //! ```
+//!
+//! The user guide's picture of a failing run, `docs/images/report-timeline.png`,
+//! is a screenshot this test takes (always written to
+//! `target/docs-images/report-timeline.png`). To update the copy in the
+//! repository:
+//!
+//! ```sh
+//! UPDATE_DOCS_IMAGES=1 cargo test -p harness --features chromium --test html_chromium
+//! ```
 #![cfg(feature = "chromium")]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use harness::journal::Event;
 use harness::report::{failure_details, Outcome, Status};
 use harness::runner::{run, RunOptions};
 use harness::target::TargetSpec;
@@ -242,5 +252,198 @@ async fn report_renders_in_headless_chromium() {
     if let Ok(keep) = std::env::var("HTML_REPORT_KEEP") {
         let _ = std::fs::copy(&page, Path::new(&keep).join("report.html"));
         let _ = std::fs::copy(&png, Path::new(&keep).join("report.png"));
+    }
+}
+
+/// A lock that fails: three clients queue, and when the one in the middle
+/// expires, the last takes the lock while the holder still holds it (its
+/// recipe does not list the queue again when its predecessor's node goes).
+/// Each step waits on the one before (then 100 ms, to spread the picture
+/// out); the holder holds for 1 s, far past the expiry at about 300 ms, so
+/// the run fails the same way every time.
+const OVERLAP: &str = "\
+description: >-
+  Three clients queue for the lock. The one in the middle expires while it
+  waits; the last one must go on waiting for the holder, but its recipe takes
+  the lock as soon as the node ahead of it goes.
+server:
+  session_timeout: 1s
+lock:
+  recipe: broken-no-recheck
+clients:
+  - name: holder
+    hold: 1s
+  - name: middle
+    on_stampede: true
+    hold: 20ms
+    on_expiry: stop
+  - name: last
+    on_stampede: true
+    hold: 300ms
+timeline:
+  - on: {holds: holder}
+    after: 100ms
+    stampede: middle
+  - on: {waiting: middle}
+    after: 100ms
+    stampede: last
+  - on: {waiting: last}
+    after: 100ms
+    expire: middle
+";
+
+/// The screenshot's size: the failing scenario's section, from its heading
+/// (the verdict, the invariants) down to the timeline and its legend.
+const SHOT_W: u32 = 1200;
+const SHOT_H: u32 = 727;
+
+/// A PNG's width and height, from its IHDR chunk.
+fn png_size(bytes: &[u8]) -> (u32, u32) {
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+    assert_eq!(&bytes[12..16], b"IHDR", "no IHDR chunk first");
+    let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+    (be(&bytes[16..20]), be(&bytes[20..24]))
+}
+
+/// Screenshots `url` at `SHOT_W` x `SHOT_H` into `png`.
+fn screenshot(profile: &Path, png: &Path, url: &str) -> Vec<u8> {
+    let _ = std::fs::remove_file(png);
+    let shot = run_chromium(
+        &[
+            format!("--user-data-dir={}", profile.display()),
+            "--disable-background-networking".into(),
+            format!("--screenshot={}", png.display()),
+            format!("--window-size={SHOT_W},{SHOT_H}"),
+            url.to_string(),
+        ],
+        Duration::from_secs(120),
+    );
+    std::fs::read(png).unwrap_or_else(|e| {
+        panic!(
+            "no screenshot of {url} ({e}); chromium {}: {}",
+            shot.status,
+            String::from_utf8_lossy(&shot.stderr)
+        )
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_run_timeline_screenshot() {
+    let loaded = harness::scenario::parse(Path::new("lock-queue.yaml"), OVERLAP)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let outcome = run(
+        &loaded,
+        &RunOptions {
+            target: TargetSpec::Mock,
+            seed: Some(11),
+            implementation: harness::implementation::Implementation::ZkLock,
+            progress: None,
+        },
+    )
+    .await;
+
+    // It fails, on mutual exclusion: the last client held the lock while
+    // the holder still did.
+    assert_eq!(
+        outcome.status,
+        Status::Failed,
+        "{}",
+        failure_details(&outcome)
+    );
+    let mutex = outcome
+        .invariants
+        .iter()
+        .find(|i| i.name == "mutual_exclusion")
+        .expect("mutual_exclusion is judged");
+    assert!(
+        mutex.checked && !mutex.held && !mutex.expected_violation,
+        "{}",
+        failure_details(&outcome)
+    );
+    assert!(
+        outcome
+            .resource_violations
+            .iter()
+            .any(|v| v.invariant == "mutual_exclusion"
+                && v.detail.contains("last")
+                && v.detail.contains("holder")),
+        "{:?}",
+        outcome.resource_violations
+    );
+    let first = |client: &str, what: fn(&Event) -> bool| {
+        outcome
+            .journal
+            .iter()
+            .find(|e| e.client == client && what(&e.event))
+            .map(|e| e.t)
+            .unwrap_or_else(|| panic!("{client}: not in the journal"))
+    };
+    let last_acquired = first("last", |e| matches!(e, Event::Acquired { .. }));
+    let holder_released = first("holder", |e| matches!(e, Event::Released { .. }));
+    assert!(
+        last_acquired < holder_released,
+        "the holds do not overlap: last acquired at {last_acquired:?}, holder released at {holder_released:?}"
+    );
+
+    let html = harness::report::html(std::slice::from_ref(&outcome));
+    assert_eq!(
+        count(&html, "<g class=\"violation\""),
+        outcome.resource_violations.len()
+    );
+    assert!(html.contains(">expire middle</text>"), "fault label");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let page = dir.path().join("report.html");
+    std::fs::write(&page, &html).expect("write the report");
+    let profile = dir.path().join("profile");
+
+    // The scenario's section, from its heading: the report as it is, in a
+    // frame of the screenshot's size scrolled to the section's anchor (a
+    // top-level page scrolled to a fragment does not paint reliably in
+    // headless mode; a frame does).
+    let frame = dir.path().join("frame.html");
+    std::fs::write(
+        &frame,
+        format!(
+            "<!DOCTYPE html><html><body style=\"margin:0\"><iframe src=\"report.html#s1\" \
+             style=\"border:0;display:block;width:{SHOT_W}px;height:{SHOT_H}px\"></iframe></body></html>"
+        ),
+    )
+    .expect("write the frame");
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("the target directory")
+        .join("docs-images");
+    std::fs::create_dir_all(&out_dir).expect("create target/docs-images");
+    // The page too, to look at in a browser.
+    std::fs::write(out_dir.join("report-timeline.html"), &html).expect("write the report");
+    let png = out_dir.join("report-timeline.png");
+    let bytes = screenshot(&profile, &png, &format!("file://{}", frame.display()));
+    assert_eq!(png_size(&bytes), (SHOT_W, SHOT_H), "screenshot size");
+
+    // Not blank: a white page of the same size compresses to far less.
+    let blank_page = dir.path().join("blank.html");
+    std::fs::write(&blank_page, "<!DOCTYPE html><html><body></body></html>").expect("write");
+    let blank = screenshot(
+        &profile,
+        &dir.path().join("blank.png"),
+        &format!("file://{}", blank_page.display()),
+    );
+    assert_eq!(png_size(&blank), (SHOT_W, SHOT_H));
+    assert!(
+        bytes.len() > 5 * blank.len(),
+        "the screenshot ({} bytes) looks blank (a blank page: {} bytes)",
+        bytes.len(),
+        blank.len()
+    );
+    assert!(
+        bytes.len() < 400_000,
+        "screenshot too large: {} bytes",
+        bytes.len()
+    );
+
+    if std::env::var("UPDATE_DOCS_IMAGES").as_deref() == Ok("1") {
+        let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/images");
+        std::fs::create_dir_all(&docs).expect("create docs/images");
+        std::fs::copy(&png, docs.join("report-timeline.png")).expect("update docs/images");
     }
 }
