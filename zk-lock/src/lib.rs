@@ -220,6 +220,8 @@
 //! uses `__READ__`/`__WRIT__` and does not share a lock with it.
 //!
 
+#![warn(missing_docs)]
+
 mod error;
 mod guard;
 mod lock;

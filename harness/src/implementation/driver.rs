@@ -211,7 +211,8 @@ impl Host {
         }
     }
 
-    /// See [`super::Host::open`].
+    /// Has the driver connect `client` to `connect` and make its lock from
+    /// `lock`; returns the session id the driver reports (0 if it gives none).
     pub async fn open(
         &self,
         client: &str,
@@ -230,7 +231,8 @@ impl Host {
         Ok(r.session.unwrap_or(0))
     }
 
-    /// See [`super::Host::acquire`].
+    /// Has the driver acquire `client`'s lock as `role`, blocking, with a
+    /// timeout or once, as `mode` says.
     pub async fn acquire(&self, client: &str, role: Role, mode: Mode) -> Result<Acquired, OpError> {
         let (mode, timeout_ms) = match mode {
             Mode::Block => ("block", None),
@@ -255,7 +257,7 @@ impl Host {
         })
     }
 
-    /// See [`super::Host::release`].
+    /// Has the driver release what `client` holds (one entry).
     pub async fn release(&self, client: &str) -> Result<(), OpError> {
         self.call(Op::Release {
             client: client.to_string(),
@@ -264,7 +266,8 @@ impl Host {
         .map(drop)
     }
 
-    /// See [`super::Host::touch`].
+    /// Has the driver create a persistent marker node at `path`, holding
+    /// `data`, through `client`'s own session.
     pub async fn touch(&self, client: &str, path: &str, data: &str) -> Result<(), OpError> {
         self.call(Op::Touch {
             client: client.to_string(),
@@ -275,7 +278,7 @@ impl Host {
         .map(drop)
     }
 
-    /// See [`super::Host::close`].
+    /// Has the driver close `client`'s session.
     pub async fn close(&self, client: &str) -> Result<(), OpError> {
         self.call(Op::Close {
             client: client.to_string(),
@@ -284,8 +287,9 @@ impl Host {
         .map(drop)
     }
 
-    /// See [`super::Host::crash`]: tells the driver, and forgets the
-    /// client's outstanding requests.
+    /// Has the driver drop `client` without closing its session, and
+    /// forgets the client's outstanding requests (their late replies are
+    /// dropped).
     pub async fn crash(&self, client: &str) {
         self.shared.state.lock().crashed.insert(client.to_string());
         let _ = self

@@ -1,7 +1,7 @@
 //! The lock implementations a scenario can judge: zk-lock in this process,
 //! or any library behind a driver process (`harness/DRIVERS.md`).
 //!
-//! Either way the runner sees one [`Host`] per scenario run with the same
+//! Either way the runner sees one `Host` per scenario run with the same
 //! operations — open, acquire, release, touch, close, crash — and one
 //! [`View`] per client of what its library reports (session, suspended,
 //! reconnected, lost).

@@ -1,4 +1,4 @@
-//! Where a scenario runs: the embedded zk-mock ([`mock`]), or a real
+//! Where a scenario runs: the embedded zk-mock (`mock`), or a real
 //! ZooKeeper behind the harness's own fault proxies (`real`: `proxy`,
 //! `observer`, `takeover`).
 

@@ -665,6 +665,8 @@ pub trait NotificationQuery<'a>: Iterator<Item = &'a NotificationRecord> + Sized
         self.filter(move |n| n.zxid == zxid)
     }
     /// Only those this server of an ensemble sent.
+    // A filter in a query chain (`….from_server(1)`), not a conversion.
+    #[allow(clippy::wrong_self_convention)]
     fn from_server(self, server: usize) -> impl Iterator<Item = &'a NotificationRecord> {
         self.filter(move |n| n.server == server)
     }

@@ -211,7 +211,6 @@ macro_rules! record {
         ///
         /// Fields carry their Jute names and are encoded in declaration order.
         #[derive(Debug, Clone, PartialEq, Eq, Default)]
-        #[allow(missing_docs)]
         pub struct $name {
             $( $(#[$fmeta])* pub $field: $ty ),*
         }

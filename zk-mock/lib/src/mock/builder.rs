@@ -206,8 +206,8 @@ impl ZkMockBuilder {
         self
     }
 
-    /// The secure port to listen on (default 0: a free one). Only with
-    /// [`tls`](Self::tls).
+    /// The secure port to listen on (default 0: a free one). Only used with
+    /// `tls` (the `tls` feature).
     pub fn secure_port(mut self, port: u16) -> Self {
         self.secure_port = port;
         self

@@ -127,7 +127,8 @@ impl ZkMock {
         self.control.connect_string()
     }
 
-    /// Where TLS clients connect, if [`ZkMockBuilder::tls`] turned it on.
+    /// Where TLS clients connect, if `ZkMockBuilder::tls` (the `tls` feature)
+    /// turned it on.
     pub fn secure_addr(&self) -> Option<SocketAddr> {
         self.control.secure_addr()
     }

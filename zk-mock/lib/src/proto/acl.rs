@@ -63,7 +63,9 @@ impl crate::codec::Field for Id {
 record! {
     /// `ACL {int perms; Id id}`.
     pub struct Acl {
+        /// The permissions granted, an OR of [`perms`] bits.
         pub perms: i32,
+        /// Who they are granted to.
         pub id: Id,
     }
 }

@@ -7,8 +7,11 @@ use crate::codec::record;
 record! {
     /// `AuthPacket {int type; ustring scheme; buffer auth}` (op 100, xid −4).
     pub struct AuthPacket {
+        /// Unused; clients send 0.
         pub auth_type: i32,
+        /// The authentication scheme (`digest`, `ip`, …).
         pub scheme: String,
+        /// The credentials, e.g. `user:password` for `digest`.
         pub auth: Option<Bytes>,
     }
 }
@@ -16,6 +19,7 @@ record! {
 record! {
     /// `SetSASLResponse {buffer token}` (op 102); also the layout of `GetSASLRequest`.
     pub struct SaslResponse {
+        /// The SASL token.
         pub token: Option<Bytes>,
     }
 }
@@ -23,7 +27,9 @@ record! {
 record! {
     /// `ClientInfo {ustring authScheme; ustring user}`.
     pub struct ClientInfo {
+        /// The scheme of an id the session holds.
         pub auth_scheme: String,
+        /// The id within the scheme.
         pub user: String,
     }
 }
@@ -31,6 +37,7 @@ record! {
 record! {
     /// `WhoAmIResponse` (op 107).
     pub struct WhoAmIResponse {
+        /// The session's authentication ids.
         pub client_info: Vec<ClientInfo>,
     }
 }

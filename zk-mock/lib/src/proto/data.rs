@@ -11,9 +11,14 @@ use crate::codec::record;
 record! {
     /// `CreateRequest`: ops create (1), create2 (15) and createContainer (19).
     pub struct CreateRequest {
+        /// The node's path; a sequential node gets a suffix appended.
         pub path: String,
+        /// The node's data (`None`: null).
         pub data: Option<Bytes>,
+        /// The node's ACL.
         pub acl: Vec<Acl>,
+        /// The create mode: 0 persistent, 1 ephemeral, 2 persistent sequential,
+        /// 3 ephemeral sequential, 4 container, 5 and 6 their TTL forms.
         pub flags: i32,
     }
 }
@@ -21,10 +26,15 @@ record! {
 record! {
     /// `CreateTTLRequest`: op createTTL (21).
     pub struct CreateTtlRequest {
+        /// The node's path; a sequential node gets a suffix appended.
         pub path: String,
+        /// The node's data (`None`: null).
         pub data: Option<Bytes>,
+        /// The node's ACL.
         pub acl: Vec<Acl>,
+        /// The create mode: 5 persistent with TTL, 6 persistent sequential with TTL.
         pub flags: i32,
+        /// The time to live in ms.
         pub ttl: i64,
     }
 }
@@ -32,6 +42,7 @@ record! {
 record! {
     /// `CreateResponse`: the actual path, with any sequential suffix.
     pub struct CreateResponse {
+        /// The node's actual path.
         pub path: String,
     }
 }
@@ -39,7 +50,9 @@ record! {
 record! {
     /// `Create2Response`: path and Stat.
     pub struct Create2Response {
+        /// The node's actual path, with any sequential suffix.
         pub path: String,
+        /// The new node's Stat.
         pub stat: Stat,
     }
 }
@@ -47,7 +60,9 @@ record! {
 record! {
     /// `DeleteRequest`.
     pub struct DeleteRequest {
+        /// The node to delete.
         pub path: String,
+        /// The version the node must have, −1 for any.
         pub version: i32,
     }
 }
@@ -56,7 +71,9 @@ record! {
     /// `ExistsRequest`, `GetDataRequest`, `GetChildrenRequest` and `GetChildren2Request`
     /// share this layout.
     pub struct PathWatchRequest {
+        /// The node.
         pub path: String,
+        /// Whether to leave a watch on it.
         pub watch: bool,
     }
 }
@@ -64,6 +81,7 @@ record! {
 record! {
     /// A body that is a single Stat: `ExistsResponse`, `SetDataResponse`, `SetACLResponse`.
     pub struct StatResponse {
+        /// The node's Stat.
         pub stat: Stat,
     }
 }
@@ -71,7 +89,9 @@ record! {
 record! {
     /// `GetDataResponse`.
     pub struct GetDataResponse {
+        /// The node's data (`None` when stored as null).
         pub data: Option<Bytes>,
+        /// The node's Stat.
         pub stat: Stat,
     }
 }
@@ -79,8 +99,11 @@ record! {
 record! {
     /// `SetDataRequest`.
     pub struct SetDataRequest {
+        /// The node.
         pub path: String,
+        /// Its new data (`None`: null).
         pub data: Option<Bytes>,
+        /// The version the node must have, −1 for any.
         pub version: i32,
     }
 }
@@ -88,6 +111,7 @@ record! {
 record! {
     /// `GetChildrenResponse`.
     pub struct GetChildrenResponse {
+        /// The child names (not full paths).
         pub children: Vec<String>,
     }
 }
@@ -95,7 +119,9 @@ record! {
 record! {
     /// `GetChildren2Response`.
     pub struct GetChildren2Response {
+        /// The child names (not full paths).
         pub children: Vec<String>,
+        /// The node's Stat.
         pub stat: Stat,
     }
 }
@@ -104,6 +130,7 @@ record! {
     /// A body that is a single path: `SyncRequest`, `SyncResponse`, `GetACLRequest`,
     /// `GetAllChildrenNumberRequest`, `GetEphemeralsRequest`.
     pub struct PathRequest {
+        /// The path.
         pub path: String,
     }
 }
@@ -111,7 +138,9 @@ record! {
 record! {
     /// `CheckVersionRequest` (only valid inside multi).
     pub struct CheckVersionRequest {
+        /// The node.
         pub path: String,
+        /// The version the node must have, −1 for any.
         pub version: i32,
     }
 }
@@ -119,7 +148,9 @@ record! {
 record! {
     /// `GetACLResponse`.
     pub struct GetAclResponse {
+        /// The node's ACL.
         pub acl: Vec<Acl>,
+        /// The node's Stat.
         pub stat: Stat,
     }
 }
@@ -127,8 +158,11 @@ record! {
 record! {
     /// `SetACLRequest`.
     pub struct SetAclRequest {
+        /// The node.
         pub path: String,
+        /// Its new ACL.
         pub acl: Vec<Acl>,
+        /// The ACL version (`aversion`) the node must have, −1 for any.
         pub version: i32,
     }
 }
@@ -136,6 +170,7 @@ record! {
 record! {
     /// `GetEphemeralsResponse`.
     pub struct GetEphemeralsResponse {
+        /// The full paths of the session's ephemeral nodes.
         pub ephemerals: Vec<String>,
     }
 }
@@ -143,6 +178,7 @@ record! {
 record! {
     /// `GetAllChildrenNumberResponse`.
     pub struct GetAllChildrenNumberResponse {
+        /// The number of the node's descendants, at every depth.
         pub total_number: i32,
     }
 }
@@ -150,6 +186,7 @@ record! {
 record! {
     /// `ErrorResponse {int err}`: the body of a multi ErrorResult and of addWatch.
     pub struct ErrorResponse {
+        /// The error code.
         pub err: i32,
     }
 }

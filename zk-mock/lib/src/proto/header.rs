@@ -14,6 +14,7 @@ pub const XID_SET_WATCHES: i32 = -8;
 record! {
     /// `RequestHeader {int xid; int type}`: 8 bytes before every request body.
     pub struct RequestHeader {
+        /// The client's request id, echoed in the reply (or a special xid).
         pub xid: i32,
         /// The op code.
         pub op_type: i32,
@@ -23,8 +24,12 @@ record! {
 record! {
     /// `ReplyHeader {int xid; long zxid; int err}`: 16 bytes before every reply body.
     pub struct ReplyHeader {
+        /// The request's xid, or a special xid (−1 notification, −2 ping).
         pub xid: i32,
+        /// The last zxid the server has applied; −1 on a notification (3.9 sends
+        /// the change's zxid there).
         pub zxid: i64,
+        /// The error code, 0 for success.
         pub err: i32,
     }
 }

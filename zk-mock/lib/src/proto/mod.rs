@@ -33,34 +33,56 @@ use crate::codec::{DecodeError, Record};
 /// A request body decoded according to its op code.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-#[allow(missing_docs)]
 pub enum Request {
     /// create (1), create2 (15) and createContainer (19).
     Create(OpCode, CreateRequest),
+    /// createTTL (21).
     CreateTtl(CreateTtlRequest),
+    /// delete (2).
     Delete(DeleteRequest),
+    /// exists (3).
     Exists(PathWatchRequest),
+    /// getData (4).
     GetData(PathWatchRequest),
+    /// setData (5).
     SetData(SetDataRequest),
+    /// getACL (6).
     GetAcl(PathRequest),
+    /// setACL (7).
     SetAcl(SetAclRequest),
+    /// getChildren (8).
     GetChildren(PathWatchRequest),
+    /// getChildren2 (12): the children and the node's Stat.
     GetChildren2(PathWatchRequest),
+    /// sync (9).
     Sync(PathRequest),
-    /// check (13) outside multi: a transaction on 3.8.0 (see `dispatch`).
+    /// check (13) outside multi: a transaction on 3.8.0, which answers a
+    /// failure and leaves a success unanswered.
     Check(CheckVersionRequest),
+    /// ping (11), no body.
     Ping,
+    /// multi (14): write ops in one transaction.
     Multi(MultiRequest),
+    /// multiRead (22): read ops, each answered on its own.
     MultiRead(MultiRequest),
+    /// closeSession (−11), no body.
     CloseSession,
-    /// setWatches (101) is decoded into the SetWatches2 shape with no persistent watches.
+    /// setWatches2 (105); setWatches (101) is decoded into the same shape, with
+    /// no persistent watches.
     SetWatches(SetWatches2),
+    /// getEphemerals (103): the path is a prefix.
     GetEphemerals(PathRequest),
+    /// getAllChildrenNumber (104).
     GetAllChildrenNumber(PathRequest),
+    /// checkWatches (17).
     CheckWatches(WatchesRequest),
+    /// removeWatches (18).
     RemoveWatches(WatchesRequest),
+    /// whoAmI (107), no body.
     WhoAmI,
+    /// auth (100).
     Auth(AuthPacket),
+    /// addWatch (106).
     AddWatch(AddWatchRequest),
     /// reconfig (16): its `ReconfigRequest` (a standalone server refuses it;
     /// an ensemble's leader applies it).

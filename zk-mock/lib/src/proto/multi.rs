@@ -17,8 +17,12 @@ use crate::codec::{record, DecodeError, Field, Parse, Record};
 record! {
     /// `MultiHeader {int type; boolean done; int err}`.
     pub struct MultiHeader {
+        /// The op code of the record that follows (−1 for an error result and the end).
         pub op_type: i32,
+        /// True only on the end marker.
         pub done: bool,
+        /// −1 in requests and on the end marker; in a reply, an error result's
+        /// code, else 0.
         pub err: i32,
     }
 }
@@ -34,15 +38,20 @@ impl MultiHeader {
 
 /// One operation of a multi request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[allow(missing_docs)]
 pub enum MultiOp {
     /// create (1), create2 (15) or createContainer (19): the op code says which result type.
     Create(OpCode, CreateRequest),
+    /// createTTL (21).
     CreateTtl(CreateTtlRequest),
+    /// delete (2).
     Delete(DeleteRequest),
+    /// setData (5).
     SetData(SetDataRequest),
+    /// check (13): the node's version must match.
     Check(CheckVersionRequest),
+    /// getData (4), in a multiRead (its watch flag is ignored).
     GetData(PathWatchRequest),
+    /// getChildren (8), in a multiRead (its watch flag is ignored).
     GetChildren(PathWatchRequest),
 }
 
@@ -170,31 +179,47 @@ impl Record for MultiRequest {
 
 /// One result of a multi or multiRead reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[allow(missing_docs)]
 pub enum MultiResult {
-    /// create (op 1): type 1 with the path.
+    /// A created node, type 1 with the path only: what 3.8.0 answers for
+    /// create and create2.
     Create {
+        /// The node's actual path, with any sequential suffix.
         path: String,
     },
-    /// create2, createContainer and createTTL: type 15 with path and Stat (3.8.2+).
+    /// A created node, type 15 with path and Stat: createContainer and
+    /// createTTL, and create2 from 3.8.2 on.
     Create2 {
+        /// The node's actual path, with any sequential suffix.
         path: String,
+        /// The new node's Stat.
         stat: Stat,
     },
+    /// A delete succeeded (type 2, no body).
     Delete,
+    /// A setData succeeded (type 5).
     SetData {
+        /// The node's Stat after the write.
         stat: Stat,
     },
+    /// A check succeeded (type 13, no body).
     Check,
+    /// A multiRead's getData (type 4).
     GetData {
+        /// The node's data (`None` when stored as null).
         data: Option<Bytes>,
+        /// The node's Stat.
         stat: Stat,
     },
+    /// A multiRead's getChildren (type 8).
     GetChildren {
+        /// The child names.
         children: Vec<String>,
     },
-    /// type −1 with `ErrorResponse{err}`.
+    /// A failed op, type −1 with `ErrorResponse{err}`. In a failed multi every
+    /// op has one: the failing op its code, those before it 0 (OK), those
+    /// after it RUNTIMEINCONSISTENCY.
     Error {
+        /// The error code ([`ErrorCode`](super::ErrorCode) as an `i32`).
         err: i32,
     },
 }

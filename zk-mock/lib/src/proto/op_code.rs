@@ -4,40 +4,72 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(i32)]
 #[non_exhaustive]
-#[allow(missing_docs)]
 pub enum OpCode {
+    /// `notification` (0): no request carries it; ZooKeeper reserves it for watch events.
     Notification = 0,
+    /// `create` (1): create a node; the reply carries its path.
     Create = 1,
+    /// `delete` (2): delete a node, optionally at an expected version.
     Delete = 2,
+    /// `exists` (3): a node's Stat, optionally leaving a watch.
     Exists = 3,
+    /// `getData` (4): a node's data and Stat, optionally leaving a watch.
     GetData = 4,
+    /// `setData` (5): replace a node's data, optionally at an expected version.
     SetData = 5,
+    /// `getACL` (6): a node's ACL and Stat.
     GetAcl = 6,
+    /// `setACL` (7): replace a node's ACL, optionally at an expected ACL version.
     SetAcl = 7,
+    /// `getChildren` (8): a node's child names, optionally leaving a watch.
     GetChildren = 8,
+    /// `sync` (9): a barrier; its reply follows every earlier write.
     Sync = 9,
+    /// `ping` (11): a heartbeat that keeps the session alive (xid −2).
     Ping = 11,
+    /// `getChildren2` (12): `getChildren` with the node's Stat.
     GetChildren2 = 12,
+    /// `check` (13): a version check; a multi op, and a transaction on its own.
     Check = 13,
+    /// `multi` (14): write ops applied all or none in one transaction.
     Multi = 14,
+    /// `create2` (15): `create` whose reply also carries the new node's Stat.
     Create2 = 15,
+    /// `reconfig` (16): change an ensemble's membership.
     Reconfig = 16,
+    /// `checkWatches` (17): whether the session has a watch of a type on a path.
     CheckWatches = 17,
+    /// `removeWatches` (18): remove the session's watches of a type on a path.
     RemoveWatches = 18,
+    /// `createContainer` (19): create a container node (Stat in the reply).
     CreateContainer = 19,
+    /// `deleteContainer` (20): the server's own deletion of an empty container; not a client op.
     DeleteContainer = 20,
+    /// `createTTL` (21): create a node with a time to live (Stat in the reply).
     CreateTtl = 21,
+    /// `multiRead` (22): read ops answered together, each on its own.
     MultiRead = 22,
+    /// `auth` (100): add an authentication id to the session (xid −4).
     Auth = 100,
+    /// `setWatches` (101): re-register data, exist and child watches after a reconnect.
     SetWatches = 101,
+    /// `sasl` (102): a SASL token exchange.
     Sasl = 102,
+    /// `getEphemerals` (103): the session's ephemeral nodes under a path prefix.
     GetEphemerals = 103,
+    /// `getAllChildrenNumber` (104): the number of descendants of a node.
     GetAllChildrenNumber = 104,
+    /// `setWatches2` (105): `setWatches` plus persistent and persistent recursive watches.
     SetWatches2 = 105,
+    /// `addWatch` (106): add a persistent or persistent recursive watch.
     AddWatch = 106,
+    /// `whoAmI` (107): the session's authentication ids.
     WhoAmI = 107,
+    /// `createSession` (−10): the transaction that starts a session; not a client request.
     CreateSession = -10,
+    /// `closeSession` (−11): end the session, deleting its ephemeral nodes.
     CloseSession = -11,
+    /// `error` (−1): the type of a failed op's result in a multi reply.
     Error = -1,
 }
 

@@ -75,8 +75,11 @@ pub const STATE_SYNC_CONNECTED: i32 = 3;
 record! {
     /// `WatcherEvent {int type; int state; ustring path}`, sent with xid −1.
     pub struct WatcherEvent {
+        /// What happened, an [`EventType`] value.
         pub event_type: i32,
+        /// The session state, always [`STATE_SYNC_CONNECTED`].
         pub state: i32,
+        /// The node the event concerns.
         pub path: String,
     }
 }
@@ -84,9 +87,14 @@ record! {
 record! {
     /// `SetWatches` (101): re-registration after a reconnect.
     pub struct SetWatches {
+        /// The last zxid the client has seen: a watch whose node changed after it
+        /// fires at once.
         pub relative_zxid: i64,
+        /// Paths with a data watch (getData).
         pub data_watches: Vec<String>,
+        /// Paths with an exist watch (exists on a missing node).
         pub exist_watches: Vec<String>,
+        /// Paths with a child watch (getChildren).
         pub child_watches: Vec<String>,
     }
 }
@@ -94,11 +102,18 @@ record! {
 record! {
     /// `SetWatches2` (105): SetWatches plus persistent and recursive watches.
     pub struct SetWatches2 {
+        /// The last zxid the client has seen: a watch whose node changed after it
+        /// fires at once.
         pub relative_zxid: i64,
+        /// Paths with a data watch (getData).
         pub data_watches: Vec<String>,
+        /// Paths with an exist watch (exists on a missing node).
         pub exist_watches: Vec<String>,
+        /// Paths with a child watch (getChildren).
         pub child_watches: Vec<String>,
+        /// Paths with a persistent watch.
         pub persistent_watches: Vec<String>,
+        /// Paths with a persistent recursive watch.
         pub persistent_recursive_watches: Vec<String>,
     }
 }
@@ -106,7 +121,9 @@ record! {
 record! {
     /// `AddWatchRequest` (106): mode 0 persistent, 1 persistent recursive.
     pub struct AddWatchRequest {
+        /// The path to watch.
         pub path: String,
+        /// 0 persistent, 1 persistent recursive.
         pub mode: i32,
     }
 }
@@ -115,7 +132,9 @@ record! {
     /// `CheckWatchesRequest` (17) and `RemoveWatchesRequest` (18): type 1 children,
     /// 2 data, 3 any.
     pub struct WatchesRequest {
+        /// The watched path.
         pub path: String,
+        /// 1 child watches, 2 data watches, 3 any.
         pub watcher_type: i32,
     }
 }
