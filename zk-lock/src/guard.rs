@@ -43,7 +43,7 @@ pub enum GuardState {
 /// * [`fencing_token`](Self::fencing_token) is the lock node's czxid: it grows
 ///   with every acquisition of the lock, so a resource that remembers the
 ///   highest token it has seen can refuse a holder that lost the lock
-///   without noticing (Curator issue 727).
+///   without noticing (apache/curator#727).
 /// * A background task keeps a getData watch on the lock node and follows
 ///   the client's session state. [`state`](Self::state) is a snapshot of
 ///   what it knows: [`GuardState::Held`]; [`GuardState::Suspended`] while

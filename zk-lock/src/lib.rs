@@ -91,8 +91,8 @@
 //! Why zk-lock differs:
 //! * **One guard, owned.** Curator and kazoo keep the hold inside the lock
 //!   object and report loss through a listener on the whole client, which
-//!   callers must connect to the lock themselves (CURATOR-465, Curator
-//!   issue 727). A guard value ties the loss to the hold it concerns, and a
+//!   callers must connect to the lock themselves (CURATOR-465,
+//!   apache/curator#727). A guard value ties the loss to the hold it concerns, and a
 //!   fencing token to hand to the resource. `zookeeper_client`'s
 //!   `LockClient` is a value too, but it says nothing of a loss, and its
 //!   background delete on drop is not retried.

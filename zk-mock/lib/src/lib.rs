@@ -111,7 +111,15 @@
 //!   real 3.8.0 server process exits on it.
 //! - SASL (102) is answered as by a server with no SASL configured (an empty
 //!   token); reconfig (16) as by a standalone server (RECONFIGDISABLED). TTL
-//!   nodes are off, as on a default ZooKeeper; containers are not reaped yet.
+//!   nodes are off, as on a default ZooKeeper (`extended_types` turns them
+//!   on).
+//! - In an ensemble, a client's connection on a lagging server is closed at
+//!   once when its session expires, and a new session through a lagging
+//!   server is answered at once; ZooKeeper waits until that server applies
+//!   the closeSession or the createSession.
+//!
+//! The guide's chapter on fidelity (`docs/fidelity.md` in the repository)
+//! says how each behaviour is checked against ZooKeeper 3.8.0.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
