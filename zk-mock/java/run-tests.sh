@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the io.zkmock jar with javac and jar against Debian's jars (there is
-# no Maven Central here; pom.xml is for publishing), then runs its tests with
+# no Maven needed; pom.xml is for publishing), then runs its tests with
 # the JUnit 5 console launcher: Curator 5.4 (libcurator-recipes-java,
 # libcurator-test-java) against the zk-mock binary and against Curator's own
 # TestingServer.

@@ -104,7 +104,7 @@ pub fn router(control: Control) -> Router {
         .route("/election", post(election))
         .route("/reset", post(reset))
         .fallback(|| async {
-            not_found("no such endpoint; see the zk-mock README for the admin API")
+            not_found("no such endpoint; the admin API is in docs/binary.md of the zk-mock repository")
         })
         .with_state(control)
 }

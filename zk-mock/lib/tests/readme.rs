@@ -153,6 +153,7 @@ fn the_readme_and_the_guide_show_these_examples() {
 #[test]
 fn the_readme_shows_the_first_tests_that_ci_runs() {
     let readme = include_str!("../../../README.md");
+    let python_chapter = include_str!("../../../docs/python.md");
     for (file, text, marker) in [
         (
             "zk-mock/python/examples/test_readme.py",
@@ -183,5 +184,11 @@ fn the_readme_shows_the_first_tests_that_ci_runs() {
             readme.contains(body),
             "README.md must show this part of {file} verbatim:\n{body}"
         );
+        if file.ends_with(".py") {
+            assert!(
+                python_chapter.contains(body),
+                "docs/python.md must show this part of {file} verbatim:\n{body}"
+            );
+        }
     }
 }

@@ -32,14 +32,36 @@ fn skipped(name: &str) -> bool {
     ) || (name.starts_with('.') && name != ".ci")
 }
 
-/// Every file under the root whose name ends with one of `exts`, sorted.
+/// The repository's files: what git tracks, or, outside a git checkout (a
+/// source archive, say), every file under the root but build output and
+/// the like.
+fn all_files() -> Vec<PathBuf> {
+    let git = std::process::Command::new("git")
+        .args(["ls-files", "-z", "--cached", "--others", "--exclude-standard"])
+        .current_dir(root())
+        .output();
+    match git {
+        Ok(out) if out.status.success() => out
+            .stdout
+            .split(|b| *b == 0)
+            .filter(|name| !name.is_empty())
+            .map(|name| root().join(String::from_utf8_lossy(name).as_ref()))
+            .filter(|p| p.is_file())
+            .collect(),
+        _ => walkdir::WalkDir::new(root())
+            .into_iter()
+            .filter_entry(|e| e.depth() == 0 || !skipped(&e.file_name().to_string_lossy()))
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_file())
+            .map(|e| e.into_path())
+            .collect(),
+    }
+}
+
+/// Every file of the repository whose name ends with one of `exts`, sorted.
 fn files(exts: &[&str]) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = walkdir::WalkDir::new(root())
+    let mut out: Vec<PathBuf> = all_files()
         .into_iter()
-        .filter_entry(|e| e.depth() == 0 || !skipped(&e.file_name().to_string_lossy()))
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_file())
-        .map(|e| e.into_path())
         .filter(|p| {
             let name = p.file_name().unwrap().to_string_lossy();
             exts.iter().any(|ext| name.ends_with(ext))
@@ -253,6 +275,7 @@ fn tracker_talk() -> Vec<(regex::Regex, &'static str)> {
     let issue = concat!(r"(?i)\b(issue|task|ticket)s?\s*", "#?[0-9]+");
     let rehearsal = concat!(r"(?i)\brehears", "al");
     let stop = concat!(r"(?i)\b(this|last|previous|earlier|next) st", r"op\b");
+    let notes = concat!(r"(?i)/work/|\bfact ", r"sheet\b|zk-protocol-", "facts");
     vec![
         (
             regex::Regex::new(issue).unwrap(),
@@ -265,6 +288,10 @@ fn tracker_talk() -> Vec<(regex::Regex, &'static str)> {
         (
             regex::Regex::new(stop).unwrap(),
             "a round of work: say what the thing is, when and how it was measured",
+        ),
+        (
+            regex::Regex::new(notes).unwrap(),
+            "our own notes or machine: cite the public source (apache/zookeeper) instead",
         ),
     ]
 }
@@ -308,6 +335,8 @@ fn the_tracker_patterns_catch_what_they_are_for() {
         concat!("Against iss", "ue #16's targets"),
         concat!("a CI rehear", "sal on a clean clone"),
         concat!("this st", "op's changes"),
+        concat!("see `/wo", "rk/shared/docs`"),
+        concat!("the fact", " sheet's 3.8.6"),
     ] {
         assert!(hits(bad), "not caught: {bad}");
     }

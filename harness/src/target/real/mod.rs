@@ -20,7 +20,7 @@
 //! - lose_reply: the request goes to the server; its reply is dropped and the
 //!   connection closed. drop_request: the connection is closed instead of
 //!   forwarding the request.
-//! - expire: the session-takeover technique (`zk-protocol-facts.md` §7.5): a
+//! - expire: the session-takeover technique Java and Curator tests use: a
 //!   raw connection straight to the server re-attaches the captured session
 //!   (which makes the server close the client's own connection) and sends
 //!   closeSession on it. The client's reconnection is held meanwhile, so it

@@ -1,5 +1,7 @@
 //! Session expiry on a real server by taking the session over
-//! (`zk-protocol-facts.md` §7.5), and per-client source addresses.
+//! (what Java and Curator tests do: a second connection re-attaches the
+//! session with its id and password and closes it), and per-client source
+//! addresses.
 
 use std::net::SocketAddr;
 

@@ -7,7 +7,7 @@
 //! leave containers that once had children (the ContainerManager would delete
 //! them during a later case and shift its zxids).
 //!
-//! Real 3.8.0 vs the fact sheet (3.8.6): see the notes on the cases marked
+//! Real 3.8.0 vs later 3.8 releases (3.8.6's source): see the notes on the cases marked
 //! "3.8.0:"; the expectations here are whatever the real server does.
 
 use bytes::BytesMut;
@@ -1227,8 +1227,8 @@ pub(crate) fn connect_zxid_ahead() -> Vec<Op> {
 }
 
 pub(crate) fn check_outside_multi() -> Vec<Op> {
-    // 3.8.0: check (13) outside a multi is a transaction (the fact sheet's
-    // 3.8.6 answers UNIMPLEMENTED and closes): it consumes a zxid, failures
+    // 3.8.0: check (13) outside a multi is a transaction (3.8.6
+    // answers UNIMPLEMENTED and closes): it consumes a zxid, failures
     // are answered normally, and a successful check is never answered (the
     // connection stays open).
     let check = |s: Slot, path: &str, version: i32| {

@@ -17,9 +17,8 @@
 //! - `CONFORMANCE_PRINT=1`: print every transcript, also of passing cases;
 //! - `ZK_CLASSPATH`, `ZK_JAVA`: where the real server comes from.
 //!
-//! The real server is the judge: where it differs from the fact sheet
-//! (`zk-protocol-facts.md`, read from 3.8.6), the cases expect what the
-//! Debian 3.8.0 server does. Differences found so far:
+//! The real server is the judge: where it differs from later 3.8 releases
+//! (3.8.6's source), the cases expect what the Debian 3.8.0 server does. Differences found so far:
 //! - check (13) outside a multi is a transaction, not UNIMPLEMENTED: it
 //!   consumes a zxid (also with a malformed body), failures are answered
 //!   normally, a successful check is never answered and the connection stays

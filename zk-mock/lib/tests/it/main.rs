@@ -1,7 +1,8 @@
 //! Integration tests of zk-mock through the real `zookeeper-client` crate and
 //! through raw sockets. Every expectation is ZooKeeper 3.8's behaviour
-//! (see `/work/shared/docs/zk-protocol-facts.md`); where the mock differs the
-//! test keeps asserting ZooKeeper's behaviour.
+//! (as its source in apache/zookeeper and the conformance suite's runs
+//! against a real 3.8.0 show it); where the mock differs the test keeps
+//! asserting ZooKeeper's behaviour.
 
 mod admin;
 mod compat;
