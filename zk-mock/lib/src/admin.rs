@@ -104,7 +104,9 @@ pub fn router(control: Control) -> Router {
         .route("/election", post(election))
         .route("/reset", post(reset))
         .fallback(|| async {
-            not_found("no such endpoint; the admin API is in docs/binary.md of the zk-mock repository")
+            not_found(
+                "no such endpoint; the admin API is in docs/binary.md of the zk-mock repository",
+            )
         })
         .with_state(control)
 }

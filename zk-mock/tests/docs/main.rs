@@ -37,7 +37,13 @@ fn skipped(name: &str) -> bool {
 /// the like.
 fn all_files() -> Vec<PathBuf> {
     let git = std::process::Command::new("git")
-        .args(["ls-files", "-z", "--cached", "--others", "--exclude-standard"])
+        .args([
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ])
         .current_dir(root())
         .output();
     match git {
