@@ -28,7 +28,7 @@
 //! ```toml
 //! [dev-dependencies]
 //! zk-mock = "0.1"
-//! zookeeper-client = "0.11"
+//! zookeeper-client = { version = "0.11", features = ["tokio"] }
 //! tokio = { version = "1", features = ["macros", "rt"] }
 //! ```
 //!
