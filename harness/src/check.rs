@@ -286,10 +286,147 @@ fn fencing_of(violations: &[ResourceViolation]) -> Verdict {
     Verdict::of("fencing", true, details)
 }
 
+/// A client its lock library still kept busy at the deadline: acquiring,
+/// releasing, suspended (a holder waiting to hear whether it still holds)
+/// or connecting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stalled {
+    /// The client.
+    pub client: String,
+    /// What it was doing: `acquiring round N` (counted from 1),
+    /// `releasing`, `suspended` or `connecting`.
+    pub doing: String,
+    /// Since when (the journal's time).
+    pub since: Duration,
+}
+
+impl std::fmt::Display for Stalled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} since {:.0}ms",
+            self.client,
+            self.doing,
+            self.since.as_secs_f64() * 1000.0
+        )
+    }
+}
+
+/// The last event of `client` that says what it was doing (faults and the
+/// resource's touches say nothing of it).
+fn last_state<'a>(r: &'a RunRecord, client: &str) -> Option<&'a crate::journal::Entry> {
+    r.journal
+        .iter()
+        .rev()
+        .filter(|e| e.client == client)
+        .find(|e| {
+            !matches!(
+                e.event,
+                Event::Fault { .. } | Event::Enter { .. } | Event::Exit { .. }
+            )
+        })
+}
+
+/// The clients that did not finish before the deadline, did not crash,
+/// and were still inside their library: acquiring, releasing, suspended or
+/// connecting. A client still holding at the deadline is not among them:
+/// its hold outlasted the run, which is the scenario's doing.
+pub fn stalled(r: &RunRecord) -> Vec<Stalled> {
+    r.end
+        .unfinished
+        .iter()
+        .filter(|c| !r.crashed.contains(*c))
+        .filter_map(|c| {
+            let last = last_state(r, c)?;
+            let doing = match &last.event {
+                Event::Waiting { round } => format!("acquiring round {}", round + 1),
+                Event::Releasing => "releasing".into(),
+                Event::Suspended => "suspended".into(),
+                Event::Connecting => "connecting".into(),
+                _ => return None,
+            };
+            Some(Stalled {
+                client: c.clone(),
+                doing,
+                since: last.t,
+            })
+        })
+        .collect()
+}
+
+/// Whether some client that did not finish still held the lock at the
+/// deadline (acquired, and neither released nor lost it since).
+fn held_at_deadline(r: &RunRecord) -> bool {
+    r.end
+        .unfinished
+        .iter()
+        .filter(|c| !r.crashed.contains(*c))
+        .any(|c| {
+            last_state(r, c)
+                .is_some_and(|e| matches!(e.event, Event::Acquired { .. } | Event::Resumed))
+        })
+}
+
+/// The steps anchored to an event whose trigger never came because the
+/// lock stalled before it, each with the evidence: a liveness failure of
+/// the lock, not a fault of the scenario. None unless liveness is checked,
+/// some client stalled (see [`stalled`]) and nobody still held the lock at
+/// the deadline; records that do not say which steps were untriggered
+/// have none.
+pub fn stalled_steps(r: &RunRecord) -> Vec<String> {
+    stalled_steps_of(r).into_iter().map(|(_, e)| e).collect()
+}
+
+/// [`stalled_steps`], each with the step's label.
+fn stalled_steps_of(r: &RunRecord) -> Vec<(&str, String)> {
+    if r.invariants.liveness.is_none() || r.end.untriggered.is_empty() || held_at_deadline(r) {
+        return Vec::new();
+    }
+    let stalled = stalled(r);
+    if stalled.is_empty() {
+        return Vec::new();
+    }
+    let acquired: Vec<Duration> = r
+        .journal
+        .iter()
+        .filter(|e| matches!(e.event, Event::Acquired { .. }))
+        .map(|e| e.t)
+        .collect();
+    let acquisitions = match acquired.last() {
+        None => "no acquisitions".to_string(),
+        Some(t) => format!(
+            "{} acquisition{}, the last at {:.0}ms",
+            acquired.len(),
+            if acquired.len() == 1 { "" } else { "s" },
+            t.as_secs_f64() * 1000.0
+        ),
+    };
+    let stalled = stalled
+        .iter()
+        .map(Stalled::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    r.end
+        .steps_not_run
+        .iter()
+        .filter(|s| r.end.untriggered.contains(s))
+        .map(|s| {
+            (
+                s.as_str(),
+                format!(
+                    "{s} never ran: its trigger had not come at the deadline; {acquisitions}; stalled: {stalled}"
+                ),
+            )
+        })
+        .collect()
+}
+
 /// Every acquisition finished within `bound`, counted from when it started
-/// or from the end of the last fault applied before it finished.
+/// or from the end of the last fault applied before it finished; every
+/// client finished before the deadline. The steps whose trigger the
+/// stalled lock kept from coming ([`stalled_steps`]) come first.
 pub fn liveness(r: &RunRecord, bound: Duration) -> Verdict {
-    let mut details = Vec::new();
+    let mut details = stalled_steps(r);
     let fault_end_before = |t: Duration| -> Duration {
         r.faults
             .iter()
@@ -540,8 +677,13 @@ pub fn run_errors(r: &RunRecord) -> Vec<String> {
             }
         }
     }
+    // A step whose trigger a stalled lock kept from coming is liveness's
+    // evidence instead (see `stalled_steps`).
+    let stalled = stalled_steps_of(r);
     for s in &r.end.steps_not_run {
-        errors.push(format!("{s} never ran"));
+        if !stalled.iter().any(|(label, _)| label == s) {
+            errors.push(format!("{s} never ran"));
+        }
     }
     if r.request_faults && r.request_faults_fired == Some(0) {
         errors

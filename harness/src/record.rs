@@ -69,6 +69,12 @@ pub struct End {
     pub unfinished: Vec<String>,
     /// Timeline steps that never ran.
     pub steps_not_run: Vec<String>,
+    /// Of those, the steps anchored to an event (`on:`) whose trigger never
+    /// came before the deadline (the same labels). A lock that stalled
+    /// before the trigger failed liveness; records written before this field
+    /// existed have none, and their steps stay errors.
+    #[serde(default)]
+    pub untriggered: Vec<String>,
     /// The harness's own session (its notifications are not the clients').
     pub admin_session: i64,
 }

@@ -149,7 +149,7 @@ pub async fn run(loaded: &Loaded, opts: &RunOptions) -> Outcome {
         .scenario
         .deadline
         .map(|d| d.0)
-        .unwrap_or(Duration::from_secs(60));
+        .unwrap_or(Duration::from_secs(crate::scenario::DEFAULT_DEADLINE_SECS));
     let ctx = Arc::new(Ctx {
         dir: loaded.lock_dir(),
         res_dir: loaded.resource_dir(),
@@ -313,11 +313,20 @@ async fn play(ctx: &Arc<Ctx>) -> Result<End, RunError> {
         // and is waited for rather than counted as never run.
         let acted = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let acted2 = acted.clone();
-        steps.push((
+        // Set once the step's trigger came (before its `after`): an
+        // anchored step still waiting for it at the deadline is told apart
+        // from one whose trigger came too late to act.
+        let triggered = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let triggered2 = triggered.clone();
+        steps.push(StepTask {
+            anchored: step.on.is_some(),
             label,
             acted,
-            tokio::spawn(async move { run_step(ctx2, i, step, &acted2).await }),
-        ));
+            triggered,
+            handle: tokio::spawn(
+                async move { run_step(ctx2, i, step, &acted2, &triggered2).await },
+            ),
+        });
     }
     // The clients that start on their own.
     for g in &ctx.loaded.scenario.clients {
@@ -335,7 +344,7 @@ async fn play(ctx: &Arc<Ctx>) -> Result<End, RunError> {
             let tasks = ctx.tasks.lock();
             let stampedes_pending = steps
                 .iter()
-                .any(|(label, _, h)| label.contains("stampede") && !h.is_finished());
+                .any(|st| st.label.contains("stampede") && !st.handle.is_finished());
             let acting = ctx.acting.load(std::sync::atomic::Ordering::SeqCst) > 0;
             !stampedes_pending && !acting && tasks.values().all(JoinHandle::is_finished)
         };
@@ -356,12 +365,17 @@ async fn play(ctx: &Arc<Ctx>) -> Result<End, RunError> {
         }
     }
     let mut steps_not_run = Vec::new();
-    for (label, acted, h) in steps {
-        if !h.is_finished() && !acted.load(std::sync::atomic::Ordering::SeqCst) {
-            h.abort();
-            steps_not_run.push(label);
-        } else if let Ok(Err(e)) = h.await {
-            steps_not_run.push(format!("{label}: {e}"));
+    let mut untriggered = Vec::new();
+    for st in steps {
+        let acted = st.acted.load(std::sync::atomic::Ordering::SeqCst);
+        if !st.handle.is_finished() && !acted {
+            st.handle.abort();
+            if st.anchored && !st.triggered.load(std::sync::atomic::Ordering::SeqCst) {
+                untriggered.push(st.label.clone());
+            }
+            steps_not_run.push(st.label);
+        } else if let Ok(Err(e)) = st.handle.await {
+            steps_not_run.push(format!("{}: {e}", st.label));
         }
     }
     // Orphans: lock nodes left once every client is done (their sessions
@@ -402,8 +416,21 @@ async fn play(ctx: &Arc<Ctx>) -> Result<End, RunError> {
         orphans,
         unfinished,
         steps_not_run,
+        untriggered,
         admin_session,
     })
+}
+
+/// A timeline step's task, and what the end of the run needs to know of it.
+struct StepTask {
+    label: String,
+    /// Anchored to an event (`on:`), not to a time.
+    anchored: bool,
+    /// Its trigger came.
+    triggered: Arc<std::sync::atomic::AtomicBool>,
+    /// Its action is done.
+    acted: Arc<std::sync::atomic::AtomicBool>,
+    handle: JoinHandle<Result<(), RunError>>,
 }
 
 /// The lock nodes left under `dir`, relative to it.
@@ -479,13 +506,16 @@ fn resolve(ctx: &Ctx, sel: &str) -> Vec<String> {
     }
 }
 
-async fn wait_trigger(ctx: &Ctx, step: &Step) {
+/// Waits for the step's time or event, then its `after`; sets `triggered`
+/// as soon as the time or event came.
+async fn wait_trigger(ctx: &Ctx, step: &Step, triggered: &std::sync::atomic::AtomicBool) {
     let start = ctx.journal.now();
     if let Some(at) = step.at {
         let at = *ctx.t0.lock() + at.0;
         if at > start {
             tokio::time::sleep(at - start).await;
         }
+        triggered.store(true, std::sync::atomic::Ordering::SeqCst);
     } else if let Some(on) = &step.on {
         let mut changed = ctx.journal.subscribe();
         loop {
@@ -518,6 +548,7 @@ async fn wait_trigger(ctx: &Ctx, step: &Step) {
                 ctx.journal.acquisitions() >= on.acquisitions.unwrap_or(0)
             };
             if ready {
+                triggered.store(true, std::sync::atomic::Ordering::SeqCst);
                 break;
             }
             tokio::select! {
@@ -541,8 +572,9 @@ async fn run_step(
     i: usize,
     step: Step,
     acted: &std::sync::atomic::AtomicBool,
+    triggered: &std::sync::atomic::AtomicBool,
 ) -> Result<(), RunError> {
-    wait_trigger(&ctx, &step).await;
+    wait_trigger(&ctx, &step, triggered).await;
     ctx.acting.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let r = act(&ctx, i, step).await;
     // Before `acting` drops: the end of the run must not see the action

@@ -1009,6 +1009,9 @@ fn err_at<T>(file: &Path, at: &Spanned<T>, message: String) -> ScenarioError {
     }
 }
 
+/// A run is cut off after this long unless the scenario says `deadline:`.
+pub const DEFAULT_DEADLINE_SECS: u64 = 60;
+
 /// Reserved client selectors usable wherever a client name is.
 pub const SELECTORS: [&str; 3] = ["ALL", "HOLDER", "WAITERS"];
 
@@ -1186,6 +1189,15 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
                 .iter()
                 .any(|g| l.members(&g.value).iter().any(|m| m == t))
     };
+    let total_acquisitions: usize = s
+        .clients
+        .iter()
+        .map(|g| g.value.count.saturating_mul(g.value.rounds))
+        .fold(0, usize::saturating_add);
+    let deadline = s
+        .deadline
+        .map(|d| d.0)
+        .unwrap_or(Duration::from_secs(DEFAULT_DEADLINE_SECS));
     for step in &s.timeline {
         let v = &step.value;
         let actions = v.action();
@@ -1282,6 +1294,59 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
                         format!("timeline.on: unknown client or group {t:?}"),
                     ));
                 }
+            }
+            // Anchors that no run can reach: the step would never run.
+            if let Some(n) = on.acquisitions {
+                if n > total_acquisitions {
+                    return Err(err_at(
+                        file,
+                        step,
+                        format!(
+                            "timeline.on.acquisitions: {n}, but the clients make at most {total_acquisitions} (count × rounds over every group): the step would never run"
+                        ),
+                    ));
+                }
+            }
+            if let Some(n) = on.count {
+                let Some(w) = &on.waiting else {
+                    return Err(err_at(
+                        file,
+                        step,
+                        "timeline.on.count: only with `waiting: <group>`".into(),
+                    ));
+                };
+                let size = match s.clients.iter().find(|g| &g.value.name == w) {
+                    Some(g) => g.value.count,
+                    None if SELECTORS.contains(&w.as_str()) => l.all_members().len(),
+                    None => 1,
+                };
+                if n > size {
+                    return Err(err_at(
+                        file,
+                        step,
+                        format!(
+                            "timeline.on.count: {n}, but {w:?} has {size} client{}: the step would never run",
+                            if size == 1 { "" } else { "s" }
+                        ),
+                    ));
+                }
+            }
+        }
+        if let Some(at) = v.at {
+            let when = at.0 + v.after.map(|a| a.0).unwrap_or_default();
+            if when >= deadline {
+                let (field, what) = match v.after {
+                    Some(after) => ("timeline.after", format!("at {at} + after {after}")),
+                    None => ("timeline.at", at.to_string()),
+                };
+                return Err(err_at(
+                    file,
+                    step,
+                    format!(
+                        "{field}: {what} is at or past the deadline ({}): the step would never run",
+                        Dur(deadline)
+                    ),
+                ));
             }
         }
         let targets = [
@@ -1435,6 +1500,63 @@ mod tests {
         let e = parse_str("lock: {recipe: rw-herd}\nclients:\n  - name: a\n").unwrap_err();
         assert_eq!(e.line, 3, "{e}");
         assert!(e.message.contains("role: read"), "{e}");
+    }
+
+    /// Anchors no run can reach are refused before anything runs: more
+    /// acquisitions than the clients make, more waiters than the group
+    /// has, a time at or past the deadline.
+    #[test]
+    fn unreachable_anchors_are_refused() {
+        let clients = "lock: {recipe: naive}\nclients:\n  - name: a\n    count: 2\n    rounds: 3\n  - name: b\ntimeline:\n";
+        let with = |step: &str| parse_str(&format!("{clients}{step}"));
+        // 2 × 3 + 1 × 1 = 7.
+        assert!(with("  - on: {acquisitions: 7}\n    expire: ALL\n").is_ok());
+        let e = with("  - on: {acquisitions: 8}\n    expire: ALL\n").unwrap_err();
+        assert_eq!(e.line, 8, "{e}");
+        assert!(
+            e.message.starts_with(
+                "timeline.on.acquisitions: 8, but the clients make at most 7 (count × rounds over every group)"
+            ),
+            "{e}"
+        );
+        assert!(with("  - on: {waiting: a, count: 2}\n    expire: ALL\n").is_ok());
+        let e = with("  - on: {waiting: a, count: 3}\n    expire: ALL\n").unwrap_err();
+        assert_eq!(e.line, 8, "{e}");
+        assert!(
+            e.message
+                .starts_with("timeline.on.count: 3, but \"a\" has 2 clients"),
+            "{e}"
+        );
+        let e = with("  - on: {waiting: a.1, count: 2}\n    expire: ALL\n").unwrap_err();
+        assert!(e.message.contains("\"a.1\" has 1 client:"), "{e}");
+        assert!(with("  - on: {waiting: WAITERS, count: 3}\n    expire: ALL\n").is_ok());
+        let e = with("  - on: {waiting: ALL, count: 4}\n    expire: ALL\n").unwrap_err();
+        assert!(e.message.contains("\"ALL\" has 3 clients"), "{e}");
+        let e = with("  - on: {holds: a, count: 1}\n    expire: ALL\n").unwrap_err();
+        assert!(
+            e.message
+                .starts_with("timeline.on.count: only with `waiting"),
+            "{e}"
+        );
+        // The default deadline is 60s.
+        assert!(with("  - at: 59s\n    expire: ALL\n").is_ok());
+        let e = with("  - at: 60s\n    expire: ALL\n").unwrap_err();
+        assert_eq!(e.line, 8, "{e}");
+        assert!(
+            e.message
+                .starts_with("timeline.at: 1m is at or past the deadline (1m)"),
+            "{e}"
+        );
+        let e = parse_str(&format!(
+            "deadline: 3s\n{clients}  - at: 2s\n    after: 1s\n    expire: ALL\n"
+        ))
+        .unwrap_err();
+        assert!(
+            e.message
+                .starts_with("timeline.after: at 2s + after 1s is at or past the deadline (3s)"),
+            "{e}"
+        );
+        assert!(e.to_string().starts_with("t.yaml:9:"), "{e}");
     }
 
     #[test]

@@ -152,3 +152,93 @@ fn a_recorded_run_is_judged_again() {
         "{err}"
     );
 }
+
+/// `run --repeat 3 --seed 11` plays each scenario with seeds 11, 12, 13 and
+/// reports how often each failed: a table on the terminal, a
+/// `reproduction` array in the JSON that agrees with its `scenarios`, and
+/// the rate on every JUnit test case of the scenario.
+#[test]
+fn repeated_runs_report_each_scenarios_reproduction_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let fails = dir.path().join("fails.yaml");
+    let text = std::fs::read_to_string(scenario("negative/broken-ignores-connection-loss.yaml"))
+        .unwrap()
+        .replace("expect:\n  violated: [mutual_exclusion]\n", "");
+    std::fs::write(&fails, text).unwrap();
+    let (json, junit) = (dir.path().join("r.json"), dir.path().join("r.xml"));
+    let passes = scenario("predecessor-basic.yaml");
+    let out = harness()
+        .args(["run", "--quiet", "--repeat", "3", "--seed", "11"])
+        .arg(&passes)
+        .arg(&fails)
+        .arg("--json")
+        .arg(&json)
+        .arg("--junit")
+        .arg(&junit)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let runs = doc["scenarios"].as_array().unwrap();
+    assert_eq!(runs.len(), 6);
+    let reproduction = doc["reproduction"].as_array().unwrap();
+    assert_eq!(reproduction.len(), 2, "{reproduction:?}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    for (entry, file, name) in [
+        (&reproduction[0], passes.clone(), "predecessor-basic"),
+        (&reproduction[1], fails.display().to_string(), "fails"),
+    ] {
+        assert_eq!(entry["file"], file.as_str());
+        assert_eq!(entry["scenario"], name);
+        assert_eq!(entry["implementation"], "zk-lock");
+        assert_eq!(entry["target"], "mock");
+        // What the scenarios' own statuses say.
+        let mine: Vec<&serde_json::Value> =
+            runs.iter().filter(|o| o["file"] == file.as_str()).collect();
+        let seeds: Vec<u64> = mine.iter().map(|o| o["seed"].as_u64().unwrap()).collect();
+        assert_eq!(seeds, vec![11, 12, 13], "{name}");
+        let failed_seeds: Vec<u64> = mine
+            .iter()
+            .filter(|o| o["status"] == "failed")
+            .map(|o| o["seed"].as_u64().unwrap())
+            .collect();
+        let errors = mine.iter().filter(|o| o["status"] == "error").count();
+        let failed = failed_seeds.len();
+        assert_eq!(entry["runs"], 3, "{name}");
+        assert_eq!(entry["failed"], failed, "{name}");
+        assert_eq!(entry["errors"], errors, "{name}");
+        assert_eq!(entry["skipped"], 0, "{name}");
+        assert_eq!(
+            entry["failed_seeds"],
+            serde_json::json!(failed_seeds),
+            "{name}"
+        );
+        assert_eq!(entry["rate"].as_f64(), Some(failed as f64 / 3.0), "{name}");
+        // The terminal's table.
+        let line = stdout
+            .lines()
+            .skip_while(|l| *l != "reproduction")
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no reproduction line for {name}: {stdout}"));
+        let rate = format!("{failed}/3 {:.1}%", failed as f64 * 100.0 / 3.0);
+        assert!(line.contains(&rate), "{line}");
+        let seeds: Vec<String> = failed_seeds.iter().map(u64::to_string).collect();
+        assert!(line.trim_end().ends_with(&seeds.join(", ")), "{line}");
+        // Every JUnit test case of the scenario.
+        let property = format!("<property name=\"reproduction\" value=\"{failed}/3\"/>");
+        let cases: Vec<&str> = xml
+            .split("<testcase ")
+            .filter(|c| c.starts_with(&format!("name=\"{name}\"")))
+            .collect();
+        assert_eq!(cases.len(), 3, "{xml}");
+        assert!(cases.iter().all(|c| c.contains(&property)), "{xml}");
+    }
+    assert_eq!(reproduction[0]["failed"], 0, "{stdout}");
+    assert!(reproduction[1]["failed"].as_u64().unwrap() >= 1, "{stdout}");
+    assert!(
+        xml.contains("reproduction: 0 of 3 runs failed (0.0%)"),
+        "{xml}"
+    );
+}

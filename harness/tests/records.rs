@@ -152,3 +152,178 @@ fn liveness_counts_from_the_last_fault() {
     r.invariants.liveness = None;
     assert!(!violated(&r).contains(&"liveness".to_string()));
 }
+
+/// A hand-made record: `holder` acquired once and was releasing at the
+/// deadline, `waiter` was waiting for its first round; the step anchored to
+/// the second acquisition never ran.
+fn stalled_release() -> RunRecord {
+    use harness::journal::Entry;
+    use harness::record::{ClientInfo, End};
+    use std::time::Duration;
+    let e = |ms: u64, client: &str, event: Event| Entry {
+        t: Duration::from_millis(ms),
+        client: client.into(),
+        event,
+    };
+    let step = "step 1 (on acquisitions 2: expire ALL)".to_string();
+    RunRecord {
+        format: harness::record::FORMAT,
+        scenario: "hand-made".into(),
+        file: "hand-made.yaml".into(),
+        recipe: "exclusive".into(),
+        replay: String::new(),
+        seed: 1,
+        target: "mock".into(),
+        implementation: "a lock".into(),
+        dir: "/l".into(),
+        res_dir: "/l.resource".into(),
+        clients: ["holder", "waiter"]
+            .map(|name| ClientInfo {
+                name: name.into(),
+                role: Default::default(),
+            })
+            .to_vec(),
+        invariants: Default::default(),
+        expect_violated: Vec::new(),
+        journal: vec![
+            e(1, "holder", Event::Connected { session: 1 }),
+            e(1, "waiter", Event::Connected { session: 2 }),
+            e(2, "holder", Event::Waiting { round: 0 }),
+            e(
+                3,
+                "holder",
+                Event::Acquired {
+                    round: 0,
+                    token: 5,
+                    path: None,
+                },
+            ),
+            e(4, "waiter", Event::Waiting { round: 0 }),
+            e(60, "holder", Event::Releasing),
+            e(
+                61,
+                "holder",
+                Event::Fault {
+                    what: "disconnect".into(),
+                },
+            ),
+        ],
+        history: Default::default(),
+        faults: Vec::new(),
+        markers: Default::default(),
+        crashed: Default::default(),
+        end: End {
+            unfinished: vec!["holder".into(), "waiter".into()],
+            steps_not_run: vec![step.clone()],
+            untriggered: vec![step],
+            ..End::default()
+        },
+        request_faults: false,
+        request_faults_fired: None,
+        counters: Default::default(),
+    }
+}
+
+/// The same record judged both ways: while clients stalled inside the lock
+/// the untriggered step is liveness's evidence and the run failed (caught
+/// when liveness is expected violated); once nobody stalled, or without
+/// liveness to judge it, or from a record that does not say the step was
+/// untriggered, it is an error of the scenario.
+#[test]
+fn an_untriggered_step_is_the_lock_stalling_or_the_scenarios_fault() {
+    let r = stalled_release();
+    let stalled: Vec<String> = check::stalled(&r).iter().map(|s| s.to_string()).collect();
+    assert_eq!(
+        stalled,
+        vec![
+            "holder releasing since 60ms",
+            "waiter acquiring round 1 since 4ms"
+        ]
+    );
+    let j = check::judge(&r);
+    assert_eq!(
+        j.status,
+        Status::Failed,
+        "{:?} {:?}",
+        j.errors,
+        j.invariants
+    );
+    assert!(j.errors.is_empty(), "{:?}", j.errors);
+    assert_eq!(violated(&r), vec!["liveness"]);
+    let (_, details) = verdict(&r, "liveness");
+    assert_eq!(
+        details[0],
+        "step 1 (on acquisitions 2: expire ALL) never ran: its trigger had not come at the deadline; 1 acquisition, the last at 3ms; stalled: holder releasing since 60ms, waiter acquiring round 1 since 4ms"
+    );
+    assert!(
+        details.contains(&"holder did not finish before the deadline".to_string()),
+        "{details:?}"
+    );
+
+    let mut caught = r.clone();
+    caught.expect_violated = vec!["liveness".into()];
+    assert_eq!(check::judge(&caught).status, Status::Caught);
+
+    let never_ran = vec!["step 1 (on acquisitions 2: expire ALL) never ran".to_string()];
+    // Nobody stalled: both finished, one giving its round up.
+    let mut finished = r.clone();
+    finished.journal.truncate(5);
+    for (client, event) in [
+        ("holder", Event::Releasing),
+        ("holder", Event::Released { ok: true }),
+        ("holder", Event::Done),
+        (
+            "waiter",
+            Event::GaveUp {
+                round: 0,
+                reason: "timeout".into(),
+            },
+        ),
+        ("waiter", Event::Done),
+    ] {
+        finished.journal.push(harness::journal::Entry {
+            t: std::time::Duration::from_millis(70),
+            client: client.into(),
+            event,
+        });
+    }
+    finished.end.unfinished.clear();
+    assert!(check::stalled(&finished).is_empty());
+    let j = check::judge(&finished);
+    assert_eq!(j.status, Status::Error, "{:?}", j.invariants);
+    assert_eq!(j.errors, never_ran);
+    assert!(violated(&finished).is_empty());
+
+    // The holder still held at the deadline: its hold outlasted the run,
+    // and the waiter behind it proves nothing about the lock.
+    let mut holding = r.clone();
+    holding.journal.truncate(5);
+    let j = check::judge(&holding);
+    assert_eq!(j.status, Status::Error);
+    assert_eq!(j.errors, never_ran);
+    assert_eq!(
+        check::stalled(&holding)
+            .iter()
+            .map(|s| s.client.as_str())
+            .collect::<Vec<_>>(),
+        vec!["waiter"]
+    );
+
+    // Liveness not judged: nothing to blame the stall on.
+    let mut unjudged = r.clone();
+    unjudged.invariants.liveness = None;
+    let j = check::judge(&unjudged);
+    assert_eq!(j.status, Status::Error);
+    assert_eq!(j.errors, never_ran);
+
+    // A record written before runs told untriggered steps apart.
+    let mut text = Vec::new();
+    r.write_line(&mut text).unwrap();
+    let mut old: serde_json::Value = serde_json::from_slice(&text).unwrap();
+    old["end"].as_object_mut().unwrap().remove("untriggered");
+    let old: RunRecord = serde_json::from_value(old).unwrap();
+    assert!(old.end.untriggered.is_empty());
+    let j = check::judge(&old);
+    assert_eq!(j.status, Status::Error);
+    assert_eq!(j.errors, never_ran);
+}

@@ -96,32 +96,133 @@ async fn an_uncaught_negative_scenario_fails() {
         .any(|d| d.contains("expected to be violated")));
 }
 
-/// A step whose trigger never comes is an error, not a pass.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_step_that_never_runs_is_an_error() {
+fn on_mock(seed: u64) -> RunOptions {
+    RunOptions {
+        target: TargetSpec::Mock,
+        seed: Some(seed),
+        implementation: harness::implementation::Implementation::ZkLock,
+        progress: None,
+    }
+}
+
+/// A step anchored to more acquisitions than the clients can make could
+/// never run: the file is refused before anything runs, naming the field.
+#[test]
+fn an_anchor_no_run_can_reach_is_invalid() {
     let text = "lock: {recipe: predecessor}\nclients:\n  - name: w\n    count: 2\ntimeline:\n  - on: {acquisitions: 50}\n    expire: ALL\n";
+    let e = harness::scenario::parse(Path::new("never.yaml"), text).unwrap_err();
+    assert!(e.to_string().starts_with("never.yaml:6:"), "{e}");
+    assert!(
+        e.message
+            .contains("timeline.on.acquisitions: 50, but the clients make at most 2"),
+        "{e}"
+    );
+}
+
+/// A step whose trigger never comes while every client finished is the
+/// scenario's fault, not the lock's: an error, not a pass nor a failure.
+/// Two non-blocking clients could make the two acquisitions, but the one
+/// that finds the lock busy gives its round up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_whose_trigger_never_comes_while_everyone_finished_is_an_error() {
+    let text = "lock: {recipe: predecessor}\nclients:\n  - name: w\n    count: 2\n    try: true\n    hold: 1s\ntimeline:\n  - on: {acquisitions: 2}\n    expire: ALL\n";
     let loaded = harness::scenario::parse(Path::new("never.yaml"), text).unwrap();
-    let outcome = run(
-        &loaded,
-        &RunOptions {
-            target: TargetSpec::Mock,
-            seed: Some(1),
-            implementation: harness::implementation::Implementation::ZkLock,
-            progress: None,
-        },
-    )
-    .await;
+    let outcome = run(&loaded, &on_mock(1)).await;
     assert_eq!(
         outcome.status,
         Status::Error,
         "{}",
         failure_details(&outcome)
     );
-    assert!(
-        outcome.errors.iter().any(|e| e.contains("never ran")),
-        "{:?}",
-        outcome.errors
+    assert_eq!(outcome.stats.acquisitions, 1, "{:#?}", outcome.journal);
+    assert_eq!(
+        outcome.errors,
+        vec!["step 1 (on acquisitions 2: expire ALL) never ran".to_string()]
     );
+    let liveness = outcome
+        .invariants
+        .iter()
+        .find(|i| i.name == "liveness")
+        .unwrap();
+    assert!(liveness.held, "{:?}", liveness.details);
+    let end = &outcome.record.as_ref().unwrap().end;
+    assert!(end.unfinished.is_empty(), "{end:?}");
+    assert_eq!(end.untriggered, end.steps_not_run);
+}
+
+/// A lock that stalls before a step's trigger fails liveness: the release
+/// that forgets its node blocks everyone behind it, the fourth acquisition
+/// never comes, and the step anchored to it never runs. The evidence comes
+/// first in liveness's details; the run is no error. With liveness expected
+/// violated, the same run is caught.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_that_stalls_before_a_steps_trigger_fails_liveness() {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../scenarios/negative/broken-release-once.yaml"),
+    )
+    .unwrap();
+    let step = "timeline:\n  - on: {acquisitions: 4}\n    expire: ALL\n";
+    let text = text.replace("timeline:\n", step);
+    assert!(text.contains(step));
+    let failing = text.replace("expect:\n  violated: [liveness, no_orphans]\n", "");
+    assert!(!failing.contains("expect:"));
+
+    let loaded = harness::scenario::parse(Path::new("stalls.yaml"), &failing).unwrap();
+    let outcome = run(&loaded, &on_mock(7)).await;
+    assert_eq!(
+        outcome.status,
+        Status::Failed,
+        "{}",
+        failure_details(&outcome)
+    );
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    let mut violated = outcome.violated();
+    violated.sort();
+    assert_eq!(violated, vec!["liveness", "no_orphans"]);
+    let liveness = outcome
+        .invariants
+        .iter()
+        .find(|i| i.name == "liveness")
+        .unwrap();
+    let first = &liveness.details[0];
+    assert!(
+        first.starts_with(
+            "step 1 (on acquisitions 4: expire ALL) never ran: its trigger had not come at the deadline; 1 acquisition, the last at "
+        ),
+        "{first}"
+    );
+    // Everyone is stuck acquiring: the holder in its second round behind
+    // its own forgotten node, the waiters in their first.
+    for who in [
+        "holder acquiring round 2 since ",
+        "waiter.0 acquiring round 1 since ",
+        "waiter.1 acquiring round 1 since ",
+    ] {
+        assert!(first.contains(who), "{who}: {first}");
+    }
+    let end = &outcome.record.as_ref().unwrap().end;
+    assert_eq!(
+        end.untriggered,
+        vec!["step 1 (on acquisitions 4: expire ALL)".to_string()]
+    );
+    let details = failure_details(&outcome);
+    assert!(details.contains("liveness: VIOLATED"), "{details}");
+    assert!(!details.contains("error:"), "{details}");
+
+    let loaded =
+        harness::scenario::parse(Path::new("stalls.yaml"), &text_with_expect(&failing)).unwrap();
+    let outcome = run(&loaded, &on_mock(7)).await;
+    assert_eq!(
+        outcome.status,
+        Status::Caught,
+        "{}",
+        failure_details(&outcome)
+    );
+}
+
+fn text_with_expect(text: &str) -> String {
+    format!("{text}expect:\n  violated: [liveness, no_orphans]\n")
 }
 
 /// The server-side check alone catches two holders: the clients' resource

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::Outcome;
+use super::{reproduction, Outcome, Reproduction};
 
 /// Every outcome as one JSON document.
 pub fn json(outcomes: &[Outcome]) -> String {
@@ -10,10 +10,13 @@ pub fn json(outcomes: &[Outcome]) -> String {
     struct Doc<'a> {
         passed: bool,
         scenarios: &'a [Outcome],
+        /// Each scenario's failed runs over its runs (`--repeat`).
+        reproduction: Vec<Reproduction>,
     }
     serde_json::to_string_pretty(&Doc {
         passed: outcomes.iter().all(|o| o.status.ok()),
         scenarios: outcomes,
+        reproduction: reproduction(outcomes),
     })
     .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
 }

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Outcome, Status};
+use super::{reproduction, Outcome, Reproduction, Status};
 
 /// The summary table for the terminal.
 pub fn terminal(outcomes: &[Outcome]) -> String {
@@ -43,6 +43,11 @@ pub fn terminal(outcomes: &[Outcome]) -> String {
             note
         );
     }
+    let groups = reproduction(outcomes);
+    if groups.iter().any(|g| g.runs > 1) {
+        out.push('\n');
+        out.push_str(&reproduction_table(&groups));
+    }
     let count = |s: Status| outcomes.iter().filter(|o| o.status == s).count();
     let _ = writeln!(
         out,
@@ -54,6 +59,66 @@ pub fn terminal(outcomes: &[Outcome]) -> String {
         count(Status::Error),
         count(Status::Skipped)
     );
+    out
+}
+
+/// The reproduction table: each scenario's failed runs over its runs, and
+/// the seeds that replay the failures.
+fn reproduction_table(groups: &[Reproduction]) -> String {
+    let mut out = String::new();
+    // Name the implementation and target only when the runs had several.
+    let several = |f: fn(&Reproduction) -> &str| {
+        groups
+            .iter()
+            .map(f)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+            > 1
+    };
+    let (imps, targets) = (several(|g| &g.implementation), several(|g| &g.target));
+    let label = |g: &Reproduction| {
+        let mut l = g.scenario.clone();
+        if imps {
+            l.push_str(&format!(" on {}", g.implementation));
+        }
+        if targets {
+            l.push_str(&format!(" ({})", g.target));
+        }
+        l
+    };
+    let w = groups
+        .iter()
+        .map(|g| label(g).len())
+        .max()
+        .unwrap_or(8)
+        .max(8);
+    let _ = writeln!(
+        out,
+        "reproduction\n{:<w$}  {:>6}  {:>6}  {:>6}  {:<14}  failing seeds",
+        "scenario", "runs", "failed", "errors", "rate"
+    );
+    for g in groups {
+        const SHOWN: usize = 10;
+        let mut seeds: Vec<String> = g
+            .failed_seeds
+            .iter()
+            .take(SHOWN)
+            .map(u64::to_string)
+            .collect();
+        if g.failed_seeds.len() > SHOWN {
+            seeds.push(format!("… {} more", g.failed_seeds.len() - SHOWN));
+        }
+        let line = format!(
+            "{:<w$}  {:>6}  {:>6}  {:>6}  {:<14}  {}",
+            label(g),
+            g.runs,
+            g.failed,
+            g.errors,
+            format!("{} {}", g.fraction(), g.percent()),
+            seeds.join(", ")
+        );
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
     out
 }
 
