@@ -329,18 +329,7 @@ fn screenshot(profile: &Path, png: &Path, url: &str) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failing_run_timeline_screenshot() {
-    let loaded = harness::scenario::parse(Path::new("lock-queue.yaml"), OVERLAP)
-        .unwrap_or_else(|e| panic!("{e}"));
-    let outcome = run(
-        &loaded,
-        &RunOptions {
-            target: TargetSpec::Mock,
-            seed: Some(11),
-            implementation: harness::implementation::Implementation::ZkLock,
-            progress: None,
-        },
-    )
-    .await;
+    let outcome = play("lock-queue.yaml", OVERLAP).await;
 
     // It fails, on mutual exclusion: the last client held the lock while
     // the holder still did.
