@@ -17,7 +17,8 @@ use crate::SessionId;
 ///
 /// In JSON (the admin interface): `{"type": "delay", "ms": 500}`,
 /// `{"type": "lose_reply"}`, `{"type": "disconnect"}`,
-/// `{"type": "fail", "code": -101}`, `{"type": "stall"}`, `{"type": "expire"}`.
+/// `{"type": "fail", "code": -101}`, `{"type": "stall"}`, `{"type": "expire"}`,
+/// `{"type": "hold_reply", "gate": 1}`, `{"type": "hold_request", "gate": 1}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "VerdictJson", into = "VerdictJson")]
 #[non_exhaustive]
@@ -40,6 +41,33 @@ pub enum Verdict {
     Stall,
     /// Expire the request's session instead of applying the request.
     Expire,
+    /// Apply the request, then hold its reply (and everything after it on
+    /// that connection: replies, notifications) until the gate opens
+    /// ([`HoldGate::open`](crate::HoldGate::open)). Requests are still read
+    /// and applied meanwhile, pings too, so the session lives; a client
+    /// whose read timeout passes first drops the connection, and what was
+    /// held goes with it. A gate that is open already holds nothing.
+    HoldReply(GateId),
+    /// Hold the request unapplied until the gate opens, then apply and
+    /// answer it. Nothing more is read from the connection meanwhile (its
+    /// pings neither), so a hold that outlasts the session timeout lets the
+    /// session expire, and a request held when its session ends is never
+    /// applied.
+    HoldRequest(GateId),
+}
+
+/// A gate made by [`ZkMock::gate`](crate::ZkMock::gate): what a
+/// [`Verdict::HoldReply`] or [`Verdict::HoldRequest`] rule, or
+/// [`ZkMock::expire_session_until`](crate::ZkMock::expire_session_until),
+/// holds until the gate opens. In JSON, its number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct GateId(pub u64);
+
+impl fmt::Display for GateId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "gate {}", self.0)
+    }
 }
 
 impl Verdict {
@@ -52,6 +80,8 @@ impl Verdict {
             Verdict::Fail(code) => format!("fail {code:?}"),
             Verdict::Stall => "stall".into(),
             Verdict::Expire => "expire".into(),
+            Verdict::HoldReply(g) => format!("hold reply until {g}"),
+            Verdict::HoldRequest(g) => format!("hold request until {g}"),
         }
     }
 }
@@ -66,6 +96,8 @@ enum VerdictJson {
     Fail { code: i32 },
     Stall,
     Expire,
+    HoldReply { gate: u64 },
+    HoldRequest { gate: u64 },
 }
 
 impl TryFrom<VerdictJson> for Verdict {
@@ -81,6 +113,8 @@ impl TryFrom<VerdictJson> for Verdict {
             },
             VerdictJson::Stall => Verdict::Stall,
             VerdictJson::Expire => Verdict::Expire,
+            VerdictJson::HoldReply { gate } => Verdict::HoldReply(GateId(gate)),
+            VerdictJson::HoldRequest { gate } => Verdict::HoldRequest(GateId(gate)),
         })
     }
 }
@@ -96,6 +130,8 @@ impl From<Verdict> for VerdictJson {
             Verdict::Fail(c) => VerdictJson::Fail { code: c.code() },
             Verdict::Stall => VerdictJson::Stall,
             Verdict::Expire => VerdictJson::Expire,
+            Verdict::HoldReply(g) => VerdictJson::HoldReply { gate: g.0 },
+            Verdict::HoldRequest(g) => VerdictJson::HoldRequest { gate: g.0 },
         }
     }
 }
@@ -447,6 +483,14 @@ impl Match {
     /// Verdict: expire the session instead of applying.
     pub fn expire(self) -> Rule {
         self.then(Verdict::Expire)
+    }
+    /// Verdict: apply, then hold the reply (and what follows) until `gate` opens.
+    pub fn hold_reply(self, gate: GateId) -> Rule {
+        self.then(Verdict::HoldReply(gate))
+    }
+    /// Verdict: hold the request unapplied until `gate` opens, then apply it.
+    pub fn hold_request(self, gate: GateId) -> Rule {
+        self.then(Verdict::HoldRequest(gate))
     }
     /// Any verdict.
     pub fn then(self, verdict: Verdict) -> Rule {

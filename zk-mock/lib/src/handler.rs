@@ -81,6 +81,7 @@ pub(crate) async fn serve_io<R, W>(
         max_packet,
         buf: BytesMut::with_capacity(READ_BUFFER),
         handshaken: false,
+        held: None,
     };
     let connection = Connection {
         reader,
@@ -93,6 +94,7 @@ pub(crate) async fn serve_io<R, W>(
         unflushed: false,
         pause: None,
         paused_until: None,
+        hold: None,
         close_queued: false,
     };
     connection.run(rd, wr, shutdown).instrument(span).await
@@ -128,6 +130,9 @@ struct Connection {
     pause: Option<std::time::Duration>,
     /// The running pause: nothing is written or taken until then.
     paused_until: Option<Instant>,
+    /// A `hold_reply` fault's gate, taken from the outbox: what came
+    /// before it is written, then nothing more is taken until it opens.
+    hold: Option<Opened>,
     /// The state closed the connection: what came before is written, then
     /// the stream is shut down.
     close_queued: bool,
@@ -161,9 +166,14 @@ impl Connection {
             if open && reading && !self.close_queued {
                 // Every whole frame already buffered, before reading more;
                 // a frame that stalls the connection stops the rest.
-                loop {
+                while self.reader.held.is_none() {
                     match self.reader.next_frame(Some(&mut self.inbox)) {
-                        Step::Frame if *self.reader.gate.borrow() == Gate::Open => continue,
+                        Step::Frame
+                            if *self.reader.gate.borrow() == Gate::Open
+                                && self.reader.held.is_none() =>
+                        {
+                            continue
+                        }
                         Step::Frame | Step::NeedMore => break,
                         Step::Close => {
                             reading = false;
@@ -201,7 +211,8 @@ impl Connection {
             let write = open && !self.out.is_empty() && self.paused_until.is_none();
             let flush = open && self.out.is_empty() && self.unflushed;
             let take = self.taking();
-            let read = open && reading && !self.close_queued;
+            let read = open && reading && !self.close_queued && self.reader.held.is_none();
+            let held = open && reading && self.reader.held.is_some();
             tokio::select! {
                 r = push(&mut wr, &self.out), if write || flush => match r {
                     Err(_) => break,
@@ -227,6 +238,13 @@ impl Connection {
                     gate_changed = alive.then(|| changed(rx));
                 }
                 () = sleep_until(self.paused_until), if self.paused_until.is_some() => {}
+                () = opened(&mut self.hold), if self.hold.is_some() => self.hold = None,
+                () = opened(&mut self.reader.held), if held => {
+                    self.reader.held = None;
+                    if self.reader.release(&mut self.inbox) == Step::Close {
+                        reading = false;
+                    }
+                }
                 _ = fired(&mut stop), if stop.is_some() => {
                     stop = None;
                     reading = false;
@@ -241,7 +259,10 @@ impl Connection {
 
     /// Whether the outbox is taken from now (not during a pause or after a close).
     fn taking(&self) -> bool {
-        !self.close_queued && self.pause.is_none() && self.paused_until.is_none()
+        !self.close_queued
+            && self.pause.is_none()
+            && self.paused_until.is_none()
+            && self.hold.is_none()
     }
 
     /// Takes whatever the outbox holds, without waiting.
@@ -263,6 +284,7 @@ impl Connection {
         match m {
             Outgoing::Frame(b) => self.out.extend_from_slice(&b),
             Outgoing::Pause(d) => self.pause = Some(d),
+            Outgoing::Hold(open) => self.hold = Some(wait_open(open)),
             Outgoing::Close => self.close_queued = true,
         }
     }
@@ -323,6 +345,23 @@ async fn fired<T>(f: &mut Option<Changed<T>>) -> (bool, watch::Receiver<T>) {
     }
 }
 
+/// A gate's opening (or its sender's end, which counts as open).
+type Opened = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+fn wait_open(mut open: watch::Receiver<bool>) -> Opened {
+    Box::pin(async move {
+        let _ = open.wait_for(|o| *o).await;
+    })
+}
+
+/// Waits for a kept [`Opened`] future (never, if there is none).
+async fn opened(f: &mut Option<Opened>) {
+    match f {
+        Some(f) => f.await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Sleeps until `until` (never, if there is none).
 async fn sleep_until(until: Option<Instant>) {
     match until {
@@ -338,8 +377,12 @@ pub(crate) struct Reader {
     max_packet: usize,
     buf: BytesMut,
     handshaken: bool,
+    /// A request a `hold_request` fault holds: nothing more is read until
+    /// its gate opens.
+    held: Option<Opened>,
 }
 
+#[derive(PartialEq, Eq)]
 enum Step {
     Frame,
     NeedMore,
@@ -383,9 +426,9 @@ impl Reader {
         // Decoded before the lock is taken: the server's other connections
         // do not wait for this one's parsing.
         let req = crate::proto::decode_request(h.op_type, body);
-        let flow = {
+        let (flow, held) = {
             let mut st = lock(&self.shared);
-            match inbox {
+            let flow = match inbox {
                 None => st.process(conn, h.xid, h.op_type, req),
                 Some(inbox) => {
                     let flow = Outboxes::serve(&mut st, conn, |st| {
@@ -400,9 +443,35 @@ impl Reader {
                     }
                     flow
                 }
-            }
+            };
+            let held = if st.held_requests.is_empty() {
+                None
+            } else {
+                st.held_request_gate(conn)
+            };
+            (flow, held)
         };
         tracing::trace!(xid = h.xid, op = h.op_type, "request");
+        if let Some(open) = held {
+            self.held = Some(wait_open(open));
+        }
+        match flow {
+            Flow::Continue => Step::Frame,
+            Flow::Close => Step::Close,
+        }
+    }
+
+    /// Applies the request a `hold_request` fault held (its gate opened).
+    fn release(&mut self, inbox: &mut Inbox) -> Step {
+        let conn = self.conn;
+        let mut st = lock(&self.shared);
+        let flow = Outboxes::serve(&mut st, conn, |st| st.release_request(conn));
+        if st.out.has_direct() {
+            while let Ok(m) = inbox.rx.try_recv() {
+                inbox.taken.push_back(m);
+            }
+            st.out.take_direct(&mut inbox.taken);
+        }
         match flow {
             Flow::Continue => Step::Frame,
             Flow::Close => Step::Close,
@@ -415,6 +484,10 @@ impl Reader {
     pub(crate) fn feed(&mut self, bytes: &[u8]) -> bool {
         self.buf.extend_from_slice(bytes);
         loop {
+            if self.held.is_some() {
+                // No gate opens in a fuzzing run: what follows waits.
+                return true;
+            }
             match *self.gate.borrow() {
                 Gate::Open => {}
                 Gate::Closed => return false,
@@ -438,6 +511,7 @@ impl Reader {
             max_packet,
             buf: BytesMut::new(),
             handshaken: false,
+            held: None,
         }
     }
 

@@ -161,7 +161,9 @@ pub use compat::{Compat, UnknownCompat};
 pub use ensemble::{Lag, ServerInfo, ServerStatus};
 pub use error::{Error, WaitTimeout};
 pub use four_letter::{VERSION, VERSION_3_9};
-pub use mock::{Control, Metrics, Refusal, RuleGuard, Server, Stall, Times, ZkMock, ZkMockBuilder};
+pub use mock::{
+    Control, HoldGate, Metrics, Refusal, RuleGuard, Server, Stall, Times, ZkMock, ZkMockBuilder,
+};
 pub use session::{password_for, BadSessionId, SessionId};
 #[cfg(feature = "tls")]
 pub use tls::Tls;

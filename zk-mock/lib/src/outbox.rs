@@ -25,6 +25,8 @@ pub(crate) enum Outgoing {
     Frame(Bytes),
     /// Write nothing more for this long (a `delay` fault).
     Pause(Duration),
+    /// Write nothing more until this gate is open (a `hold_reply` fault).
+    Hold(watch::Receiver<bool>),
     /// Flush what came before, then close the socket.
     Close,
 }
@@ -239,6 +241,12 @@ impl Outboxes {
     /// Queues a pause before whatever is queued next on `conn`.
     pub(crate) fn pause(&mut self, conn: ConnId, d: Duration) {
         self.post(conn, Outgoing::Pause(d));
+    }
+
+    /// Queues a hold, until `open` sees the gate open, before whatever is
+    /// queued next on `conn`.
+    pub(crate) fn hold(&mut self, conn: ConnId, open: watch::Receiver<bool>) {
+        self.post(conn, Outgoing::Hold(open));
     }
 
     /// Removes a connection: its writer flushes what is queued and closes

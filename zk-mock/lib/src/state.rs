@@ -101,6 +101,16 @@ pub(crate) struct State {
     /// Expired sessions whose closeSession transaction is still to come
     /// (`expiry_cleanup_delay_ms`): when, and which.
     pub(crate) pending_kills: Vec<(u64, i64)>,
+    /// Gates ([`ZkMock::gate`](crate::ZkMock::gate)) by id: true once open.
+    /// An open gate stays here, so a rule that names it holds nothing.
+    pub(crate) gates: std::collections::BTreeMap<u64, watch::Sender<bool>>,
+    /// Requests a `HoldRequest` verdict holds unapplied, by connection
+    /// (one at most: nothing more is read from it meanwhile).
+    pub(crate) held_requests: crate::hash::Map<ConnId, HeldRequest>,
+    /// Expired sessions whose closeSession transaction waits for a gate
+    /// ([`ZkMock::expire_session_until`](crate::ZkMock::expire_session_until)):
+    /// the gate, and the session.
+    pub(crate) held_kills: Vec<(u64, i64)>,
     /// While true, new connections are closed as soon as they are accepted.
     pub(crate) refusing: bool,
     /// No leader (an election, or no quorum): no server takes clients.
@@ -116,6 +126,16 @@ pub(crate) struct State {
     pub(crate) replies: crate::codec::Arena,
     /// A txn's tree events, kept between txns for its allocation.
     pub(crate) events: Vec<crate::tree::TreeEvent>,
+}
+
+/// A request held unapplied by a `HoldRequest` verdict until its gate opens.
+#[derive(Debug)]
+pub(crate) struct HeldRequest {
+    pub(crate) xid: i32,
+    pub(crate) op: i32,
+    pub(crate) req: Result<crate::proto::Request, crate::proto::RequestError>,
+    /// Whether the gate is open.
+    pub(crate) open: watch::Receiver<bool>,
 }
 
 /// The handle every task holds.
@@ -172,6 +192,9 @@ impl State {
             stalled: BTreeSet::new(),
             next_container_check: settings_check_interval,
             pending_kills: Vec::new(),
+            gates: std::collections::BTreeMap::new(),
+            held_requests: crate::hash::Map::default(),
+            held_kills: Vec::new(),
             refusing: false,
             electing: false,
             designated: None,
@@ -263,6 +286,8 @@ impl State {
     /// connection's watches are dropped at once and its session (if any) is
     /// left without a connection.
     pub(crate) fn close_conn(&mut self, conn: ConnId) {
+        // A request held unapplied goes with its connection.
+        self.held_requests.remove(&conn);
         if let Some(c) = self.out.remove(conn) {
             if let Some(s) = c.session.and_then(|s| self.sessions.get_mut(s)) {
                 if s.conn == Some(conn) {
@@ -710,6 +735,71 @@ impl State {
         }
     }
 
+    /// A new, closed gate.
+    pub(crate) fn new_gate(&mut self) -> u64 {
+        let id = self.gates.keys().next_back().map_or(1, |last| last + 1);
+        self.gates.insert(id, watch::Sender::new(false));
+        id
+    }
+
+    /// Whether gate `id` is open (an unknown gate counts as open: it holds
+    /// nothing), and a receiver that sees it open.
+    pub(crate) fn gate_state(&self, id: u64) -> Option<watch::Receiver<bool>> {
+        self.gates
+            .get(&id)
+            .filter(|g| !*g.borrow())
+            .map(watch::Sender::subscribe)
+    }
+
+    /// Opens gate `id`: what it held goes on (the connections' tasks see it
+    /// open; the expiry cleanups it held are applied now). False if it was
+    /// not a closed gate.
+    pub(crate) fn open_gate(&mut self, id: u64) -> bool {
+        let Some(g) = self.gates.get(&id) else {
+            return false;
+        };
+        if *g.borrow() {
+            return false;
+        }
+        g.send_replace(true);
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held_kills)
+            .into_iter()
+            .partition(|(gate, _)| *gate == id);
+        self.held_kills = later;
+        for (_, session) in due {
+            let zxid = self.kill(session, SessionEvent::Expired);
+            tracing::info!(
+                session = format_args!("{session:#x}"),
+                zxid,
+                gate = id,
+                "expired session's ephemerals deleted (the gate that held them opened)"
+            );
+        }
+        tracing::debug!(gate = id, "gate opened");
+        self.changed();
+        true
+    }
+
+    /// Holds a request unapplied on `conn` until its gate opens; the
+    /// connection's reader stops reading until then.
+    pub(crate) fn hold_request(&mut self, conn: ConnId, held: HeldRequest) {
+        self.held_requests.insert(conn, held);
+    }
+
+    /// The gate a request held on `conn` waits for, if one is held.
+    pub(crate) fn held_request_gate(&self, conn: ConnId) -> Option<watch::Receiver<bool>> {
+        self.held_requests.get(&conn).map(|h| h.open.clone())
+    }
+
+    /// Applies the request held on `conn` (its gate opened), without judging
+    /// it again. What it returns is what applying it returned.
+    pub(crate) fn release_request(&mut self, conn: ConnId) -> Flow {
+        match self.held_requests.remove(&conn) {
+            Some(h) => self.process_judged(conn, h.xid, h.op, h.req, false),
+            None => Flow::Continue,
+        }
+    }
+
     /// Applies the closeSession transactions of expired sessions whose
     /// cleanup delay is over.
     pub(crate) fn kill_due(&mut self) {
@@ -749,6 +839,32 @@ impl State {
             return false;
         }
         tracing::info!(session = format_args!("{session:#x}"), "session expired");
+        self.changed();
+        if let Some(conn) = conn {
+            self.close_conn(conn);
+        }
+        true
+    }
+
+    /// Server-side expiry whose closeSession transaction (the deletion of
+    /// the session's ephemerals) waits until gate `gate` opens; the session
+    /// itself ends now. A gate that is open already: at once, as
+    /// [`expire`](Self::expire).
+    pub(crate) fn expire_until(&mut self, session: i64, gate: u64) -> bool {
+        if self.gate_state(gate).is_none() {
+            return self.expire(session);
+        }
+        let conn = self.sessions.get(session).and_then(|s| s.conn);
+        let Some(s) = self.sessions.remove(session) else {
+            return false;
+        };
+        self.unbind(session, s.conn);
+        self.held_kills.push((gate, session));
+        tracing::info!(
+            session = format_args!("{session:#x}"),
+            gate,
+            "session expired; its ephemerals stay until the gate opens"
+        );
         self.changed();
         if let Some(conn) = conn {
             self.close_conn(conn);
@@ -801,6 +917,10 @@ impl State {
         self.refusing = false;
         for id in self.stalled.clone() {
             self.resume(id);
+        }
+        let gates: Vec<u64> = self.gates.keys().copied().collect();
+        for id in gates {
+            self.open_gate(id);
         }
         self.expire_all();
         let zxid = self.next_zxid();

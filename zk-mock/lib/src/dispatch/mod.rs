@@ -63,11 +63,28 @@ impl State {
         op: i32,
         req: Result<Request, RequestError>,
     ) -> Flow {
-        self.out.packets_received += 1;
+        self.process_judged(conn, xid, op, req, true)
+    }
+
+    /// [`process`](Self::process); without `judge`, the fault rules are
+    /// not asked (a request a `HoldRequest` verdict held, now released).
+    pub(crate) fn process_judged(
+        &mut self,
+        conn: ConnId,
+        xid: i32,
+        op: i32,
+        req: Result<Request, RequestError>,
+        judge: bool,
+    ) -> Flow {
+        if judge {
+            self.out.packets_received += 1;
+        }
         let Some(c) = self.out.conns.get_mut(&conn) else {
             return Flow::Close;
         };
-        c.received += 1;
+        if judge {
+            c.received += 1;
+        }
         let server = c.server;
         let Some(session) = c.session else {
             // The session expired or was closed while this request was in flight:
@@ -87,14 +104,26 @@ impl State {
             return Flow::Continue;
         }
         let path = req.as_ref().ok().and_then(|r| r.path().map(str::to_string));
-        let verdict = self.observers.judge(
-            &RequestView {
-                op,
-                path: path.as_deref(),
-                session,
-            },
-            &mut self.rng,
-        );
+        let verdict = if judge {
+            self.observers.judge(
+                &RequestView {
+                    op,
+                    path: path.as_deref(),
+                    session,
+                },
+                &mut self.rng,
+            )
+        } else {
+            None
+        };
+        if let Some(Verdict::HoldRequest(gate)) = verdict {
+            if let Some(open) = self.gate_state(gate.0) {
+                tracing::debug!(conn, session = format_args!("{session:#x}"), op, path, %gate, "holding a request");
+                self.hold_request(conn, crate::state::HeldRequest { xid, op, req, open });
+                self.changed();
+                return Flow::Continue;
+            }
+        }
         let (flow, applied) = match &verdict {
             None => self.apply(conn, session, xid, op, req),
             Some(v) => self.apply_fault(v, conn, session, xid, op, req),
@@ -239,6 +268,14 @@ impl State {
                     },
                 )
             }
+            Verdict::HoldReply(gate) => {
+                if let Some(open) = self.gate_state(gate.0) {
+                    self.out.hold(conn, open);
+                }
+                self.apply(conn, session, xid, op, req)
+            }
+            // Held by `process`; here only once its gate is open.
+            Verdict::HoldRequest(_) => self.apply(conn, session, xid, op, req),
             Verdict::Stall => {
                 let r = self.apply(conn, session, xid, op, req);
                 self.stall(session);

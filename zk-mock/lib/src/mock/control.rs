@@ -37,7 +37,7 @@ impl Drop for Inspecting {
 
 #[cfg(doc)]
 use super::ZkMock;
-use super::{Refusal, RuleGuard, Stall};
+use super::{HoldGate, Refusal, RuleGuard, Stall};
 
 /// The controls of a running server: fault rules and verbs, the session
 /// clock, the recorder, snapshots and metrics. Cheap to clone; every clone
@@ -154,7 +154,16 @@ impl Control {
     /// As [`ZkMock::try_rule`].
     pub fn try_rule(&self, rule: Rule) -> Result<RuleGuard, String> {
         rule.validate()?;
-        let id = self.state().observers.rules.install(rule);
+        let mut st = self.state();
+        if let crate::fault::Verdict::HoldReply(g) | crate::fault::Verdict::HoldRequest(g) =
+            rule.verdict
+        {
+            if !st.gates.contains_key(&g.0) {
+                return Err(format!("{g} is unknown: make one with ZkMock::gate"));
+            }
+        }
+        let id = st.observers.rules.install(rule);
+        drop(st);
         Ok(RuleGuard {
             shared: Arc::downgrade(&self.shared),
             id,
@@ -177,6 +186,31 @@ impl Control {
     /// As [`ZkMock::expire_session`].
     pub fn expire_session(&self, id: impl Into<SessionId>) -> bool {
         self.state().expire(id.into().0)
+    }
+
+    /// As [`ZkMock::gate`].
+    #[must_use = "dropping the gate opens it at once; HoldGate::forget keeps it closed"]
+    pub fn gate(&self) -> HoldGate {
+        let id = self.state().new_gate();
+        HoldGate {
+            shared: Arc::downgrade(&self.shared),
+            id: crate::fault::GateId(id),
+            keep: false,
+        }
+    }
+
+    /// As [`ZkMock::open_gate`].
+    pub fn open_gate(&self, gate: crate::fault::GateId) -> bool {
+        self.state().open_gate(gate.0)
+    }
+
+    /// As [`ZkMock::expire_session_until`].
+    pub fn expire_session_until(
+        &self,
+        id: impl Into<SessionId>,
+        gate: crate::fault::GateId,
+    ) -> bool {
+        self.state().expire_until(id.into().0, gate.0)
     }
 
     /// As [`ZkMock::expire_all`].

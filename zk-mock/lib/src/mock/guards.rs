@@ -1,5 +1,5 @@
 //! The guards the controls hand out: [`RuleGuard`] (with its [`Times`]
-//! expectation), [`Stall`] and [`Refusal`].
+//! expectation), [`Stall`], [`Refusal`] and [`HoldGate`].
 
 use std::sync::{Mutex, Weak};
 
@@ -243,6 +243,50 @@ impl Drop for Refusal {
     fn drop(&mut self) {
         if let Some(s) = self.shared.upgrade() {
             lock(&s).refusing = false;
+        }
+    }
+}
+
+/// A gate ([`ZkMock::gate`]): hold rules
+/// ([`Match::hold_reply`](crate::fault::Match::hold_reply),
+/// [`Match::hold_request`](crate::fault::Match::hold_request)) and
+/// [`ZkMock::expire_session_until`] hold what they hold until it opens.
+/// It opens with [`open`](Self::open), or when dropped; once open it stays
+/// open.
+#[derive(Debug)]
+#[must_use = "dropping the gate opens it at once; HoldGate::forget keeps it closed"]
+pub struct HoldGate {
+    pub(super) shared: Weak<Mutex<State>>,
+    pub(super) id: crate::fault::GateId,
+    pub(super) keep: bool,
+}
+
+impl HoldGate {
+    /// The gate's id, for a rule's verdict.
+    pub fn id(&self) -> crate::fault::GateId {
+        self.id
+    }
+
+    /// Opens the gate: held replies go out, held requests are applied and
+    /// answered, held expiry cleanups are applied, in the order the server
+    /// gets to them. False if it was open already.
+    pub fn open(&self) -> bool {
+        self.shared
+            .upgrade()
+            .is_some_and(|s| lock(&s).open_gate(self.id.0))
+    }
+
+    /// Keeps the gate closed when the guard goes: until
+    /// [`ZkMock::open_gate`] (or the server's [`reset`](ZkMock::reset)).
+    pub fn forget(mut self) {
+        self.keep = true;
+    }
+}
+
+impl Drop for HoldGate {
+    fn drop(&mut self) {
+        if !self.keep {
+            self.open();
         }
     }
 }

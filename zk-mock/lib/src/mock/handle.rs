@@ -16,7 +16,7 @@ use crate::Compat;
 use crate::record::RecordView;
 use crate::{SessionId, WaitTimeout};
 
-use super::{Control, Metrics, Refusal, RuleGuard, Stall, ZkMockBuilder};
+use super::{Control, HoldGate, Metrics, Refusal, RuleGuard, Stall, ZkMockBuilder};
 
 /// A running in-process ZooKeeper server.
 ///
@@ -242,6 +242,81 @@ impl ZkMock {
     /// ```
     pub fn expire_session(&self, id: impl Into<SessionId>) -> bool {
         self.control.expire_session(id)
+    }
+
+    /// A new, closed gate: what a hold rule
+    /// ([`Match::hold_reply`](crate::fault::Match::hold_reply),
+    /// [`Match::hold_request`](crate::fault::Match::hold_request)) or
+    /// [`expire_session_until`](Self::expire_session_until) holds waits for
+    /// it to open ([`HoldGate::open`], or dropping the guard). A test
+    /// forces an order of events with it: "this reply reaches the client
+    /// only after that happened", with no sleep.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// use std::time::Duration;
+    /// use zk_mock::{client::RawClient, fault::{OpFamily, Rule}, proto::*};
+    /// let zk = zk_mock::ZkMock::start().await;
+    /// let gate = zk.gate();
+    /// let _held = zk.rule(Rule::when().op(OpFamily::Create).hold_reply(gate.id()));
+    /// let mut c = RawClient::connect(zk.addr(), 10_000).await?;
+    /// let create = CreateRequest { path: "/a".into(), data: None, acl: Acl::open_unsafe(), flags: 0 };
+    /// let header = RequestHeader { xid: 1, op_type: OpCode::Create as i32 };
+    /// let mut frame = bytes::BytesMut::new();
+    /// zk_mock::codec::Record::encode(&header, &mut frame);
+    /// zk_mock::codec::Record::encode(&create, &mut frame);
+    /// c.send_frame(&frame).await?;
+    /// zk.wait_until(Duration::from_secs(5), |v| v.snapshot().tree.get("/a").is_some()).await.unwrap();
+    /// c.set_read_timeout(Duration::from_millis(200));
+    /// assert!(c.read_frame().await.is_err(), "applied, but its reply is held");
+    /// gate.open();
+    /// c.set_read_timeout(Duration::from_secs(5));
+    /// assert!(c.next_reply().await?.is_some(), "delivered once the gate opened");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn gate(&self) -> HoldGate {
+        self.control.gate()
+    }
+
+    /// Opens a gate by id (one whose [`HoldGate`] was forgotten); false if
+    /// it was not a closed gate.
+    pub fn open_gate(&self, gate: crate::fault::GateId) -> bool {
+        self.control.open_gate(gate)
+    }
+
+    /// Expires a session now, as [`expire_session`](Self::expire_session)
+    /// does, but applies its closeSession transaction (the deletion of its
+    /// ephemerals, and the watchers' notifications) only when `gate` opens:
+    /// a client sees what a server that has not applied the expiry yet
+    /// shows (CURATOR-604), for exactly as long as the test says. The
+    /// session is gone at once (a re-attach is told it expired). A gate
+    /// that is open already: at once. False if there is no such session.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// use zk_mock::{client::RawClient, proto::*, ZkMock};
+    /// let zk = ZkMock::start().await;
+    /// let mut owner = RawClient::connect(zk.addr(), 10_000).await?;
+    /// let eph = CreateRequest { path: "/e".into(), data: None, acl: Acl::open_unsafe(), flags: 1 };
+    /// owner.request(OpCode::Create, &eph).await?;
+    /// let gate = zk.gate();
+    /// assert!(zk.expire_session_until(owner.session_id, gate.id()));
+    /// assert!(zk.session_ids().is_empty(), "the session is gone");
+    /// assert!(zk.snapshot().tree.get("/e").is_some(), "its node is not, yet");
+    /// gate.open();
+    /// assert!(zk.snapshot().tree.get("/e").is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn expire_session_until(
+        &self,
+        id: impl Into<SessionId>,
+        gate: crate::fault::GateId,
+    ) -> bool {
+        self.control.expire_session_until(id, gate)
     }
 
     /// Expires every session; returns how many.

@@ -12,7 +12,7 @@ mod servers;
 
 pub use builder::ZkMockBuilder;
 pub use control::Control;
-pub use guards::{Refusal, RuleGuard, Stall, Times};
+pub use guards::{HoldGate, Refusal, RuleGuard, Stall, Times};
 pub use handle::ZkMock;
 pub use metrics::Metrics;
 pub use servers::Server;

@@ -745,3 +745,103 @@ async fn an_unmet_expectation_does_not_panic_while_the_test_is_panicking() {
     // Were the guard to panic again while unwinding, the process would abort.
     panic!("the test's own failure");
 }
+
+/// A held reply: the create is applied at once (another session sees the
+/// node), its reply reaches the client only when the gate opens; a held
+/// request is applied only when its gate opens.
+#[tokio::test]
+async fn a_hold_keeps_a_reply_or_a_request_until_its_gate_opens() {
+    let mock = start_mock().await;
+    let client = connect(&mock).await;
+    let observer = connect(&mock).await;
+    let gate = mock.gate();
+    let rule = mock.rule(creates().path("/held-reply").hold_reply(gate.id()));
+    let c2 = client.clone();
+    let create = tokio::spawn(async move { c2.create("/held-reply", b"x", &persistent()).await });
+    // Applied: the observer sees the node while the creator waits.
+    let (_, created) = observer.check_and_watch_stat("/held-reply").await.unwrap();
+    with_timeout(QUICK, "the create applied", created.changed()).await;
+    assert!(observer.check_stat("/held-reply").await.unwrap().is_some());
+    assert!(!create.is_finished(), "the reply is held");
+    assert!(gate.open());
+    let done = with_timeout(QUICK, "the held reply", create).await.unwrap();
+    assert!(done.is_ok(), "{done:?}");
+    assert_eq!(rule.fired(), 1);
+    drop(rule);
+
+    // A held request: nothing is applied until the gate opens; the reply
+    // then carries the outcome of applying it then.
+    let gate = mock.gate();
+    let rule = mock.rule(
+        Rule::when()
+            .op(OpFamily::Delete)
+            .path("/held-reply")
+            .hold_request(gate.id()),
+    );
+    let c2 = client.clone();
+    let delete = tokio::spawn(async move { c2.delete("/held-reply", None).await });
+    // Polled, not slept on: the rule fires when the delete reaches the server.
+    with_timeout(QUICK, "the delete held", async {
+        while rule.fired() == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    // The observer's own writes go on while the creator's delete waits.
+    observer
+        .create("/meanwhile", b"", &persistent())
+        .await
+        .unwrap();
+    assert!(
+        observer.check_stat("/held-reply").await.unwrap().is_some(),
+        "not applied"
+    );
+    assert!(!delete.is_finished());
+    drop(gate); // a dropped gate opens
+    let done = with_timeout(QUICK, "the held request", delete)
+        .await
+        .unwrap();
+    assert!(done.is_ok(), "{done:?}");
+    assert!(observer.check_stat("/held-reply").await.unwrap().is_none());
+    // An open gate holds nothing more.
+    let zxid = mock.last_zxid();
+    client
+        .create("/held-reply", b"", &persistent())
+        .await
+        .unwrap();
+    client.delete("/held-reply", None).await.unwrap();
+    assert!(mock.last_zxid() > zxid);
+}
+
+/// An expiry whose cleanup waits for a gate: the session ends at once, its
+/// ephemeral stays (owned by the dead session) until the gate opens, then
+/// goes in one closeSession transaction and its watchers hear of it.
+#[tokio::test]
+async fn an_expiry_held_until_a_gate_keeps_the_dead_sessions_nodes_until_it_opens() {
+    let mock = start_mock().await;
+    let victim = connect(&mock).await;
+    victim.create("/held", b"", &ephemeral()).await.unwrap();
+    let id = victim.session_id().0;
+    let observer = connect(&mock).await;
+    let (_, _, gone) = observer.get_and_watch_data("/held").await.unwrap();
+    let gate = mock.gate();
+    assert!(mock.expire_session_until(id, gate.id()));
+    wait_state(&victim, SessionState::Expired).await;
+    assert!(!mock.session_ids().contains(&id.into()));
+    let stat = observer
+        .check_stat("/held")
+        .await
+        .unwrap()
+        .expect("still there");
+    assert_eq!(stat.ephemeral_owner, id);
+    assert!(gate.open());
+    assert!(!gate.open(), "once open, it stays open");
+    let ev = with_timeout(QUICK, "NodeDeleted", gone.changed()).await;
+    assert_eq!(ev.event_type, EventType::NodeDeleted);
+    assert!(observer.check_stat("/held").await.unwrap().is_none());
+    // A rule naming a gate that was never made is refused.
+    let e = mock
+        .try_rule(creates().hold_reply(zk_mock::fault::GateId(999)))
+        .unwrap_err();
+    assert!(e.contains("gate 999"), "{e}");
+}
