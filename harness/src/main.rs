@@ -291,6 +291,7 @@ fn run(args: RunArgs) -> ExitCode {
                     seed,
                     implementation: implementation.clone(),
                     progress: None,
+                    pool: None,
                 },
             ));
         }
@@ -488,6 +489,7 @@ fn matrix(args: MatrixArgs) -> ExitCode {
                     seed: args.seed,
                     implementation: imp.clone(),
                     progress: None,
+                    pool: None,
                 },
             ));
         }

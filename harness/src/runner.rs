@@ -30,6 +30,9 @@ pub struct RunOptions {
     pub implementation: Implementation,
     /// Acquisitions so far in the running scenario, for a progress display.
     pub progress: Option<Arc<std::sync::atomic::AtomicUsize>>,
+    /// Driver processes shared by successive runs (None: a fresh driver
+    /// process for each run, shut down after it).
+    pub pool: Option<Arc<implementation::HostPool>>,
 }
 
 impl RunOptions {
@@ -40,6 +43,7 @@ impl RunOptions {
             seed,
             implementation: Implementation::ZkLock,
             progress: None,
+            pool: None,
         }
     }
 }
@@ -125,6 +129,7 @@ pub async fn run(loaded: &Loaded, opts: &RunOptions) -> Outcome {
         let sink_views = views.clone();
         let host = Host::start(
             &opts.implementation,
+            opts.pool.as_ref(),
             views,
             Arc::new(move |e: &LibEvent| note_session(&sink_views, &journal, e)),
         )

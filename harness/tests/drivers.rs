@@ -32,6 +32,7 @@ async fn play(driver: &Path, scenario: &str) -> Outcome {
         seed: Some(3),
         implementation: Implementation::parse(&driver.display().to_string()).unwrap(),
         progress: None,
+        pool: None,
     };
     run(&loaded, &opts).await
 }
@@ -204,6 +205,7 @@ async fn zk_lock_through_the_protocol_gets_the_in_process_verdicts() {
                     seed: Some(11),
                     implementation: imp,
                     progress: None,
+                    pool: None,
                 },
             )
             .await;

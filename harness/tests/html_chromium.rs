@@ -136,6 +136,7 @@ async fn play(name: &str, text: &str) -> Outcome {
             seed: Some(11),
             implementation: harness::implementation::Implementation::ZkLock,
             progress: None,
+            pool: None,
         },
     )
     .await;

@@ -27,6 +27,7 @@ async fn play(file: &str, implementation: Implementation) -> Outcome {
             seed: Some(21),
             implementation,
             progress: None,
+            pool: None,
         },
     )
     .await

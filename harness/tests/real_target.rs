@@ -52,6 +52,7 @@ async fn play_on(target: TargetSpec, name: &str, text: &str, status: Status) -> 
         seed: Some(7),
         implementation: harness::implementation::Implementation::ZkLock,
         progress: None,
+        pool: None,
     };
     let outcome = run(&loaded, &opts).await;
     assert_eq!(outcome.target, "real");

@@ -26,6 +26,7 @@ async fn play(filter: impl Fn(&Path) -> bool) {
         seed: Some(7),
         implementation: harness::implementation::Implementation::ZkLock,
         progress: None,
+        pool: None,
     };
     let mut failures = String::new();
     for f in &files {
@@ -76,6 +77,7 @@ async fn an_uncaught_negative_scenario_fails() {
             seed: Some(1),
             implementation: harness::implementation::Implementation::ZkLock,
             progress: None,
+            pool: None,
         },
     )
     .await;
@@ -102,6 +104,7 @@ fn on_mock(seed: u64) -> RunOptions {
         seed: Some(seed),
         implementation: harness::implementation::Implementation::ZkLock,
         progress: None,
+        pool: None,
     }
 }
 
@@ -240,6 +243,7 @@ async fn failures_carry_seed_replay_and_history() {
             seed: Some(99),
             implementation: harness::implementation::Implementation::ZkLock,
             progress: None,
+            pool: None,
         },
     )
     .await;

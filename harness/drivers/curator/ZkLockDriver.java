@@ -1,6 +1,8 @@
 // The harness driver for Apache Curator 5.4 (see harness/DRIVERS.md).
 //
-// One JVM hosts every client of a scenario run. It reads newline-delimited
+// One JVM hosts every client of a scenario run, and serves successive runs:
+// `reset` closes every client, and the next run's events carry its `run` (see
+// "Serving successive runs" in DRIVERS.md). It reads newline-delimited
 // JSON requests on stdin and writes replies and events, one JSON object per
 // line, on stdout. Logs (ours, Curator's, ZooKeeper's) go to stderr only.
 //
@@ -204,6 +206,9 @@ public final class ZkLockDriver {
 
     static final Map<String, Client> clients = new ConcurrentHashMap<>();
 
+    /** The `run` of the last reset (0 before the first): clients opened now carry it. */
+    static volatile long runNumber = 0;
+
     /** Threads for close and for shutdown's parallel closes (never the stdin thread). */
     static final ExecutorService control = Executors.newCachedThreadPool(daemonThreads("control"));
 
@@ -222,6 +227,8 @@ public final class ZkLockDriver {
      */
     static final class Client {
         final String name;
+        /** The run it was opened in: every event of this client says so. */
+        final long run = runNumber;
         /** Runs every request of this client, in order, on one thread (see the file comment). */
         final ExecutorService thread;
 
@@ -303,7 +310,7 @@ public final class ZkLockDriver {
         }
 
         void state(String state, long session) {
-            Map<String, Object> m = obj("event", "state", "client", name, "state", state);
+            Map<String, Object> m = obj("event", "state", "client", name, "state", state, "run", run);
             if (session != 0) {
                 m.put("session", session);
             }
@@ -501,7 +508,7 @@ public final class ZkLockDriver {
                     state("lost", lastSession);
                     break;
                 default: // READ_ONLY: not used against a single server
-                    write(obj("event", "log", "client", name, "message", "connection state " + s), true);
+                    write(obj("event", "log", "client", name, "message", "connection state " + s, "run", run), true);
             }
         }
 
@@ -755,7 +762,7 @@ public final class ZkLockDriver {
                 emit(obj("event", "log", "message", "curator " + curatorVersion() + ", zookeeper client "
                         + zookeeperVersion() + " (" + transport.substring(transport.lastIndexOf('.') + 1)
                         + "), java " + System.getProperty("java.version")));
-                replyOk(id, "implementation", "curator " + curatorVersion(), "kinds", kinds);
+                replyOk(id, "implementation", "curator " + curatorVersion(), "kinds", kinds, "reuse", true);
                 return;
             }
             case "open": {
@@ -829,24 +836,30 @@ public final class ZkLockDriver {
                 replyOk(id);
                 return;
             }
+            case "reset": {
+                // On the stdin thread: nothing of the next run starts before the reply.
+                long run = num(req, "run");
+                List<Client> left = new ArrayList<>(clients.values());
+                clients.clear();
+                runNumber = run;
+                boolean closed = closeAll(left, "reset");
+                // The run's clients say nothing more (a late line would carry their old run).
+                for (Client c : left) {
+                    synchronized (c) {
+                        c.crashed = true;
+                    }
+                }
+                if (!closed) {
+                    // Not reusable: the harness shuts this process down.
+                    throw new BadRequest("ResetIncomplete", "some clients did not close in time");
+                }
+                replyOk(id);
+                return;
+            }
             case "shutdown": {
                 List<Client> left = new ArrayList<>(clients.values());
                 clients.clear();
-                CountDownLatch done = new CountDownLatch(left.size());
-                ExecutorService closers = Executors.newFixedThreadPool(
-                        Math.max(1, Math.min(32, left.size())), daemonThreads("shutdown"));
-                for (Client c : left) {
-                    closers.execute(() -> {
-                        try {
-                            c.close();
-                        } finally {
-                            done.countDown();
-                        }
-                    });
-                }
-                if (!done.await(SHUTDOWN_CLOSE_MS, TimeUnit.MILLISECONDS)) {
-                    log("shutdown: " + done.getCount() + " clients did not close in time");
-                }
+                closeAll(left, "shutdown");
                 replyOk(id);
                 protocolOut.flush();
                 System.exit(0);
@@ -855,6 +868,28 @@ public final class ZkLockDriver {
             default:
                 throw new BadRequest("UnknownOp", "unknown op " + op);
         }
+    }
+
+    /** Closes the clients all together, waiting at most SHUTDOWN_CLOSE_MS; true if all closed. */
+    static boolean closeAll(List<Client> left, String why) throws InterruptedException {
+        CountDownLatch done = new CountDownLatch(left.size());
+        ExecutorService closers = Executors.newFixedThreadPool(
+                Math.max(1, Math.min(32, left.size())), daemonThreads(why));
+        for (Client c : left) {
+            closers.execute(() -> {
+                try {
+                    c.close();
+                } finally {
+                    done.countDown();
+                }
+            });
+        }
+        boolean all = done.await(SHUTDOWN_CLOSE_MS, TimeUnit.MILLISECONDS);
+        if (!all) {
+            log(why + ": " + done.getCount() + " clients did not close in time");
+        }
+        closers.shutdown();
+        return all;
     }
 
     static Client client(Map<String, Object> req) {

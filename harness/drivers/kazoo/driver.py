@@ -4,7 +4,9 @@
 The harness writes one JSON request per line to stdin; this process answers
 each with one JSON line on stdout and adds unprompted `state` events from
 kazoo's connection listener. Every client of a scenario run is a KazooClient
-in this one process.
+in this one process. It serves successive runs: `reset` closes every client
+and the next run's events carry its `run` (see "Serving successive runs" in
+DRIVERS.md).
 
 kazoo is used exactly as an application would use it: its bugs are what the
 harness is looking for, so none are worked around here.
@@ -140,6 +142,7 @@ class Client:
     name: str
     kind: str
     zk: KazooClient
+    run: int  # the run it was opened in: its events say so
     locks: dict[str, Any] = field(default_factory=dict)  # role -> lock object
     current: Any = None  # the lock object of the last acquire
     session: int | None = None  # the last session id kazoo reported
@@ -153,6 +156,7 @@ class Driver:
         self.out = out
         self.clients: dict[str, Client] = {}
         self.clients_lock = threading.Lock()
+        self.run_number = 0  # the `run` of the last reset
 
     # ---- plumbing -------------------------------------------------------
 
@@ -180,7 +184,7 @@ class Driver:
         req = Request(msg, self.clients.get(name) if isinstance(name, str) and op != "open" else None)
         if op == "shutdown":
             self.shutdown(req)
-        elif op in ("init", "crash"):
+        elif op in ("init", "crash", "reset"):
             self.run(req)  # answered at once, on this thread
         else:
             # Anything that may block runs on its own thread so that other
@@ -210,7 +214,7 @@ class Driver:
         return req.client
 
     def event(self, c: Client, state: str) -> None:
-        ev: dict[str, Any] = {"event": "state", "client": c.name, "state": state}
+        ev: dict[str, Any] = {"event": "state", "client": c.name, "state": state, "run": c.run}
         if c.session is not None:
             ev["session"] = c.session
         self.out.send(ev)
@@ -221,7 +225,7 @@ class Driver:
         protocol = arg(req.msg, "protocol", int)
         if protocol != PROTOCOL:
             raise DriverError("UnsupportedProtocol", f"protocol {protocol}; this driver speaks {PROTOCOL}")
-        return {"implementation": f"kazoo {version('kazoo')}", "kinds": KINDS}
+        return {"implementation": f"kazoo {version('kazoo')}", "kinds": KINDS, "reuse": True}
 
     def op_open(self, req: Request) -> dict[str, Any]:
         msg = req.msg
@@ -241,11 +245,14 @@ class Driver:
             stop(old)
 
         zk = KazooClient(hosts=connect, timeout=timeout_ms / 1000, connection_retry=CONNECTION_RETRY)
-        c = req.client = Client(name, kind, zk)
+        c = req.client = Client(name, kind, zk, self.run_number)
         zk.add_listener(lambda state: self.on_state(c, state))
         # Registered before start, so that a crash or close of a client still
-        # opening finds it.
+        # opening finds it; unless a reset ended its run meanwhile.
         with self.clients_lock:
+            if c.run != self.run_number:
+                c.crashed = c.silent = True
+                raise DriverError("RunOver", f"client {name}: its run ended before it opened")
             self.clients[name] = c
         try:
             zk.start(timeout=START_TIMEOUT_S)
@@ -326,17 +333,43 @@ class Driver:
         # its own and this reply goes out at once.
         threading.Thread(target=stop, args=(c, False), name=f"crash-{c.name}", daemon=True).start()
 
-    def shutdown(self, req: Request) -> None:
+    def close_all(self, crashed: bool, next_run: int | None = None) -> bool:
+        """Closes every client left, all together; True if all closed in time.
+
+        With `crashed`, their outstanding requests are not answered either.
+        With `next_run`, that run starts at once: an `open` of the run that
+        ends, still under way, cannot register its client after this.
+        """
         with self.clients_lock:
             left = list(self.clients.values())
             self.clients.clear()
+            if next_run is not None:
+                self.run_number = next_run
+        for c in left:
+            c.silent = True
+            c.crashed = c.crashed or crashed
         closers = [threading.Thread(target=stop, args=(c,), daemon=True) for c in left]
         for t in closers:
             t.start()
         deadline = time.monotonic() + SHUTDOWN_WAIT_S
         for t in closers:
             t.join(max(0.0, deadline - time.monotonic()))
-        if any(t.is_alive() for t in closers):
+        return not any(t.is_alive() for t in closers)
+
+    def op_reset(self, req: Request) -> None:
+        """Ends the run: every client closes (closeSession) and is forgotten.
+
+        Runs on the stdin thread, so nothing of the next run starts before the
+        reply. Clients of the run (closed here, crashed or closed before) say
+        nothing more; a late line of theirs would carry their old `run`.
+        """
+        run = arg(req.msg, "run", int)
+        if not self.close_all(crashed=True, next_run=run):
+            # Not reusable: the harness shuts this process down.
+            raise DriverError("ResetIncomplete", f"some clients did not close within {SHUTDOWN_WAIT_S}s")
+
+    def shutdown(self, req: Request) -> None:
+        if not self.close_all(crashed=False):
             log.warning("shutdown: some clients did not close within %ss", SHUTDOWN_WAIT_S)
         self.out.send({"id": req.msg["id"], "ok": True})
         self.out.close()

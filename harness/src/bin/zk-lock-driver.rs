@@ -4,6 +4,9 @@
 //! It hosts the very code `--implementation zk-lock` runs in process, so a
 //! run through it shows what the protocol loses: nothing, if the verdicts
 //! are the same (`harness matrix scenarios/ --implementations zk-lock,zk-lock-driver`).
+//!
+//! It serves successive runs (`reuse` in its `init` reply): `reset` closes
+//! every client and starts a new host whose events carry the new `run`.
 
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -24,6 +27,23 @@ fn out(tx: &mpsc::UnboundedSender<String>, line: &Line) {
     let _ = tx.send(text);
 }
 
+/// An event of a client opened in run `run`, which it carries.
+fn out_event(tx: &mpsc::UnboundedSender<String>, e: Event, run: u64) {
+    let mut v = serde_json::to_value(Line::Event(e)).expect("lines serialize");
+    if let Some(o) = v.as_object_mut() {
+        o.insert("run".into(), run.into());
+    }
+    let mut text = v.to_string();
+    text.push('\n');
+    let _ = tx.send(text);
+}
+
+/// A host for run `run`: its clients' events carry the run.
+fn host_for(tx: &mpsc::UnboundedSender<String>, run: u64) -> Arc<Host> {
+    let events = tx.clone();
+    Arc::new(Host::new(Arc::new(move |e: Event| out_event(&events, e, run))))
+}
+
 async fn serve(host: &Host, op: Op) -> Result<Reply, OpError> {
     let ok = |mut r: Reply, f: &dyn Fn(&mut Reply)| {
         f(&mut r);
@@ -42,6 +62,7 @@ async fn serve(host: &Host, op: Op) -> Result<Reply, OpError> {
                 r.implementation = Some(inprocess::implementation());
                 r.kinds = Some(kinds.clone());
                 r.recipes = Some(recipes.clone());
+                r.reuse = Some(true);
             })
         }
         Op::Open {
@@ -105,6 +126,8 @@ async fn serve(host: &Host, op: Op) -> Result<Reply, OpError> {
             host.crash(&client);
             Reply::ok(0)
         }
+        // Handled by the loop, which replaces the host.
+        Op::Reset { .. } => Reply::ok(0),
         Op::Shutdown => {
             host.shutdown().await;
             Reply::ok(0)
@@ -144,10 +167,7 @@ async fn run() {
             }
         }
     });
-    let events = tx.clone();
-    let host = Arc::new(Host::new(Arc::new(move |e: Event| {
-        out(&events, &Line::Event(e))
-    })));
+    let mut host = host_for(&tx, 0);
     // Outstanding requests per client, so that a crash can abandon them.
     let outstanding: Arc<Mutex<HashMap<String, Vec<(u64, AbortHandle)>>>> = Arc::default();
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
@@ -183,7 +203,7 @@ async fn run() {
             }
         }
         let shutdown = req.op == Op::Shutdown;
-        if shutdown {
+        if shutdown || matches!(req.op, Op::Reset { .. }) {
             // Whatever still waits (a blocked acquire) holds its client open.
             let all: Vec<_> = std::mem::take(&mut *outstanding.lock())
                 .into_values()
@@ -192,6 +212,15 @@ async fn run() {
             for (_, h) in all {
                 h.abort();
             }
+        }
+        if let Op::Reset { run } = req.op {
+            // Every client of the run closes before the reply; a new host
+            // serves the next run, and whatever the old one's clients still
+            // say carries the old run.
+            host.shutdown().await;
+            host = host_for(&tx, run);
+            out(&tx, &Line::Reply(Reply::ok(id)));
+            continue;
         }
         let (host2, tx2, out2, c2) = (
             host.clone(),

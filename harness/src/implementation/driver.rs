@@ -1,6 +1,11 @@
 //! A driver process: the harness's side of the protocol in `harness/DRIVERS.md`.
 //!
-//! One process per scenario run hosts every client. Requests go to its stdin
+//! One process hosts every client of a scenario run ([`Process`]); a run sees
+//! it through a [`Host`]. A driver whose `init` says `reuse` may serve
+//! successive runs from a [`super::pool::HostPool`]: between two runs it gets
+//! `reset` with the next run's number, and from then on the previous run's
+//! lines are told apart and dropped — replies by their ids (unique for the
+//! whole process), events by their `run`. Requests go to its stdin
 //! as JSON lines; a reader task matches replies to requests by id and passes
 //! events on. Anything the protocol does not allow — a line that is not JSON,
 //! a reply to an unknown id, an event for a client never opened, the process
@@ -20,7 +25,8 @@ use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::oneshot;
 
 use super::inprocess::EventSink;
-use super::protocol::{Event, Line, LockSpec, Op, OpError, Reply, Request, PROTOCOL};
+use super::pool::HostPool;
+use super::protocol::{Event, Line, LockSpec, Op, OpError, Reply, Request, RunTag, PROTOCOL};
 use super::{Acquired, Mode};
 use crate::error::RunError;
 use crate::scenario::Role;
@@ -28,7 +34,8 @@ use crate::scenario::Role;
 /// How long a driver may take to start and answer `init` (a JVM compiling its
 /// driver on first use takes a while).
 const INIT_TIMEOUT: Duration = Duration::from_secs(120);
-/// How long `shutdown` may take before the process is killed.
+/// How long `shutdown` may take before the process is killed (and how long
+/// `reset` may take before the process is shut down instead of reused).
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Lines of the driver's stderr kept for error messages.
 const STDERR_TAIL: usize = 30;
@@ -43,12 +50,18 @@ struct State {
     fatal: Option<String>,
     stderr: VecDeque<String>,
     shutting_down: bool,
+    /// The run being served: 0 until the first `reset`, then its `run`.
+    run: u64,
+    /// The id of the last `reset`: replies to smaller ids that are not
+    /// outstanding are an earlier run's, and dropped.
+    run_first_id: u64,
+    /// Where the current run's events go (nowhere while no run is served).
+    sink: Option<EventSink>,
 }
 
 struct Shared {
     name: String,
     state: Mutex<State>,
-    sink: EventSink,
     /// Becomes true when the driver's stderr closes.
     stderr_closed: tokio::sync::watch::Sender<bool>,
 }
@@ -72,8 +85,9 @@ impl Shared {
 }
 
 /// A running driver process.
-pub struct Host {
+pub struct Process {
     shared: Arc<Shared>,
+    command: Vec<String>,
     stdin: tokio::sync::Mutex<Option<ChildStdin>>,
     child: Mutex<Option<Child>>,
     next_id: AtomicU64,
@@ -83,20 +97,113 @@ pub struct Host {
     pub kinds: BTreeMap<String, String>,
     /// zk-lock recipes it understands.
     pub recipes: Vec<String>,
+    /// `init` said `reuse`: it may serve another run after `reset`.
+    pub reuse: bool,
+}
+
+impl std::fmt::Debug for Process {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("driver::Process")
+            .field("name", &self.shared.name)
+            .field("implementation", &self.implementation)
+            .field("reuse", &self.reuse)
+            .finish()
+    }
+}
+
+/// One run's view of a driver process: the requests it sends are refused
+/// once the run has handed the process back (to its pool or to `shutdown`).
+pub struct Host {
+    process: Arc<Process>,
+    /// The run of the process this host serves.
+    run: u64,
+    /// Where the process goes after the run, if it can serve another.
+    pool: Option<Arc<HostPool>>,
+    /// Set when the run ends: the driver's failure then, if it had one.
+    ended: Mutex<Option<Option<String>>>,
 }
 
 impl std::fmt::Debug for Host {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("driver::Host")
-            .field("name", &self.shared.name)
-            .field("implementation", &self.implementation)
+            .field("process", &self.process)
+            .field("run", &self.run)
             .finish()
     }
 }
 
 impl Host {
-    /// Starts `command` (program and arguments) and says `init`.
+    /// Starts `command` (program and arguments), says `init`, and serves one
+    /// run with it (today's behaviour: the process is shut down after it).
     pub async fn start(name: &str, command: &[String], sink: EventSink) -> Result<Host, RunError> {
+        let process = Arc::new(Process::start(name, command).await?);
+        Ok(Host::serve(process, sink, None))
+    }
+
+    /// A run served by `process`, whose events go to `sink`; at its end the
+    /// process goes back to `pool`, if any and if it may.
+    pub(crate) fn serve(process: Arc<Process>, sink: EventSink, pool: Option<Arc<HostPool>>) -> Host {
+        let run = {
+            let mut st = process.shared.state.lock();
+            st.sink = Some(sink);
+            st.run
+        };
+        Host {
+            process,
+            run,
+            pool,
+            ended: Mutex::new(None),
+        }
+    }
+
+    /// The process.
+    pub fn process(&self) -> &Process {
+        &self.process
+    }
+
+    /// The failure that ended the driver during this run, if one did.
+    pub fn fatal(&self) -> Option<String> {
+        match &*self.ended.lock() {
+            Some(f) => f.clone(),
+            None => self.process.fatal(),
+        }
+    }
+
+    async fn call(&self, op: Op) -> Result<Reply, OpError> {
+        self.process.call(self.run, op).await
+    }
+
+    /// Ends the run: a process that may serve another (its `init` said
+    /// `reuse`, it never failed, it answers `reset`) goes back to the pool;
+    /// any other is shut down (`shutdown`, then killed if it does not exit).
+    pub async fn shutdown(&self) {
+        let fatal = {
+            let mut ended = self.ended.lock();
+            if ended.is_some() {
+                return;
+            }
+            let fatal = self.process.fatal();
+            *ended = Some(fatal.clone());
+            fatal
+        };
+        // Nothing more of this run reaches its views.
+        self.process.shared.state.lock().sink = None;
+        match &self.pool {
+            Some(pool) if self.process.reuse && fatal.is_none() => {
+                pool.give_back(self.process.clone()).await
+            }
+            Some(pool) => {
+                pool.retire();
+                self.process.shutdown().await
+            }
+            None => self.process.shutdown().await,
+        }
+    }
+}
+
+impl Process {
+    /// Starts `command` (program and arguments) and says `init`.
+    pub async fn start(name: &str, command: &[String]) -> Result<Process, RunError> {
         let (program, args) = command
             .split_first()
             .ok_or_else(|| RunError::Driver(format!("driver {name}: empty command")))?;
@@ -116,7 +223,6 @@ impl Host {
         let shared = Arc::new(Shared {
             name: name.to_string(),
             state: Mutex::default(),
-            sink,
             stderr_closed: tokio::sync::watch::channel(false).0,
         });
         let stdout = child.stdout.take().expect("piped");
@@ -124,16 +230,18 @@ impl Host {
         let stdin = child.stdin.take().expect("piped");
         tokio::spawn(read_stdout(shared.clone(), stdout));
         tokio::spawn(read_stderr(shared.clone(), stderr));
-        let mut host = Host {
+        let mut host = Process {
             shared,
+            command: command.to_vec(),
             stdin: tokio::sync::Mutex::new(Some(stdin)),
             child: Mutex::new(Some(child)),
             next_id: AtomicU64::new(1),
             implementation: String::new(),
             kinds: BTreeMap::new(),
             recipes: Vec::new(),
+            reuse: false,
         };
-        let init = tokio::time::timeout(INIT_TIMEOUT, host.call(Op::Init { protocol: PROTOCOL }))
+        let init = tokio::time::timeout(INIT_TIMEOUT, host.call(0, Op::Init { protocol: PROTOCOL }))
             .await
             .map_err(|_| {
                 host.shared
@@ -154,6 +262,7 @@ impl Host {
                 host.implementation = i;
                 host.kinds = k;
                 host.recipes = reply.recipes.unwrap_or_default();
+                host.reuse = reply.reuse == Some(true);
                 Ok(host)
             }
             _ => Err(RunError::Driver(format!(
@@ -167,25 +276,91 @@ impl Host {
         self.shared.state.lock().fatal.clone()
     }
 
-    /// Sends a request and waits for its reply. `Err` is an error reply, or
-    /// (code `DriverFailed`) the driver's failure.
-    async fn call(&self, op: Op) -> Result<Reply, OpError> {
+    /// Its program and arguments.
+    pub fn command(&self) -> &[String] {
+        &self.command
+    }
+
+    /// Runs it served before the current one (the `run` of its last `reset`).
+    pub fn served_runs(&self) -> u64 {
+        self.shared.state.lock().run
+    }
+
+    /// Whether it failed, or stopped answering: such a process is never reused.
+    pub(crate) fn failed(&self) -> bool {
+        self.shared.state.lock().fatal.is_some()
+    }
+
+    /// Says `reset` (the next run is the current one plus one) and waits,
+    /// boundedly, for the reply. True if the process may serve that run.
+    pub(crate) async fn reset(&self) -> bool {
+        let next = self.shared.state.lock().run + 1;
+        let answered =
+            tokio::time::timeout(SHUTDOWN_TIMEOUT, self.call(u64::MAX, Op::Reset { run: next }))
+                .await;
+        match answered {
+            Ok(Ok(_)) if !self.failed() => true,
+            Ok(Ok(_)) => false,
+            Ok(Err(e)) => {
+                tracing::warn!(
+                    "driver {}: reset failed ({e}); it serves no more runs",
+                    self.shared.name
+                );
+                false
+            }
+            Err(_) => {
+                tracing::warn!(
+                    "driver {}: no answer to reset in {}s; it serves no more runs",
+                    self.shared.name,
+                    SHUTDOWN_TIMEOUT.as_secs()
+                );
+                false
+            }
+        }
+    }
+
+    /// Sends a request of run `run` and waits for its reply. `Err` is an
+    /// error reply, or (code `DriverFailed`) the driver's failure, or
+    /// (`RunOver`) a request of a run the process no longer serves, which is
+    /// not sent. `reset` is sent whatever `run` says, and starts its run.
+    async fn call(&self, run: u64, op: Op) -> Result<Reply, OpError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        {
-            let mut st = self.shared.state.lock();
-            if let Some(f) = &st.fatal {
-                return Err(OpError::indefinite("DriverFailed", f.clone()));
-            }
-            if let Some(c) = op.client() {
-                st.opened.insert(c.to_string());
-            }
-            st.pending.insert(id, (op.clone(), tx));
-        }
-        let mut line = serde_json::to_string(&Request { id, op }).expect("requests serialize");
+        let mut line = serde_json::to_string(&Request { id, op: op.clone() })
+            .expect("requests serialize");
         line.push('\n');
         {
+            // The run is checked, and a reset starts its run, under the stdin
+            // lock: no request of a run can be written after the reset that
+            // ended it.
             let mut stdin = self.stdin.lock().await;
+            {
+                let mut st = self.shared.state.lock();
+                if let Some(f) = &st.fatal {
+                    return Err(OpError::indefinite("DriverFailed", f.clone()));
+                }
+                if let Op::Reset { run: next } = op {
+                    // The finished run's outstanding requests will never be
+                    // answered to anyone: their late replies are dropped by id.
+                    st.pending.clear();
+                    st.opened.clear();
+                    st.crashed.clear();
+                    st.run = next;
+                    st.run_first_id = id;
+                } else if st.run != run {
+                    return Err(OpError::definite(
+                        "RunOver",
+                        format!("driver {}: the run is over", self.shared.name),
+                    ));
+                }
+                if let Some(c) = op.client() {
+                    st.opened.insert(c.to_string());
+                    if matches!(op, Op::Crash { .. }) {
+                        st.crashed.insert(c.to_string());
+                    }
+                }
+                st.pending.insert(id, (op, tx));
+            }
             let written = match stdin.as_mut() {
                 Some(w) => match w.write_all(line.as_bytes()).await {
                     Ok(()) => w.flush().await,
@@ -211,6 +386,9 @@ impl Host {
         }
     }
 
+}
+
+impl Host {
     /// Has the driver connect `client` to `connect` and make its lock from
     /// `lock`; returns the session id the driver reports (0 if it gives none).
     pub async fn open(
@@ -291,7 +469,6 @@ impl Host {
     /// forgets the client's outstanding requests (their late replies are
     /// dropped).
     pub async fn crash(&self, client: &str) {
-        self.shared.state.lock().crashed.insert(client.to_string());
         let _ = self
             .call(Op::Crash {
                 client: client.to_string(),
@@ -299,6 +476,9 @@ impl Host {
             .await;
     }
 
+}
+
+impl Process {
     /// Says `shutdown`, waits for the process to exit (boundedly), kills it otherwise.
     pub async fn shutdown(&self) {
         // From here on the driver may exit (it does, after its reply).
@@ -403,6 +583,11 @@ async fn read_stdout(shared: Arc<Shared>, stdout: tokio::process::ChildStdout) {
             Line::Reply(r) => {
                 let mut st = shared.state.lock();
                 let Some((op, tx)) = st.pending.remove(&r.id) else {
+                    if r.id < st.run_first_id {
+                        // An earlier run's request, answered after the reset.
+                        tracing::debug!(driver = %shared.name, "dropped a reply of an earlier run: {line}");
+                        continue;
+                    }
                     drop(st);
                     shared.fail(format!(
                         "stdout line {n}: a reply to id {}, which is not an outstanding request",
@@ -427,23 +612,42 @@ async fn read_stdout(shared: Arc<Shared>, stdout: tokio::process::ChildStdout) {
                     Event::State { client, .. } | Event::Lock { client, .. } => Some(client),
                     Event::Log { client, .. } => client.as_ref(),
                 };
-                if let Some(c) = client {
-                    let st = shared.state.lock();
-                    if !st.opened.contains(c) {
-                        drop(st);
-                        shared.fail(format!(
-                            "stdout line {n}: an event for client {c:?}, which was never opened: {line}"
-                        ));
-                        return;
-                    }
-                    if st.crashed.contains(c) {
+                // The run the event is about: an earlier run's is dropped. The
+                // run is checked and the sink taken under one lock, so that an
+                // earlier run's event never reaches a later run's views.
+                let tag: RunTag = serde_json::from_str(&line).unwrap_or_default();
+                let st = shared.state.lock();
+                let run = st.run;
+                let why = match tag.run {
+                    Some(r) if r < run => {
+                        tracing::debug!(driver = %shared.name, "dropped an event of run {r}: {line}");
                         continue;
                     }
+                    Some(r) if r > run => Some(format!("an event of run {r}, but the run is {run}")),
+                    None if run > 0 && !matches!(e, Event::Log { .. }) => {
+                        Some("an event without `run` after a reset".to_string())
+                    }
+                    _ => match client {
+                        Some(c) if !st.opened.contains(c) => {
+                            Some(format!("an event for client {c:?}, which was never opened"))
+                        }
+                        Some(c) if st.crashed.contains(c) => continue,
+                        _ => None,
+                    },
+                };
+                if let Some(why) = why {
+                    drop(st);
+                    shared.fail(format!("stdout line {n}: {why}: {line}"));
+                    return;
                 }
+                let sink = st.sink.clone();
+                drop(st);
                 if let Event::Log { client, message } = &e {
                     tracing::debug!(driver = %shared.name, client = ?client, "{message}");
                 }
-                (shared.sink)(e);
+                if let Some(sink) = sink {
+                    sink(e);
+                }
             }
         }
     }

@@ -9,8 +9,11 @@
 mod broken;
 pub mod driver;
 pub mod inprocess;
+pub mod pool;
 pub mod protocol;
 mod recipe;
+
+pub use pool::{HostPool, PoolStats};
 
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
@@ -297,9 +300,11 @@ impl Offer {
 
 impl Host {
     /// Starts the implementation for one run; its events go to `first`,
-    /// then feed `views`.
+    /// then feed `views`. A driver comes from `pool` if there is one (and
+    /// goes back to it at [`Host::shutdown`] if it may serve another run).
     pub(crate) async fn start(
         imp: &Implementation,
+        pool: Option<&Arc<HostPool>>,
         views: Arc<Views>,
         first: Arc<dyn Fn(&Event) + Send + Sync>,
     ) -> Result<Host, RunError> {
@@ -309,9 +314,12 @@ impl Host {
         });
         match imp {
             Implementation::ZkLock => Ok(Host::InProcess(inprocess::Host::new(sink))),
-            Implementation::Driver { name, command } => driver::Host::start(name, command, sink)
-                .await
-                .map(Host::Driver),
+            Implementation::Driver { name, command } => match pool {
+                Some(pool) => pool.host(name, command, sink).await.map(Host::Driver),
+                None => driver::Host::start(name, command, sink)
+                    .await
+                    .map(Host::Driver),
+            },
         }
     }
 
@@ -327,9 +335,9 @@ impl Host {
                 }
             }
             Host::Driver(d) => Offer {
-                implementation: d.implementation.clone(),
-                kinds: d.kinds.clone(),
-                recipes: d.recipes.clone(),
+                implementation: d.process().implementation.clone(),
+                kinds: d.process().kinds.clone(),
+                recipes: d.process().recipes.clone(),
             },
         }
     }
@@ -418,7 +426,8 @@ impl Host {
         }
     }
 
-    /// Closes every client and ends the implementation.
+    /// Closes every client and ends the implementation (a pooled driver
+    /// that may serve another run is `reset` and goes back to its pool).
     pub(crate) async fn shutdown(&self) {
         match self {
             Host::InProcess(h) => h.shutdown().await,

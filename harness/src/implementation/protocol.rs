@@ -79,6 +79,13 @@ pub enum Op {
         /// The client.
         client: String,
     },
+    /// Close every client, forget them, and serve run `run` next (only to a
+    /// driver whose `init` said `reuse`).
+    Reset {
+        /// The next run's number (1, 2, …; the run before the first reset is 0).
+        /// Every event about a client opened after this reset carries it.
+        run: u64,
+    },
     /// Close everything and exit.
     Shutdown,
 }
@@ -93,7 +100,7 @@ impl Op {
             | Op::Touch { client, .. }
             | Op::Close { client }
             | Op::Crash { client } => Some(client),
-            Op::Init { .. } | Op::Shutdown => None,
+            Op::Init { .. } | Op::Reset { .. } | Op::Shutdown => None,
         }
     }
 
@@ -107,6 +114,7 @@ impl Op {
             Op::Touch { .. } => "touch",
             Op::Close { .. } => "close",
             Op::Crash { .. } => "crash",
+            Op::Reset { .. } => "reset",
             Op::Shutdown => "shutdown",
         }
     }
@@ -231,6 +239,9 @@ pub struct Reply {
     /// `init`: zk-lock recipes it understands.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recipes: Option<Vec<String>>,
+    /// `init`: the driver can serve successive runs (`reset` between them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reuse: Option<bool>,
 }
 
 impl Reply {
@@ -246,6 +257,7 @@ impl Reply {
             implementation: None,
             kinds: None,
             recipes: None,
+            reuse: None,
         }
     }
 
@@ -257,6 +269,15 @@ impl Reply {
             ..Reply::ok(id)
         }
     }
+}
+
+/// The run an event belongs to: the `run` of the last `reset` before its
+/// client was opened (absent or 0 before the first reset).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub struct RunTag {
+    /// The run.
+    #[serde(default)]
+    pub run: Option<u64>,
 }
 
 /// An unprompted line.
@@ -306,6 +327,9 @@ mod tests {
         assert!(back.contains(r#""op":"open""#), "{back}");
         let s: Request = serde_json::from_str(r#"{"id":9,"op":"shutdown"}"#).unwrap();
         assert_eq!(s.op, Op::Shutdown);
+        let r: Request = serde_json::from_str(r#"{"id":10,"op":"reset","run":2}"#).unwrap();
+        assert_eq!(r.op, Op::Reset { run: 2 });
+        assert_eq!(r.op.client(), None);
     }
 
     #[test]

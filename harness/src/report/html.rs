@@ -1614,6 +1614,7 @@ mod tests {
                 seed: Some(3),
                 implementation: crate::implementation::Implementation::ZkLock,
                 progress: None,
+                pool: None,
             },
         )
         .await;

@@ -1034,6 +1034,7 @@ invariants:
             seed: Some(1),
             implementation: crate::implementation::Implementation::ZkLock,
             progress: None,
+            pool: None,
         };
         let o = crate::runner::run(&loaded, &opts).await;
         assert_eq!(
