@@ -21,6 +21,15 @@ pub enum FaultVerdict {
     Fail(ErrorCode),
     /// Applied; the reply (and what follows it) is held this long.
     Delay(Duration),
+    /// Held until the target's gate `gate` opens (a `hold` step): the
+    /// request unapplied (and what the client sends after it), or, applied,
+    /// its reply (and what follows it).
+    Hold {
+        /// The request, not its reply.
+        request: bool,
+        /// The target's gate (on the mock, its `GateId`).
+        gate: u64,
+    },
 }
 
 /// A request fault, resolved from a timeline step.
@@ -63,8 +72,19 @@ impl RequestFault {
         match self.verdict {
             FaultVerdict::LoseReply => when.lose_reply(),
             FaultVerdict::DropRequest => when.disconnect(),
+            // A server answers SessionExpired only for a session that has
+            // expired: the mock expires it, and the client is told so.
+            FaultVerdict::Fail(ErrorCode::SessionExpired) => when.expire(),
             FaultVerdict::Fail(code) => when.fail(code),
             FaultVerdict::Delay(d) => when.delay(d),
+            FaultVerdict::Hold {
+                request: true,
+                gate,
+            } => when.hold_request(zk_mock::fault::GateId(gate)),
+            FaultVerdict::Hold {
+                request: false,
+                gate,
+            } => when.hold_reply(zk_mock::fault::GateId(gate)),
         }
     }
 }

@@ -80,10 +80,6 @@ pub struct Expected {
     /// Anything else worth saying.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
-    /// A finding that shows in some runs only (the library's own threads
-    /// decide the interleaving): a pass is as expected too.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub intermittent: bool,
 }
 
 /// scenario → implementation → expected cell.
@@ -174,7 +170,6 @@ fn default_expected(negative: bool, skipped: bool) -> Expected {
         violated: Vec::new(),
         finding: None,
         note: None,
-        intermittent: false,
     }
 }
 
@@ -215,7 +210,6 @@ impl Matrix {
                                 let b: BTreeSet<&String> = violated.iter().collect();
                                 a == b
                             }))
-                            || (x.intermittent && verdict == Verdict::Passed)
                             // On a real server, a scenario that needs the
                             // mock's own knobs is skipped whatever its
                             // verdict on the mock (where it is checked).
@@ -601,14 +595,14 @@ mod tests {
         ];
         assert!(ok("real", &skipped_kazoo, &expectations));
         assert!(!ok("mock", &skipped_kazoo, &expectations));
-        // An intermittent finding: a pass is as expected, other failures are not.
-        let flaky: Expectations = serde_saphyr::from_str(
+        // Every verdict must replay: a finding that shows in some runs
+        // only is not an expectation (the scenario is restaged so that
+        // events force the race), and the file cannot say so.
+        let flaky = serde_saphyr::from_str::<Expectations>(
             "kazoo-732:\n  kazoo:\n    verdict: failed\n    violated: [liveness, no_orphans]\n    finding: python-zk/kazoo#732\n    intermittent: true\n",
-        )
-        .unwrap();
-        assert!(ok("mock", &fixed, &flaky));
-        assert!(ok("mock", &outcomes, &flaky));
-        assert!(!ok("mock", &other, &flaky));
+        );
+        assert!(flaky.is_err(), "intermittent is not a field");
+        assert!(!ok("mock", &fixed, &expectations));
         // A skipped cell is expected unless the file says otherwise; an
         // unlisted failure is not.
         let skipped = vec![

@@ -379,21 +379,33 @@ async fn play(ctx: &Arc<Ctx>) -> Result<End, RunError> {
                 untriggered.push(st.label.clone());
             }
             steps_not_run.push(st.label);
+        } else if !st.handle.is_finished() {
+            // It acted, and waits for the event that opens its hold: that
+            // event did not come before the clients were done.
+            st.handle.abort();
+            tracing::debug!(step = %st.label, "its hold's event never came");
         } else if let Ok(Err(e)) = st.handle.await {
             steps_not_run.push(format!("{}: {e}", st.label));
         }
     }
+    // What a hold still holds goes on: the sessions end next.
+    ctx.target.open_all_gates();
     // Orphans: lock nodes left once every client is done (their sessions
     // still open). Crashed clients' nodes go when their sessions expire:
     // give those until the crash's effect ends.
+    // An expiry whose deletions the mock applies late (`expiry_cleanup_delay`)
+    // has not left orphans until that delay is over.
     let settle_until = {
         let crashed = !ctx.crashed.lock().is_empty();
         let end = *ctx.last_fault_end.lock();
-        if crashed {
-            Some(Instant::now() + end.saturating_sub(ctx.journal.now()))
-        } else {
-            None
-        }
+        let crash_end = crashed.then(|| Instant::now() + end.saturating_sub(ctx.journal.now()));
+        let late_cleanup = ctx
+            .loaded
+            .scenario
+            .server
+            .expiry_cleanup_delay
+            .map(|d| Instant::now() + d.0);
+        crash_end.max(late_cleanup)
     };
     let orphans = loop {
         let children = match lock_nodes_left(&admin, &ctx.dir).await {
@@ -522,54 +534,65 @@ async fn wait_trigger(ctx: &Ctx, step: &Step, triggered: &std::sync::atomic::Ato
         }
         triggered.store(true, std::sync::atomic::Ordering::SeqCst);
     } else if let Some(on) = &step.on {
-        let mut changed = ctx.journal.subscribe();
-        loop {
-            let ready = if let Some(h) = &on.holds {
-                let members = resolve(ctx, h);
-                ctx.journal.holders().iter().any(|c| members.contains(c))
-            } else if let Some(w) = &on.waiting {
-                let members = resolve(ctx, w);
-                let want = on.count.unwrap_or(members.len());
-                let waiting: Vec<String> = ctx
-                    .journal
-                    .waiting()
-                    .into_iter()
-                    .filter(|c| members.contains(c))
-                    .collect();
-                if waiting.len() < want {
-                    false
-                } else {
-                    let sessions = ctx.journal.sessions();
-                    let ids: Vec<i64> = waiting
-                        .iter()
-                        .filter_map(|c| sessions.get(c).copied())
-                        .collect();
-                    match ctx.target.watching(&ctx.dir, &ids) {
-                        Some(n) => n >= want,
-                        None => true,
-                    }
-                }
-            } else {
-                ctx.journal.acquisitions() >= on.acquisitions.unwrap_or(0)
-            };
-            if ready {
-                triggered.store(true, std::sync::atomic::Ordering::SeqCst);
-                break;
-            }
-            tokio::select! {
-                _ = changed.changed() => {}
-                // Watches are set after the journal's last event: look again soon.
-                _ = tokio::time::sleep(Duration::from_millis(5)) => {}
-            }
-        }
-        let settle = ctx.target.settle();
-        if on.waiting.is_some() && !settle.is_zero() {
-            tokio::time::sleep(settle).await;
-        }
+        wait_event(ctx, std::slice::from_ref(on)).await;
+        triggered.store(true, std::sync::atomic::Ordering::SeqCst);
     }
     if let Some(after) = step.after {
         tokio::time::sleep(after.0).await;
     }
+}
+
+/// Whether the event has happened (is the case now).
+fn event_ready(ctx: &Ctx, on: &crate::scenario::Trigger) -> bool {
+    if let Some(h) = &on.holds {
+        let members = resolve(ctx, h);
+        ctx.journal.holders().iter().any(|c| members.contains(c))
+    } else if let Some(w) = &on.waiting {
+        let members = resolve(ctx, w);
+        let want = on.count.unwrap_or(members.len());
+        let waiting: Vec<String> = ctx
+            .journal
+            .waiting()
+            .into_iter()
+            .filter(|c| members.contains(c))
+            .collect();
+        if waiting.len() < want {
+            false
+        } else {
+            let sessions = ctx.journal.sessions();
+            let ids: Vec<i64> = waiting
+                .iter()
+                .filter_map(|c| sessions.get(c).copied())
+                .collect();
+            match ctx.target.watching(&ctx.dir, &ids) {
+                Some(n) => n >= want,
+                None => true,
+            }
+        }
+    } else {
+        ctx.journal.acquisitions() >= on.acquisitions.unwrap_or(0)
+    }
+}
+
+/// Waits until one of the events happens (an `on:` trigger, or a hold's
+/// `until:`); returns which.
+async fn wait_event(ctx: &Ctx, any: &[crate::scenario::Trigger]) -> usize {
+    let mut changed = ctx.journal.subscribe();
+    let which = loop {
+        if let Some(i) = any.iter().position(|on| event_ready(ctx, on)) {
+            break i;
+        }
+        tokio::select! {
+            _ = changed.changed() => {}
+            // Watches are set after the journal's last event: look again soon.
+            _ = tokio::time::sleep(Duration::from_millis(5)) => {}
+        }
+    };
+    let settle = ctx.target.settle();
+    if any[which].waiting.is_some() && !settle.is_zero() {
+        tokio::time::sleep(settle).await;
+    }
+    which
 }
 
 async fn run_step(
@@ -581,16 +604,51 @@ async fn run_step(
 ) -> Result<(), RunError> {
     wait_trigger(&ctx, &step, triggered).await;
     ctx.acting.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let r = act(&ctx, i, step).await;
+    let r = act(&ctx, i, &step).await;
     // Before `acting` drops: the end of the run must not see the action
     // over and the step unfinished (CI, 2026-11-24: "crash ALL never ran"
     // for a crash that had run).
     acted.store(true, std::sync::atomic::Ordering::SeqCst);
     ctx.acting.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-    r
+    let gate = r?;
+    // A hold, or an expiry's held cleanup: its gate opens when the event
+    // comes (the task is dropped if the run ends first; the target's end
+    // opens every gate).
+    if let (Some(gate), Some(until)) = (gate, step.until()) {
+        let which = wait_event(&ctx, until.triggers()).await;
+        let t = ctx.journal.now();
+        ctx.target.open_gate(gate);
+        tracing::debug!(step = i + 1, gate, "released");
+        let event = until.triggers()[which].describe();
+        ctx.fault_until(t);
+        let mut faults = ctx.faults.lock();
+        let mut clients = Vec::new();
+        if let Some(f) = faults.iter_mut().find(|f| f.step == i + 1) {
+            f.until_ms = t.as_secs_f64() * 1000.0;
+            clients = f.clients.clone();
+        }
+        faults.push(FaultRecord {
+            step: i + 1,
+            t_ms: t.as_secs_f64() * 1000.0,
+            until_ms: t.as_secs_f64() * 1000.0,
+            action: "release".into(),
+            argument: format!(
+                "{} (on {event})",
+                if step.hold.is_some() {
+                    "the held requests or replies"
+                } else {
+                    "the expiry's deletions"
+                }
+            ),
+            clients,
+        });
+    }
+    Ok(())
 }
 
-async fn act(ctx: &Arc<Ctx>, i: usize, step: Step) -> Result<(), RunError> {
+/// Does the step's action; a `hold` or an expiry with `cleanup_until`
+/// returns the gate that holds, for the step to open on its event.
+async fn act(ctx: &Arc<Ctx>, i: usize, step: &Step) -> Result<Option<u64>, RunError> {
     let t = ctx.journal.now();
     let (action, arg) = step
         .action()
@@ -611,11 +669,19 @@ async fn act(ctx: &Arc<Ctx>, i: usize, step: Step) -> Result<(), RunError> {
         }
         hit
     };
+    let mut gate = None;
     if let Some(sel) = &step.expire {
         let clients = resolve(ctx, sel);
+        // One gate holds every expired session's deletions.
+        let held = step.cleanup_until.as_ref().map(|_| ctx.target.new_gate());
+        gate = held;
         for c in clients {
             if let Some(s) = sessions.get(&c) {
-                if ctx.target.expire(&c, *s).await {
+                let expired = match held {
+                    Some(g) => ctx.target.expire_until(&c, *s, g).await,
+                    None => ctx.target.expire(&c, *s).await,
+                };
+                if expired {
                     targets.push(c);
                 }
             }
@@ -637,11 +703,17 @@ async fn act(ctx: &Arc<Ctx>, i: usize, step: Step) -> Result<(), RunError> {
                 ctx2.target.resume(&c, s);
             }
         });
-    } else if let Some((verdict, spec)) = step.request_faults().into_iter().next() {
-        let fault = spec
-            .resolve(verdict, &ctx.dir)
-            .map_err(|e| RunError::Rule(e.to_string()))?;
-        let clients: Vec<Option<String>> = match &spec.client {
+    } else if let Some((fault, client)) = match (&step.hold, step.request_faults().first()) {
+        (Some(h), _) => {
+            let g = ctx.target.new_gate();
+            gate = Some(g);
+            Some((h.resolve(&ctx.dir, g), &h.client))
+        }
+        (None, Some((verdict, spec))) => Some((spec.resolve(verdict, &ctx.dir), &spec.client)),
+        (None, None) => None,
+    } {
+        let fault = fault.map_err(|e| RunError::Rule(e.to_string()))?;
+        let clients: Vec<Option<String>> = match client {
             Some(sel) => resolve(ctx, sel).into_iter().map(Some).collect(),
             None => vec![None],
         };
@@ -747,7 +819,7 @@ async fn act(ctx: &Arc<Ctx>, i: usize, step: Step) -> Result<(), RunError> {
         argument: arg,
         clients: targets,
     });
-    Ok(())
+    Ok(gate)
 }
 
 /// Plays a chaos step: a schedule drawn from the run's seed (and the step's

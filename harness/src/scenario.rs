@@ -445,6 +445,117 @@ pub struct Trigger {
     pub acquisitions: Option<usize>,
 }
 
+/// What a `hold` step or an expiry's held cleanup waits for: one event of
+/// the shape `on:` takes (`{holds: later}`), or a list of them
+/// (`[{holds: waiter}, {waiting: waiter}]`): whichever comes first.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Until {
+    /// One event.
+    One(Trigger),
+    /// The first of these.
+    Any(Vec<Trigger>),
+}
+
+impl Until {
+    /// The events, any of which ends the wait.
+    pub fn triggers(&self) -> &[Trigger] {
+        match self {
+            Until::One(t) => std::slice::from_ref(t),
+            Until::Any(v) => v,
+        }
+    }
+
+    /// For reports: `holds later or waiting waiter`.
+    pub fn describe(&self) -> String {
+        self.triggers()
+            .iter()
+            .map(Trigger::describe)
+            .collect::<Vec<_>>()
+            .join(" or ")
+    }
+}
+
+impl Trigger {
+    /// For reports: `holds later`, `waiting waiter (2)`, `acquisitions 3`.
+    pub fn describe(&self) -> String {
+        if let Some(h) = &self.holds {
+            format!("holds {h}")
+        } else if let Some(w) = &self.waiting {
+            match self.count {
+                Some(n) => format!("waiting {w} ({n})"),
+                None => format!("waiting {w}"),
+            }
+        } else {
+            format!("acquisitions {}", self.acquisitions.unwrap_or(0))
+        }
+    }
+}
+
+/// What a `hold` step holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HoldWhat {
+    /// The request is applied; its reply, and everything after it on that
+    /// connection, is held (default).
+    #[default]
+    Reply,
+    /// The request, and everything the client sends after it on that
+    /// connection, is held unapplied.
+    Request,
+}
+
+/// A `hold` step: which requests (as the request faults), what of them is
+/// held, and until what.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HoldSpec {
+    /// The operation (as the request faults' `op`).
+    pub op: String,
+    /// Whose requests (a client or group; default anyone's).
+    #[serde(default)]
+    pub client: Option<String>,
+    /// How many requests to hold (default 1); all wait for the same event.
+    #[serde(default = "one_u64")]
+    pub times: u64,
+    /// Hold only the n-th matching request (1-based).
+    #[serde(default)]
+    pub nth: Option<u64>,
+    /// Which paths (as the request faults' `path`; default `lock`).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// `reply` (default) or `request`.
+    #[serde(default)]
+    pub what: HoldWhat,
+    /// The event that releases what is held.
+    pub until: Until,
+}
+
+impl HoldSpec {
+    /// As a request fault's criteria, for [`RequestFaultSpec::resolve`].
+    pub fn criteria(&self) -> RequestFaultSpec {
+        RequestFaultSpec {
+            op: self.op.clone(),
+            client: self.client.clone(),
+            times: self.times,
+            nth: self.nth,
+            path: self.path.clone(),
+            code: None,
+            duration: None,
+        }
+    }
+
+    /// The fault, holding until the target's gate `gate` opens.
+    pub fn resolve(&self, dir: &str, gate: u64) -> Result<crate::fault::RequestFault, FieldError> {
+        let mut f = self.criteria().resolve("hold", dir)?;
+        f.verdict = crate::fault::FaultVerdict::Hold {
+            request: self.what == HoldWhat::Request,
+            gate,
+        };
+        Ok(f)
+    }
+}
+
 /// Which requests a request fault hits (`lose_reply`, `drop_request`,
 /// `fail`, `delay`).
 #[derive(Debug, Clone, Deserialize)]
@@ -550,6 +661,11 @@ impl RequestFaultSpec {
                     .ok_or_else(|| FieldError::new("timeline.delay.for", "needed (e.g. 500ms)"))?
                     .0,
             ),
+            // The gate is the target's, made when the step acts.
+            "hold" => FaultVerdict::Hold {
+                request: false,
+                gate: 0,
+            },
             other => {
                 return Err(FieldError::new(
                     "timeline",
@@ -652,6 +768,13 @@ pub struct Step {
     /// Expire the sessions of these clients.
     #[serde(default)]
     pub expire: Option<String>,
+    /// With `expire`: the server applies the expiry's deletions (the
+    /// sessions' ephemeral nodes) only when this happens; the sessions end
+    /// at once. What a client sees through a server that has not applied
+    /// the expiry yet (CURATOR-604), for exactly as long as the scenario
+    /// says. Mock only.
+    #[serde(default)]
+    pub cleanup_until: Option<Until>,
     /// Close these clients' connections (they reconnect within the session).
     #[serde(default)]
     pub disconnect: Option<String>,
@@ -670,6 +793,9 @@ pub struct Step {
     /// Apply matching requests and hold their replies for a while.
     #[serde(default)]
     pub delay: Option<RequestFaultSpec>,
+    /// Hold matching requests (unapplied), or their replies, until an event.
+    #[serde(default)]
+    pub hold: Option<HoldSpec>,
     /// Refuse new connections for this long.
     #[serde(default)]
     pub refuse_connections: Option<Dur>,
@@ -734,6 +860,15 @@ impl LagStep {
 }
 
 impl Step {
+    /// What the step's action holds until an event (a `hold`, or an
+    /// expiry's `cleanup_until`).
+    pub fn until(&self) -> Option<&Until> {
+        self.hold
+            .as_ref()
+            .map(|h| &h.until)
+            .or(self.cleanup_until.as_ref())
+    }
+
     /// The request faults of the step, by name.
     pub fn request_faults(&self) -> Vec<(&'static str, &RequestFaultSpec)> {
         [
@@ -751,7 +886,10 @@ impl Step {
     pub fn action(&self) -> Vec<(&'static str, String)> {
         let mut v = Vec::new();
         if let Some(t) = &self.expire {
-            v.push(("expire", t.clone()));
+            match &self.cleanup_until {
+                Some(u) => v.push(("expire", format!("{t}, cleanup until {}", u.describe()))),
+                None => v.push(("expire", t.clone())),
+            }
         }
         if let Some(t) = &self.disconnect {
             v.push(("disconnect", t.clone()));
@@ -773,6 +911,22 @@ impl Step {
                 arg.push_str(&format!(" for {d}"));
             }
             v.push((name, arg));
+        }
+        if let Some(h) = &self.hold {
+            v.push((
+                "hold",
+                format!(
+                    "{} {} x{} {} until {}",
+                    h.op,
+                    match h.what {
+                        HoldWhat::Reply => "reply",
+                        HoldWhat::Request => "request",
+                    },
+                    h.times,
+                    h.client.as_deref().unwrap_or("anyone"),
+                    h.until.describe()
+                ),
+            ));
         }
         if let Some(d) = &self.refuse_connections {
             v.push(("refuse_connections", d.to_string()));
@@ -1206,7 +1360,7 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
                 file,
                 step,
                 format!(
-                    "timeline: a step needs exactly one action (expire, disconnect, stall, lose_reply, drop_request, fail, delay, refuse_connections, stampede, crash, close, chaos, kill_server, restart_server, partition_server, heal_server, lag, leader_election); found {}",
+                    "timeline: a step needs exactly one action (expire, disconnect, stall, lose_reply, drop_request, fail, delay, hold, refuse_connections, stampede, crash, close, chaos, kill_server, restart_server, partition_server, heal_server, lag, leader_election); found {}",
                     if actions.is_empty() {
                         "none".to_string()
                     } else {
@@ -1273,7 +1427,7 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
                 ));
             }
         }
-        if let Some(on) = &v.on {
+        let check_trigger = |field: &str, on: &Trigger| -> Result<(), ScenarioError> {
             let set = [
                 on.holds.is_some(),
                 on.waiting.is_some(),
@@ -1283,7 +1437,7 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
                 return Err(err_at(
                     file,
                     step,
-                    "timeline.on: needs exactly one of `holds: <client>`, `waiting: <group>`, `acquisitions: <n>`".into(),
+                    format!("{field}: needs exactly one of `holds: <client>`, `waiting: <group>`, `acquisitions: <n>`"),
                 ));
             }
             for t in [&on.holds, &on.waiting].into_iter().flatten() {
@@ -1291,7 +1445,7 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
                     return Err(err_at(
                         file,
                         step,
-                        format!("timeline.on: unknown client or group {t:?}"),
+                        format!("{field}: unknown client or group {t:?}"),
                     ));
                 }
             }
@@ -1302,7 +1456,7 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
                         file,
                         step,
                         format!(
-                            "timeline.on.acquisitions: {n}, but the clients make at most {total_acquisitions} (count × rounds over every group): the step would never run"
+                            "{field}.acquisitions: {n}, but the clients make at most {total_acquisitions} (count × rounds over every group): the step would never run"
                         ),
                     ));
                 }
@@ -1312,7 +1466,7 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
                     return Err(err_at(
                         file,
                         step,
-                        "timeline.on.count: only with `waiting: <group>`".into(),
+                        format!("{field}.count: only with `waiting: <group>`"),
                     ));
                 };
                 let size = match s.clients.iter().find(|g| &g.value.name == w) {
@@ -1325,11 +1479,43 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
                         file,
                         step,
                         format!(
-                            "timeline.on.count: {n}, but {w:?} has {size} client{}: the step would never run",
+                            "{field}.count: {n}, but {w:?} has {size} client{}: the step would never run",
                             if size == 1 { "" } else { "s" }
                         ),
                     ));
                 }
+            }
+            Ok(())
+        };
+        if let Some(on) = &v.on {
+            check_trigger("timeline.on", on)?;
+        }
+        if v.cleanup_until.is_some() && v.expire.is_none() {
+            return Err(err_at(
+                file,
+                step,
+                "timeline.cleanup_until: only with `expire`".into(),
+            ));
+        }
+        for (field, until) in [
+            ("timeline.hold.until", v.hold.as_ref().map(|h| &h.until)),
+            ("timeline.cleanup_until", v.cleanup_until.as_ref()),
+        ] {
+            let Some(until) = until else { continue };
+            if until.triggers().is_empty() {
+                return Err(err_at(
+                    file,
+                    step,
+                    format!("{field}: needs an event (`{{holds: <client>}}`, `{{waiting: <group>}}`, `{{acquisitions: <n>}}`), or a list of them"),
+                ));
+            }
+            for t in until.triggers() {
+                check_trigger(field, t)?;
+            }
+        }
+        if let Some(h) = &v.hold {
+            if let Err(e) = h.resolve(&l.lock_dir(), 0) {
+                return Err(err_at(file, step, e.to_string()));
             }
         }
         if let Some(at) = v.at {
@@ -1360,6 +1546,7 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
             v.drop_request.as_ref().and_then(|l| l.client.as_ref()),
             v.fail.as_ref().and_then(|l| l.client.as_ref()),
             v.delay.as_ref().and_then(|l| l.client.as_ref()),
+            v.hold.as_ref().and_then(|l| l.client.as_ref()),
         ];
         for t in targets.into_iter().flatten() {
             if !known(t) {

@@ -17,6 +17,8 @@ pub(crate) struct MockTarget {
     pub(super) zk: ZkMock,
     rules: Mutex<Vec<RuleGuard>>,
     refusal: Mutex<Option<zk_mock::Refusal>>,
+    /// The gates of `hold` steps and held expiry cleanups, by id.
+    gates: Mutex<BTreeMap<u64, zk_mock::HoldGate>>,
 }
 
 impl MockTarget {
@@ -51,6 +53,7 @@ impl MockTarget {
             zk,
             rules: Mutex::default(),
             refusal: Mutex::default(),
+            gates: Mutex::default(),
         })
     }
 
@@ -66,6 +69,28 @@ impl MockTarget {
             .map_err(RunError::Rule)?;
         self.rules.lock().push(guard);
         Ok(())
+    }
+
+    /// A new, closed gate: its id is the mock's `GateId`.
+    pub(super) fn new_gate(&self) -> u64 {
+        let gate = self.zk.gate();
+        let id = gate.id().0;
+        self.gates.lock().insert(id, gate);
+        id
+    }
+
+    /// Opens a gate.
+    pub(super) fn open_gate(&self, gate: u64) {
+        if let Some(g) = self.gates.lock().remove(&gate) {
+            g.open();
+        }
+    }
+
+    /// Opens every gate.
+    pub(super) fn open_all_gates(&self) {
+        for (_, g) in std::mem::take(&mut *self.gates.lock()) {
+            g.open();
+        }
     }
 
     /// The lock node `session` owns under `dir`: its ephemeral with the largest czxid.

@@ -91,6 +91,12 @@ impl TargetSpec {
                     .into(),
             );
         }
+        if s.timeline.iter().any(|t| t.value.cleanup_until.is_some()) {
+            return Some(
+                "needs the mock's held expiry cleanup, `cleanup_until` (a real server applies an expiry at once)"
+                    .into(),
+            );
+        }
         if s.server.servers <= 1 {
             return None;
         }
@@ -282,6 +288,45 @@ impl Target {
         match self {
             Target::Mock(m) => m.zk.disconnect(session),
             Target::Real(r) => r.disconnect(client),
+        }
+    }
+
+    /// A new, closed gate for a `hold` step or a held expiry cleanup: its
+    /// id, for [`crate::fault::FaultVerdict::Hold`] and `expire_until`.
+    pub(crate) fn new_gate(&self) -> u64 {
+        match self {
+            Target::Mock(m) => m.new_gate(),
+            Target::Real(r) => r.new_gate(),
+        }
+    }
+
+    /// Opens a gate: what it held goes on.
+    pub(crate) fn open_gate(&self, gate: u64) {
+        match self {
+            Target::Mock(m) => m.open_gate(gate),
+            Target::Real(r) => r.open_gate(gate),
+        }
+    }
+
+    /// Opens every gate (the run is over).
+    pub(crate) fn open_all_gates(&self) {
+        match self {
+            Target::Mock(m) => m.open_all_gates(),
+            Target::Real(r) => r.open_all_gates(),
+        }
+    }
+
+    /// Expires the client's session now; its ephemeral nodes go when gate
+    /// `gate` opens (mock only: the real target's expiry applies at once).
+    pub(crate) async fn expire_until(&self, client: &str, session: i64, gate: u64) -> bool {
+        match self {
+            Target::Mock(m) => {
+                m.zk.expire_session_until(session, zk_mock::fault::GateId(gate))
+            }
+            Target::Real(_) => {
+                tracing::warn!(client, "cleanup_until needs the mock");
+                false
+            }
         }
     }
 

@@ -224,6 +224,15 @@ impl RealTarget {
     pub(crate) fn request_fault(&self, fault: &RequestFault, client: Option<&str>) {
         self.proxies.request_fault(fault, client)
     }
+    pub(crate) fn new_gate(&self) -> u64 {
+        self.proxies.new_gate()
+    }
+    pub(crate) fn open_gate(&self, gate: u64) {
+        self.proxies.open_gate(gate)
+    }
+    pub(crate) fn open_all_gates(&self) {
+        self.proxies.open_all_gates()
+    }
     pub(crate) fn faults_fired(&self) -> u64 {
         self.proxies.faults_fired()
     }

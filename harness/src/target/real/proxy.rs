@@ -155,6 +155,8 @@ pub(super) struct Shared {
     pub(super) next_conn: AtomicU64,
     /// Creates and deletes confirmed to the clients.
     pub(super) ledger: Mutex<Vec<Known>>,
+    /// The gates of `hold` faults, by id: true once open.
+    pub(super) gates: Mutex<BTreeMap<u64, watch::Sender<bool>>>,
 }
 
 /// Whether a client's traffic may flow.
@@ -213,6 +215,7 @@ impl Proxies {
                 rules: Mutex::default(),
                 next_conn: AtomicU64::new(0),
                 ledger: Mutex::default(),
+                gates: Mutex::default(),
             }),
             clients: Mutex::default(),
         }
@@ -330,6 +333,28 @@ impl Proxies {
             .rules
             .lock()
             .push(RequestRule::new(fault, client));
+    }
+
+    /// A new, closed gate for `hold` faults.
+    pub(crate) fn new_gate(&self) -> u64 {
+        let mut gates = self.shared.gates.lock();
+        let id = gates.keys().next_back().map_or(1, |last| last + 1);
+        gates.insert(id, watch::Sender::new(false));
+        id
+    }
+
+    /// Opens a gate: the frames it held go on.
+    pub(crate) fn open_gate(&self, gate: u64) {
+        if let Some(g) = self.shared.gates.lock().get(&gate) {
+            g.send_replace(true);
+        }
+    }
+
+    /// Opens every gate.
+    pub(crate) fn open_all_gates(&self) {
+        for g in self.shared.gates.lock().values() {
+            g.send_replace(true);
+        }
     }
 
     pub(crate) fn faults_fired(&self) -> u64 {
@@ -462,7 +487,7 @@ pub(super) async fn open(gate: &mut watch::Receiver<Gate>) -> bool {
 }
 
 /// What to do with a frame in transit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(super) enum Verdict {
     /// Pass it on.
     Forward,
@@ -472,6 +497,9 @@ pub(super) enum Verdict {
     Delay(Duration),
     /// Pass on what came before it, not this frame, and close.
     Cut,
+    /// Pass on what came before it, wait until the gate is open (or gone),
+    /// then pass it on (a `hold` fault).
+    Hold(watch::Receiver<bool>),
 }
 
 /// The frame at the front of `buf`: `Ok(Some(len))` when its `len` body
@@ -620,6 +648,12 @@ pub(super) async fn pump(
                     }
                     tokio::time::sleep(d).await;
                 }
+                Verdict::Hold(mut open) => {
+                    if !flush(&mut wr, &mut out, &mut gate).await {
+                        return;
+                    }
+                    let _ = open.wait_for(|o| *o).await;
+                }
             }
             out.extend_from_slice(&buf[..4 + len]);
             buf.advance(4 + len);
@@ -643,12 +677,14 @@ pub(super) async fn pump(
 }
 
 /// What a fault does to the reply of a request that was passed on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(super) enum ReplyFault {
     /// Drop it and close (`lose_reply`).
     Lose,
     /// Hold it, and what follows, this long (`delay`).
     Delay(Duration),
+    /// Hold it, and what follows, until the gate opens (`hold`).
+    Hold(watch::Receiver<bool>),
 }
 
 /// What both directions of one connection share.
@@ -695,6 +731,31 @@ pub(super) async fn client_to_server(rd: OwnedReadHalf, wr: OwnedWriteHalf, c: &
             }
             (Some(FaultVerdict::LoseReply), _) => Some(ReplyFault::Lose),
             (Some(FaultVerdict::Delay(d)), _) => Some(ReplyFault::Delay(d)),
+            (Some(FaultVerdict::Hold { request, gate }), Some(w)) => {
+                // A gate that is gone holds nothing.
+                let Some(open) = c
+                    .shared
+                    .gates
+                    .lock()
+                    .get(&gate)
+                    .map(watch::Sender::subscribe)
+                else {
+                    return Verdict::Forward;
+                };
+                if request {
+                    tracing::debug!(
+                        "proxy {}: holding request xid {} until gate {gate} opens",
+                        c.proxy.name,
+                        w.xid
+                    );
+                    if w.kind.is_some() {
+                        c.pending.lock().insert(w.xid, w.clone());
+                    }
+                    c.injector.forwarded();
+                    return Verdict::Hold(open);
+                }
+                Some(ReplyFault::Hold(open))
+            }
         };
         if let Some(w) = w {
             if let Some(r) = reply {
@@ -765,6 +826,14 @@ pub(super) async fn server_to_client(rd: OwnedReadHalf, wr: OwnedWriteHalf, c: &
                     h.xid
                 );
                 Verdict::Delay(d)
+            }
+            Some(ReplyFault::Hold(open)) => {
+                tracing::debug!(
+                    "proxy {}: holding the reply to xid {} until its gate opens",
+                    c.proxy.name,
+                    h.xid
+                );
+                Verdict::Hold(open)
             }
             None => Verdict::Forward,
         }
