@@ -28,6 +28,7 @@
 
 pub mod check;
 pub mod error;
+pub mod explore;
 pub mod fault;
 pub mod history;
 pub mod implementation;

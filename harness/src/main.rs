@@ -41,6 +41,13 @@ enum Command {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// Draws runs (a workload and a schedule of faults), plays many at
+    /// once, groups the failures into findings and shrinks each to a
+    /// minimal scenario that `harness run` replays.
+    Explore(ExploreArgs),
+    /// Shrinks a failing run (a record written by `run --record` or
+    /// `explore`) to a minimal scenario that still fails, and writes it.
+    Shrink(ShrinkArgs),
     /// Parses and validates scenario files without running them.
     Check {
         /// Files or folders.
@@ -98,6 +105,102 @@ struct RunArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct ExploreArgs {
+    /// Draw workloads for this kind of lock: exclusive, read-write,
+    /// semaphore or reentrant (any implementation).
+    #[arg(long, conflicts_with_all = ["recipe", "scenario"])]
+    kind: Option<String>,
+    /// Draw workloads for one of zk-lock's recipes (the broken ones
+    /// included; zk-lock and zk-lock-driver only).
+    #[arg(long, conflicts_with = "scenario")]
+    recipe: Option<String>,
+    /// Build on this scenario file: its clients and timeline, plus drawn faults.
+    #[arg(long)]
+    scenario: Option<PathBuf>,
+    /// The lock implementation, as for `run`.
+    #[arg(long, default_value = "zk-lock")]
+    implementation: String,
+    /// Where, as for `run` (drawn runs on a real server share it: use --jobs 1).
+    #[arg(long, default_value = "mock")]
+    target: String,
+    /// Explore this long (`10m`, `90s`); the default is 2m unless --runs is given.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    budget: Option<std::time::Duration>,
+    /// Play this many runs (of this shard).
+    #[arg(long)]
+    runs: Option<u64>,
+    /// The exploration's seed (default random; printed): the same seed
+    /// draws the same runs.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Runs at once (default: 8 per core for zk-lock, 4 per core for a driver).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// `I/N`: play only shard I (1-based) of N; merge the shards' records
+    /// with `harness judge`.
+    #[arg(long, default_value = "1/1")]
+    shard: String,
+    /// Servers in the ensemble: more than 1 adds kill, restart, lag,
+    /// partition and election faults.
+    #[arg(long, default_value_t = 1)]
+    servers: usize,
+    /// The most fault steps a run draws.
+    #[arg(long, default_value_t = 3)]
+    max_steps: usize,
+    /// Records, scenarios, shrunk findings and report.json go here.
+    #[arg(long, default_value = "target/explore")]
+    out: PathBuf,
+    /// Do not shrink the findings.
+    #[arg(long)]
+    no_shrink: bool,
+    /// Shrinking: a candidate still fails if one of this many runs fails.
+    #[arg(long, default_value_t = 5)]
+    tries: usize,
+    /// Shrinking: at most this long per finding.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "3m")]
+    shrink_budget: std::time::Duration,
+    /// Exit with success even if there are findings (exploring a library
+    /// with known bugs).
+    #[arg(long)]
+    allow_findings: bool,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct ShrinkArgs {
+    /// A record file (`run --record`, or explore's records.jsonl).
+    record: PathBuf,
+    /// Which record of the file (0-based).
+    #[arg(long, default_value_t = 0)]
+    index: usize,
+    /// The implementation, as for `run` (default: the one the record's
+    /// replay command names).
+    #[arg(long)]
+    implementation: Option<String>,
+    /// Where, as for `run`.
+    #[arg(long, default_value = "mock")]
+    target: String,
+    /// A candidate still fails if one of this many runs fails.
+    #[arg(long, default_value_t = 5)]
+    tries: usize,
+    /// Runs measuring the result's reproduction rate.
+    #[arg(long, default_value_t = 20)]
+    rate_runs: usize,
+    /// Runs at once (default as for explore).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Stop shrinking after this long and keep the smallest failing scenario.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    budget: Option<std::time::Duration>,
+    /// Write the shrunk scenario here (default: beside the record's
+    /// scenario, `NAME-shrunk.yaml`).
+    #[arg(long)]
+    out: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -170,6 +273,290 @@ fn main() -> ExitCode {
         Command::Judge { records, json } => judge(&records, json.as_deref()),
         Command::Run(args) => run(args),
         Command::Matrix(args) => matrix(args),
+        Command::Explore(args) => explore(args),
+        Command::Shrink(args) => shrink(args),
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            eprintln!("error: tokio runtime: {e}");
+            ExitCode::FAILURE
+        })
+}
+
+fn parse_shard(s: &str) -> Result<(u64, u64), String> {
+    let bad = || format!("--shard {s}: expected I/N with 1 <= I <= N, like 2/4");
+    let (i, n) = s.split_once('/').ok_or_else(bad)?;
+    let (i, n): (u64, u64) = (
+        i.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    if i == 0 || n == 0 || i > n {
+        return Err(bad());
+    }
+    Ok((i - 1, n))
+}
+
+fn explore(args: ExploreArgs) -> ExitCode {
+    use harness::explore::{self, Base, ExploreOptions, Vocabulary};
+    let fail = |e: String| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    };
+    let (target, _real) = match parse_target(&args.target) {
+        Ok(t) => t,
+        Err(e) => return fail(e),
+    };
+    let implementation = match Implementation::parse(&args.implementation) {
+        Ok(i) => i,
+        Err(e) => return fail(e.to_string()),
+    };
+    let base = match (&args.kind, &args.recipe, &args.scenario) {
+        (Some(k), _, _) => match serde_json::from_value(serde_json::Value::String(k.clone())) {
+            Ok(kind) => Base::Kind(kind),
+            Err(_) => {
+                return fail(format!(
+                    "--kind {k}: expected exclusive, read-write, semaphore or reentrant"
+                ))
+            }
+        },
+        (_, Some(r), _) => match harness::scenario::Recipe::from_name(r) {
+            Some(r) => Base::Recipe(r),
+            None => {
+                let names: Vec<&str> = harness::scenario::Recipe::ALL
+                    .iter()
+                    .map(|r| r.name())
+                    .collect();
+                return fail(format!(
+                    "--recipe {r}: expected one of {}",
+                    names.join(", ")
+                ));
+            }
+        },
+        (_, _, Some(file)) => {
+            let text = match std::fs::read_to_string(file) {
+                Ok(t) => t,
+                Err(e) => return fail(format!("{}: {e}", file.display())),
+            };
+            match explore::Draft::parse(file, &text) {
+                Ok(mut d) => {
+                    if d.name.is_none() {
+                        d.name = file.file_stem().map(|s| s.to_string_lossy().into_owned());
+                    }
+                    Base::Scenario(Box::new(d))
+                }
+                Err(e) => return fail(e.to_string()),
+            }
+        }
+        (None, None, None) => Base::Kind(harness::scenario::Kind::Exclusive),
+    };
+    let shard = match parse_shard(&args.shard) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    if !(1..=15).contains(&args.servers) {
+        return fail(format!("--servers {}: 1 to 15", args.servers));
+    }
+    let seed = args.seed.unwrap_or_else(rand::random);
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| explore::default_jobs(&implementation))
+        .max(1);
+    let budget = match (args.budget, args.runs) {
+        (None, None) => Some(std::time::Duration::from_secs(120)),
+        (b, _) => b,
+    };
+    let opts = ExploreOptions {
+        base,
+        vocabulary: Vocabulary {
+            servers: args.servers,
+            max_steps: args.max_steps.max(1),
+            ..Vocabulary::default()
+        },
+        implementation: implementation.clone(),
+        target: target.clone(),
+        seed,
+        runs: args.runs,
+        budget,
+        jobs,
+        shard,
+        out: args.out.clone(),
+        shrink: !args.no_shrink,
+        shrink_options: harness::explore::shrink::ShrinkOptions {
+            implementation,
+            target,
+            tries: args.tries.max(1),
+            jobs,
+            rate_runs: 20,
+            budget: Some(args.shrink_budget),
+        },
+    };
+    eprintln!(
+        "exploring {} on {} with seed {seed} ({} runs at once)",
+        opts.base.label(),
+        opts.implementation.name(),
+        jobs
+    );
+    let rt = match runtime() {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let progress = Arc::new(explore::Progress::default());
+    let bar = if args.quiet {
+        indicatif::ProgressBar::hidden()
+    } else {
+        let b = match args.runs {
+            Some(n) => indicatif::ProgressBar::new(n),
+            None => indicatif::ProgressBar::new(budget.map_or(0, |b| b.as_secs())),
+        };
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{bar:30} {elapsed} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    };
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let ticker = {
+        let (bar, progress, done) = (bar.clone(), progress.clone(), done.clone());
+        let by_runs = args.runs.is_some();
+        std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            while !done.load(Ordering::Relaxed) {
+                let runs = progress.runs.load(Ordering::Relaxed);
+                let secs = started.elapsed().as_secs_f64().max(0.001);
+                let shrink = progress.shrink_runs.load(Ordering::Relaxed);
+                bar.set_position(if by_runs {
+                    runs as u64
+                } else {
+                    started.elapsed().as_secs()
+                });
+                bar.set_message(format!(
+                    "{runs} runs, {:.1}/s, {} findings, {} errors{}",
+                    runs as f64 / secs,
+                    progress.findings.load(Ordering::Relaxed),
+                    progress.errors.load(Ordering::Relaxed),
+                    if shrink > 0 {
+                        format!(", shrinking ({shrink} runs)")
+                    } else {
+                        String::new()
+                    }
+                ));
+                std::thread::sleep(std::time::Duration::from_millis(250));
+            }
+        })
+    };
+    let result = rt.block_on(explore::explore(&opts, progress));
+    done.store(true, Ordering::Relaxed);
+    let _ = ticker.join();
+    bar.finish_and_clear();
+    drop(rt);
+    let e = match result {
+        Ok(e) => e,
+        Err(err) => {
+            eprintln!("error: {}: {err}", args.out.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    print!("{}", explore::report(&e));
+    eprintln!("wrote {}", args.out.join("report.json").display());
+    if e.findings.is_empty() || args.allow_findings {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("harness explore: {} findings", e.findings.len());
+        ExitCode::FAILURE
+    }
+}
+
+fn shrink(args: ShrinkArgs) -> ExitCode {
+    use harness::explore;
+    let fail = |e: String| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    };
+    let (target, _real) = match parse_target(&args.target) {
+        Ok(t) => t,
+        Err(e) => return fail(e),
+    };
+    let (job, record) =
+        match explore::shrink::job_from_record(&args.record, args.index, args.out.clone()) {
+            Ok(j) => j,
+            Err(e) => return fail(e),
+        };
+    let imp_arg = match &args.implementation {
+        Some(i) => i.clone(),
+        None => implementation_of_replay(&record.replay),
+    };
+    let implementation = match Implementation::parse(&imp_arg) {
+        Ok(i) => i,
+        Err(e) => return fail(e.to_string()),
+    };
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| explore::default_jobs(&implementation))
+        .max(1);
+    let opts = explore::shrink::ShrinkOptions {
+        implementation,
+        target,
+        tries: args.tries.max(1),
+        jobs,
+        rate_runs: args.rate_runs.max(1),
+        budget: args.budget,
+    };
+    eprintln!(
+        "shrinking {} ({} steps, {} clients; violated {})",
+        record.scenario,
+        job.draft.timeline.len(),
+        job.draft.client_count(),
+        job.violated.iter().cloned().collect::<Vec<_>>().join(", ")
+    );
+    let rt = match runtime() {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let used = std::sync::atomic::AtomicUsize::new(0);
+    let result = rt.block_on(explore::shrink::shrink(job, &opts, &used));
+    drop(rt);
+    match result {
+        Ok(s) => {
+            println!(
+                "shrunk from {} steps, {} clients to {} steps, {} clients in {} runs ({:.0}s)",
+                s.original_steps, s.original_clients, s.steps, s.clients, s.runs_used, s.seconds
+            );
+            println!(
+                "violates {} in {}/{} runs ({:.0}%)",
+                s.violated.join(", "),
+                s.reproduced,
+                s.runs,
+                s.rate() * 100.0
+            );
+            println!("wrote {}", s.file.display());
+            println!("replay: {}", s.replay);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The `--implementation` a replay command names (`zk-lock` if none).
+fn implementation_of_replay(replay: &str) -> String {
+    let Some((_, rest)) = replay.split_once("--implementation ") else {
+        return "zk-lock".into();
+    };
+    let rest = rest.trim_start();
+    if let Some(quoted) = rest.strip_prefix('\'') {
+        quoted.split('\'').next().unwrap_or_default().to_string()
+    } else {
+        rest.split_whitespace()
+            .next()
+            .unwrap_or("zk-lock")
+            .to_string()
     }
 }
 

@@ -185,9 +185,9 @@ impl Matrix {
     ) -> Matrix {
         let mut rows = Vec::new();
         for l in scenarios {
-            let negative = !l.scenario.expect.violated.is_empty();
             let mut cells = BTreeMap::new();
             for (imp, _) in &implementations {
+                let negative = !l.scenario.expect.violated_by(imp).is_empty();
                 let Some(o) = outcomes
                     .iter()
                     .find(|o| o.name == l.name && &o.implementation == imp)
@@ -235,7 +235,7 @@ impl Matrix {
                 scenario: l.name.clone(),
                 file: l.file.display().to_string(),
                 source: l.scenario.source.clone(),
-                negative,
+                negative: !l.scenario.expect.violated.is_empty(),
                 cells,
             });
         }

@@ -244,7 +244,11 @@ fn record(ctx: &Ctx, o: &Outcome, end: End) -> RunRecord {
         res_dir: ctx.res_dir.clone(),
         clients,
         invariants: loaded.scenario.invariants.clone(),
-        expect_violated: loaded.scenario.expect.violated.clone(),
+        expect_violated: loaded
+            .scenario
+            .expect
+            .violated_by(&o.implementation)
+            .to_vec(),
         journal: ctx.journal.entries(),
         history: ctx.target.history(&[ctx.dir.clone(), ctx.res_dir.clone()]),
         faults: ctx.faults.lock().clone(),
@@ -399,12 +403,18 @@ async fn play(ctx: &Arc<Ctx>) -> Result<End, RunError> {
         let crashed = !ctx.crashed.lock().is_empty();
         let end = *ctx.last_fault_end.lock();
         let crash_end = crashed.then(|| Instant::now() + end.saturating_sub(ctx.journal.now()));
+        // A crashed client's session expires at the crash's end, and its
+        // deletions come that much later again (plus a tick or two).
         let late_cleanup = ctx
             .loaded
             .scenario
             .server
             .expiry_cleanup_delay
-            .map(|d| Instant::now() + d.0);
+            .map(|d| {
+                crash_end.unwrap_or_else(Instant::now)
+                    + d.0
+                    + ctx.loaded.scenario.server.tick_time.0 * 4
+            });
         crash_end.max(late_cleanup)
     };
     let orphans = loop {

@@ -647,6 +647,14 @@ impl RequestFaultSpec {
         let v = match verdict {
             "lose_reply" => FaultVerdict::LoseReply,
             "drop_request" => FaultVerdict::DropRequest,
+            // ZooKeeper never answers ConnectionLoss: a client reports it
+            // when its connection goes. So does this fault: the connection
+            // closes before the request is applied (as `drop_request`).
+            "fail" if self.code.as_deref().and_then(|c| error_code(c).ok())
+                == Some(zk_mock::proto::ErrorCode::ConnectionLoss) =>
+            {
+                FaultVerdict::DropRequest
+            }
             "fail" => FaultVerdict::Fail(
                 error_code(self.code.as_deref().ok_or_else(|| {
                     FieldError::new(
@@ -1039,6 +1047,25 @@ pub struct Expect {
     /// Invariants that must fail (a negative scenario). Empty: all must hold.
     #[serde(default)]
     pub violated: Vec<String>,
+    /// The implementations (`--implementation` names: kazoo, curator, …)
+    /// the violation is expected of: a bug of those libraries, found by
+    /// `harness explore`. Every other implementation must keep every
+    /// invariant. Empty: all of them.
+    #[serde(default)]
+    pub implementations: Vec<String>,
+}
+
+impl Expect {
+    /// The invariants `implementation` is expected to violate.
+    pub fn violated_by(&self, implementation: &str) -> &[String] {
+        if self.implementations.is_empty()
+            || self.implementations.iter().any(|i| i == implementation)
+        {
+            &self.violated
+        } else {
+            &[]
+        }
+    }
 }
 
 /// The names of the invariants, as `expect.violated` uses them.

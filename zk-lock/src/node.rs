@@ -17,8 +17,18 @@ const RETRY_PAUSE: Duration = Duration::from_millis(10);
 /// as `Error::Custom` ("no response from connection in …ms" when replies
 /// stop for 2/5 of the session timeout, or an I/O error). The client
 /// reconnects to the same session afterwards, as after ConnectionLoss.
+/// OPERATIONTIMEOUT (-7), which the Java and C clients report for a request
+/// whose reply did not come in time, is as indefinite, and is retried the
+/// same way (as Curator's `RetryLoop` does); zookeeper-client 0.11 has no
+/// variant for it and reports `UnexpectedErrorCode(-7)`.
 pub(crate) fn connection_lost(err: &zk::Error) -> bool {
-    matches!(err, zk::Error::ConnectionLoss | zk::Error::Custom(_))
+    matches!(
+        err,
+        zk::Error::ConnectionLoss
+            | zk::Error::Custom(_)
+            | zk::Error::Timeout
+            | zk::Error::UnexpectedErrorCode(-7)
+    )
 }
 
 /// Whether the server shed the request without executing it: THROTTLEDOP
