@@ -48,6 +48,8 @@ pub struct HostPool {
     /// Idle processes kept per command, and processes started ahead.
     size: usize,
     slots: Mutex<HashMap<Vec<String>, Slot>>,
+    /// Wakes runs waiting for a process being started in the background.
+    arrived: tokio::sync::Notify,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
     handle: tokio::runtime::Handle,
     started: AtomicU64,
@@ -77,6 +79,7 @@ impl HostPool {
         Ok(Arc::new(HostPool {
             size: size.max(1),
             slots: Mutex::default(),
+            arrived: tokio::sync::Notify::new(),
             handle: runtime.handle().clone(),
             runtime: Mutex::new(Some(runtime)),
             started: AtomicU64::new(0),
@@ -115,23 +118,27 @@ impl HostPool {
             self.handle.spawn(async move {
                 let started = Process::start(&name, &command).await;
                 let Some(pool) = pool.upgrade() else { return };
-                let mut slots = pool.slots.lock();
-                let slot = slots.entry(command).or_default();
-                slot.starting -= 1;
-                match started {
-                    Ok(p) => {
-                        pool.started.fetch_add(1, Ordering::Relaxed);
-                        slot.idle.push(Arc::new(p));
+                {
+                    let mut slots = pool.slots.lock();
+                    let slot = slots.entry(command).or_default();
+                    slot.starting -= 1;
+                    match started {
+                        Ok(p) => {
+                            pool.started.fetch_add(1, Ordering::Relaxed);
+                            slot.idle.push(Arc::new(p));
+                        }
+                        // The run that needs it starts one itself, and says why it failed.
+                        Err(e) => tracing::debug!("pool: starting {name} failed: {e}"),
                     }
-                    // The run that needs it starts one itself, and says why it failed.
-                    Err(e) => tracing::debug!("pool: starting {name} failed: {e}"),
                 }
+                pool.arrived.notify_waiters();
             });
         }
     }
 
     /// A host for one run of driver `name` (`command`): an idle process if
-    /// there is one, else a new one; then tops the pool up in the background.
+    /// there is one, else one being started in the background (waited for),
+    /// else a new one; then tops the pool up in the background.
     pub(crate) async fn host(
         self: &Arc<Self>,
         name: &str,
@@ -139,15 +146,17 @@ impl HostPool {
         sink: EventSink,
     ) -> Result<Host, RunError> {
         let process = loop {
-            let idle = self
-                .slots
-                .lock()
-                .get_mut(command)
-                .and_then(|s| s.idle.pop());
+            // Registered before the slot is looked at: an arrival in between wakes it.
+            let arrived = self.arrived.notified();
+            let (idle, starting) = match self.slots.lock().get_mut(command) {
+                Some(s) => (s.idle.pop(), s.starting > 0),
+                None => (None, false),
+            };
             match idle {
                 // It died while idle.
                 Some(p) if p.failed() => self.retire_in_background(p),
                 Some(p) => break p,
+                None if starting => arrived.await,
                 None => {
                     let (n, c) = (name.to_string(), command.to_vec());
                     let p = self
