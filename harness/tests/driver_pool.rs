@@ -41,6 +41,16 @@ fn verdict(o: &Outcome) -> (Status, Vec<String>) {
     (o.status, v)
 }
 
+/// Two clients, one round each; a short deadline, so that a run whose driver
+/// failed ends soon after.
+fn two_clients() -> Loaded {
+    harness::scenario::parse(
+        Path::new("two.yaml"),
+        "lock: {kind: exclusive}\nclients:\n  - name: holder\n  - name: waiter\ndeadline: 5s\n",
+    )
+    .unwrap()
+}
+
 fn zk_lock_driver() -> Implementation {
     Implementation::Driver {
         name: "zk-lock-driver".into(),
@@ -163,7 +173,7 @@ async fn a_driver_that_died_is_not_reused() {
     );
     let imp = Implementation::parse(&d.display().to_string()).unwrap();
     let pool = HostPool::new(1).unwrap();
-    let loaded = scenario("holder-expires.yaml");
+    let loaded = two_clients();
     let first = play(&loaded, &imp, Some(&pool)).await;
     assert_eq!(first.status, Status::Error, "{}", failure_details(&first));
     assert!(first.errors.join("\n").contains("dies-once-driver"), "{:?}", first.errors);
@@ -225,12 +235,7 @@ for line in sys.stdin:
         command: vec!["python3".into(), relay.display().to_string()],
     };
     let pool = HostPool::new(1).unwrap();
-    // Short, so that the error run ends soon after the driver's failure.
-    let loaded = harness::scenario::parse(
-        Path::new("two.yaml"),
-        "lock: {kind: exclusive}\nclients:\n  - name: holder\n  - name: waiter\ndeadline: 5s\n",
-    )
-    .unwrap();
+    let loaded = two_clients();
     let first = play(&loaded, &imp, Some(&pool)).await;
     assert_eq!(first.status, Status::Passed, "{}", failure_details(&first));
     let second = play(&loaded, &imp, Some(&pool)).await;
