@@ -142,7 +142,11 @@ impl Host {
 
     /// A run served by `process`, whose events go to `sink`; at its end the
     /// process goes back to `pool`, if any and if it may.
-    pub(crate) fn serve(process: Arc<Process>, sink: EventSink, pool: Option<Arc<HostPool>>) -> Host {
+    pub(crate) fn serve(
+        process: Arc<Process>,
+        sink: EventSink,
+        pool: Option<Arc<HostPool>>,
+    ) -> Host {
         let run = {
             let mut st = process.shared.state.lock();
             st.sink = Some(sink);
@@ -193,7 +197,7 @@ impl Host {
                 pool.give_back(self.process.clone()).await
             }
             Some(pool) => {
-                pool.retire();
+                pool.retire(&self.process);
                 self.process.shutdown().await
             }
             None => self.process.shutdown().await,
@@ -241,13 +245,14 @@ impl Process {
             recipes: Vec::new(),
             reuse: false,
         };
-        let init = tokio::time::timeout(INIT_TIMEOUT, host.call(0, Op::Init { protocol: PROTOCOL }))
-            .await
-            .map_err(|_| {
-                host.shared
-                    .fail(format!("no answer to init in {}s", INIT_TIMEOUT.as_secs()));
-                RunError::Driver(host.fatal().unwrap_or_default())
-            })?;
+        let init =
+            tokio::time::timeout(INIT_TIMEOUT, host.call(0, Op::Init { protocol: PROTOCOL }))
+                .await
+                .map_err(|_| {
+                    host.shared
+                        .fail(format!("no answer to init in {}s", INIT_TIMEOUT.as_secs()));
+                    RunError::Driver(host.fatal().unwrap_or_default())
+                })?;
         let reply = match init {
             Ok(r) => r,
             Err(e) => {
@@ -295,9 +300,11 @@ impl Process {
     /// boundedly, for the reply. True if the process may serve that run.
     pub(crate) async fn reset(&self) -> bool {
         let next = self.shared.state.lock().run + 1;
-        let answered =
-            tokio::time::timeout(SHUTDOWN_TIMEOUT, self.call(u64::MAX, Op::Reset { run: next }))
-                .await;
+        let answered = tokio::time::timeout(
+            SHUTDOWN_TIMEOUT,
+            self.call(u64::MAX, Op::Reset { run: next }),
+        )
+        .await;
         match answered {
             Ok(Ok(_)) if !self.failed() => true,
             Ok(Ok(_)) => false,
@@ -326,8 +333,8 @@ impl Process {
     async fn call(&self, run: u64, op: Op) -> Result<Reply, OpError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        let mut line = serde_json::to_string(&Request { id, op: op.clone() })
-            .expect("requests serialize");
+        let mut line =
+            serde_json::to_string(&Request { id, op: op.clone() }).expect("requests serialize");
         line.push('\n');
         {
             // The run is checked, and a reset starts its run, under the stdin
@@ -385,7 +392,6 @@ impl Process {
             )),
         }
     }
-
 }
 
 impl Host {
@@ -475,7 +481,6 @@ impl Host {
             })
             .await;
     }
-
 }
 
 impl Process {
@@ -623,7 +628,9 @@ async fn read_stdout(shared: Arc<Shared>, stdout: tokio::process::ChildStdout) {
                         tracing::debug!(driver = %shared.name, "dropped an event of run {r}: {line}");
                         continue;
                     }
-                    Some(r) if r > run => Some(format!("an event of run {r}, but the run is {run}")),
+                    Some(r) if r > run => {
+                        Some(format!("an event of run {r}, but the run is {run}"))
+                    }
                     None if run > 0 && !matches!(e, Event::Log { .. }) => {
                         Some("an event without `run` after a reset".to_string())
                     }

@@ -190,14 +190,17 @@ impl HostPool {
     /// it answered and the pool has room, shut down otherwise.
     pub(crate) async fn give_back(&self, process: Arc<Process>) {
         let command = process.command().to_vec();
-        if let Some(s) = self.slots.lock().get_mut(&command) {
-            s.busy_reusable = s.busy_reusable.saturating_sub(1);
-        }
-        if process.reset().await {
+        // Counted as busy until it is idle again (or gone), so that a top-up
+        // meanwhile does not start one more.
+        let reset = process.reset().await;
+        {
             let mut slots = self.slots.lock();
             let slot = slots.entry(command).or_default();
-            if slot.idle.len() < self.size {
+            slot.busy_reusable = slot.busy_reusable.saturating_sub(1);
+            if reset && slot.idle.len() < self.size {
                 slot.idle.push(process);
+                drop(slots);
+                self.arrived.notify_waiters();
                 return;
             }
         }
@@ -205,9 +208,15 @@ impl HostPool {
         process.shutdown().await;
     }
 
-    /// Counts a process shut down after its run.
-    pub(crate) fn retire(&self) {
+    /// Counts a process shut down after its run (a reusable one that failed
+    /// is no longer expected back).
+    pub(crate) fn retire(&self, process: &Process) {
         self.retired.fetch_add(1, Ordering::Relaxed);
+        if process.reuse {
+            if let Some(s) = self.slots.lock().get_mut(process.command()) {
+                s.busy_reusable = s.busy_reusable.saturating_sub(1);
+            }
+        }
     }
 
     fn retire_in_background(&self, p: Arc<Process>) {
