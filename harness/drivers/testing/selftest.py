@@ -132,6 +132,8 @@ class Driver:
         self.clients: set[str] = set()  # every client name ever opened
         self.crashed: set[str] = set()
         self.silenced: set[int] = set()  # requests that must never be answered
+        self.run = 0  # the `run` of the last reset (events must carry a run after one)
+        self.before_reset: set[int] = set()  # requests sent before the last reset
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
@@ -150,10 +152,17 @@ class Driver:
                         self._violation(f"event for an unknown client: {line}")
                     if msg.get("client") in self.crashed and msg["event"] == "state":
                         self._violation(f"state event for a crashed client: {line}")
+                    run = msg.get("run")
+                    if self.run and msg["event"] != "log" and type(run) is not int:
+                        self._violation(f"event without an integer run after a reset: {line}")
+                    elif type(run) is int and run > self.run:
+                        self._violation(f"event of run {run}, which has not started: {line}")
                     self.events.append({**msg, "_at": time.monotonic()})
                 elif type(msg.get("id")) is int:
                     rid = msg["id"]
-                    if rid not in self.sent:
+                    if rid in self.before_reset and rid not in self.replies:
+                        pass  # a request of the run a reset ended: its reply may come or not
+                    elif rid not in self.sent:
                         self._violation(f"reply to an unknown id: {line}")
                     elif rid in self.replies:
                         self._violation(f"second reply: {line}")
@@ -259,6 +268,7 @@ class SelfTest:
     def __init__(self, zk: ZkMock, drv: Driver, planted_bug: bool) -> None:
         self.zk, self.drv, self.planted_bug = zk, drv, planted_bug
         self.kinds: dict[str, str] = {}
+        self.reuse = False  # init said `reuse`
         self.sessions: dict[str, int] = {}
         self.eventful = False  # whether the driver sends state events
         self.notes: list[str] = []
@@ -318,7 +328,10 @@ class SelfTest:
         check(all(k in ("exclusive", "read-write", "semaphore", "reentrant") for k in r["kinds"]),
               f"init: unknown kinds {r['kinds']}")
         self.kinds = r["kinds"]
-        self.notes.append(f"implementation: {r['implementation']}; kinds: {', '.join(self.kinds)}")
+        check(r.get("reuse") in (None, True, False), f"init: reuse must be a boolean: {r}")
+        self.reuse = r.get("reuse") is True
+        self.notes.append(f"implementation: {r['implementation']}; kinds: {', '.join(self.kinds)}"
+                          + ("; serves successive runs (reset checked)" if self.reuse else ""))
         self.drv.fails("init", protocol=99)  # a protocol it does not speak
 
     def exclusive(self) -> None:
@@ -539,6 +552,38 @@ class SelfTest:
         check(self.ephemerals(path) == {}, "z's lock node outlived its close")
         self.drv.fails("acquire", client="z", role="exclusive", mode="try")  # z is closed
 
+    def reset(self) -> None:
+        """`reset` ends a run: every session closes, and the next run's client of
+        the same name is a new one whose events carry the new run."""
+        if not self.reuse:
+            raise Skipped("the driver's init does not say reuse")
+        path = "/selftest/reset/lock"
+        self.open("r", path)
+        check(self.acquire("r")["acquired"] is True, "r should hold")
+        open_sessions = [s for c, s in self.sessions.items() if c not in self.drv.crashed]
+        if self.eventful:
+            ev = self.drv.event(lambda e: e.get("client") == "r" and e.get("state") == "connected", "connected of r")
+            check(ev.get("run") == 0, f"an event before the first reset carries run {ev.get('run')!r}, not 0")
+        with self.drv.cond:
+            self.drv.before_reset = set(self.drv.sent)
+        self.drv.call("reset", timeout=20, run=1)
+        with self.drv.cond:
+            self.drv.run = 1
+        live = self.zk.sessions()
+        check(not [s for s in open_sessions if s in live], f"sessions left open after reset: {live}")
+        check(self.ephemerals(path) == {}, "r's lock node outlived the reset")
+        since = self.drv.mark()
+        self.sessions.pop("r")
+        self.open("r", path)
+        if self.eventful:
+            ev = self.drv.event(lambda e: e.get("client") == "r" and e.get("state") == "connected",
+                                "connected of r in the next run", since)
+            check(ev.get("run") == 1, f"an event of the next run carries run {ev.get('run')!r}, not 1")
+        r = self.acquire("r")
+        check(r["acquired"] is True, "r should hold in the next run")
+        self.owned(r, "r", path)
+        self.drv.call("release", client="r")
+
     def shutdown(self) -> None:
         open_sessions = [s for c, s in self.sessions.items() if c not in self.drv.crashed]
         self.drv.call("shutdown")
@@ -598,6 +643,7 @@ def main() -> int:
         ("try-cleanup-dropped", test.try_cleanup_dropped),
         ("crash", test.crash),
         ("close", test.close),
+        ("reset", test.reset),
         ("shutdown", test.shutdown),
     ]
     failed = False
