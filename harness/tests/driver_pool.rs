@@ -22,7 +22,11 @@ fn scenario(rel: &str) -> Loaded {
     harness::scenario::load(&p).unwrap()
 }
 
-async fn play(loaded: &Loaded, implementation: &Implementation, pool: Option<&Arc<HostPool>>) -> Outcome {
+async fn play(
+    loaded: &Loaded,
+    implementation: &Implementation,
+    pool: Option<&Arc<HostPool>>,
+) -> Outcome {
     run(
         loaded,
         &RunOptions {
@@ -147,7 +151,10 @@ async fn a_driver_without_reuse_serves_one_run_per_process() {
         "a driver without reuse got reset: {requests:?}"
     );
     // One process per run (a pre-started one or two may never have served).
-    let shutdowns = requests.iter().filter(|l| l.contains("\"shutdown\"")).count();
+    let shutdowns = requests
+        .iter()
+        .filter(|l| l.contains("\"shutdown\""))
+        .count();
     assert!(lines(&starts).len() >= 3, "{:?}", lines(&starts));
     assert!(shutdowns >= 3, "{requests:?}");
 }
@@ -176,13 +183,25 @@ async fn a_driver_that_died_is_not_reused() {
     let loaded = two_clients();
     let first = play(&loaded, &imp, Some(&pool)).await;
     assert_eq!(first.status, Status::Error, "{}", failure_details(&first));
-    assert!(first.errors.join("\n").contains("dies-once-driver"), "{:?}", first.errors);
+    assert!(
+        first.errors.join("\n").contains("dies-once-driver"),
+        "{:?}",
+        first.errors
+    );
     let second = play(&loaded, &imp, Some(&pool)).await;
-    assert_eq!(second.status, Status::Passed, "{}", failure_details(&second));
+    assert_eq!(
+        second.status,
+        Status::Passed,
+        "{}",
+        failure_details(&second)
+    );
     let third = play(&loaded, &imp, Some(&pool)).await;
     assert_eq!(third.status, Status::Passed, "{}", failure_details(&third));
     let stats = pool.stats();
-    assert_eq!(stats.reused, 1, "the second process serves the third run: {stats:?}");
+    assert_eq!(
+        stats.reused, 1,
+        "the second process serves the third run: {stats:?}"
+    );
     assert!(stats.retired >= 1, "{stats:?}");
     assert_eq!(lines(&starts).len(), 2, "{:?}", lines(&starts));
     pool.close().await;
@@ -289,7 +308,11 @@ async fn real_driver_in_a_row(name: &str, expected_732: (Status, Vec<String>)) {
     for (f, expected) in &plan {
         let o = play(&scenario(f), &imp, Some(&pool)).await;
         if &verdict(&o) != expected {
-            failures.push_str(&format!("{f}: {:?}, expected {expected:?}\n{}", verdict(&o), failure_details(&o)));
+            failures.push_str(&format!(
+                "{f}: {:?}, expected {expected:?}\n{}",
+                verdict(&o),
+                failure_details(&o)
+            ));
         }
     }
     assert!(failures.is_empty(), "{failures}");

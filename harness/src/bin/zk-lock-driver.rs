@@ -41,7 +41,9 @@ fn out_event(tx: &mpsc::UnboundedSender<String>, e: Event, run: u64) {
 /// A host for run `run`: its clients' events carry the run.
 fn host_for(tx: &mpsc::UnboundedSender<String>, run: u64) -> Arc<Host> {
     let events = tx.clone();
-    Arc::new(Host::new(Arc::new(move |e: Event| out_event(&events, e, run))))
+    Arc::new(Host::new(Arc::new(move |e: Event| {
+        out_event(&events, e, run)
+    })))
 }
 
 async fn serve(host: &Host, op: Op) -> Result<Reply, OpError> {
