@@ -393,6 +393,7 @@ fn explore(args: ExploreArgs) -> ExitCode {
             jobs,
             rate_runs: 20,
             budget: Some(args.shrink_budget),
+            pool: None,
         },
     };
     eprintln!(
@@ -405,6 +406,18 @@ fn explore(args: ExploreArgs) -> ExitCode {
         Ok(r) => r,
         Err(code) => return code,
     };
+    // Drivers that can serve run after run are kept and reused; the pool's
+    // processes are started ahead of the runs.
+    let mut opts = opts;
+    if matches!(opts.implementation, Implementation::Driver { .. }) {
+        match harness::implementation::HostPool::new(jobs) {
+            Ok(pool) => {
+                pool.prestart(&opts.implementation);
+                opts.shrink_options.pool = Some(pool);
+            }
+            Err(e) => return fail(format!("starting the driver pool: {e}")),
+        }
+    }
     let progress = Arc::new(explore::Progress::default());
     let bar = if args.quiet {
         indicatif::ProgressBar::hidden()
@@ -449,7 +462,13 @@ fn explore(args: ExploreArgs) -> ExitCode {
             }
         })
     };
-    let result = rt.block_on(explore::explore(&opts, progress));
+    let result = rt.block_on(async {
+        let r = explore::explore(&opts, progress).await;
+        if let Some(pool) = &opts.shrink_options.pool {
+            pool.close().await;
+        }
+        r
+    });
     done.store(true, Ordering::Relaxed);
     let _ = ticker.join();
     bar.finish_and_clear();
@@ -505,7 +524,18 @@ fn shrink(args: ShrinkArgs) -> ExitCode {
         jobs,
         rate_runs: args.rate_runs.max(1),
         budget: args.budget,
+        pool: None,
     };
+    let mut opts = opts;
+    if matches!(opts.implementation, Implementation::Driver { .. }) {
+        match harness::implementation::HostPool::new(jobs) {
+            Ok(pool) => {
+                pool.prestart(&opts.implementation);
+                opts.pool = Some(pool);
+            }
+            Err(e) => return fail(format!("starting the driver pool: {e}")),
+        }
+    }
     eprintln!(
         "shrinking {} ({} steps, {} clients; violated {})",
         record.scenario,
@@ -518,7 +548,13 @@ fn shrink(args: ShrinkArgs) -> ExitCode {
         Err(code) => return code,
     };
     let used = std::sync::atomic::AtomicUsize::new(0);
-    let result = rt.block_on(explore::shrink::shrink(job, &opts, &used));
+    let result = rt.block_on(async {
+        let r = explore::shrink::shrink(job, &opts, &used).await;
+        if let Some(pool) = &opts.pool {
+            pool.close().await;
+        }
+        r
+    });
     drop(rt);
     match result {
         Ok(s) => {

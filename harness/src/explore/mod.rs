@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde::Serialize;
 
-use crate::implementation::Implementation;
+use crate::implementation::{HostPool, Implementation};
 use crate::record::RunRecord;
 use crate::report::{Outcome, Status};
 use crate::runner::{self, RunOptions};
@@ -89,7 +89,8 @@ impl std::fmt::Display for Signature {
 /// A group of failing runs with one signature.
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {
-    /// What identifies it.
+    /// What identifies it: once shrunk, the fault kinds are those of the
+    /// shrunk scenario, the ones the failure needs.
     pub signature: Signature,
     /// The failing runs' indices, in the order they ended.
     pub runs: Vec<u64>,
@@ -105,11 +106,51 @@ pub struct Finding {
     pub shrunk: Option<shrink::Shrunk>,
     /// Why shrinking failed, if it did.
     pub shrink_error: Option<String>,
-    #[serde(skip)]
+}
+
+/// A failing run, as kept until the findings are made.
+#[derive(Debug, Clone)]
+struct Failure {
+    index: u64,
+    after_s: f64,
+    file: PathBuf,
+    seed: u64,
+    signature: Signature,
+    evidence: String,
     draft: Draft,
-    #[serde(skip)]
     record: Option<Box<RunRecord>>,
 }
+
+/// The order in which a failure's invariants name it: the first violated
+/// of these is its group's.
+const PRIMARY: [&str; 7] = [
+    "mutual_exclusion",
+    "fencing",
+    "fenced_mutex",
+    "lost_noticed",
+    "no_orphans",
+    "liveness",
+    "notifications_per_handoff",
+];
+
+fn primary(sig: &Signature) -> String {
+    PRIMARY
+        .iter()
+        .find(|p| sig.violated.iter().any(|v| v == *p))
+        .map(|p| p.to_string())
+        .unwrap_or_else(|| sig.violated.first().cloned().unwrap_or_default())
+}
+
+/// Whether every kind of `a` is in `b`.
+fn kinds_within(a: &[String], b: &[String]) -> bool {
+    a.iter().all(|k| b.contains(k))
+}
+
+/// Shrinks at most this many distinct failures of one group (one
+/// implementation, one leading invariant).
+const SHRINKS_PER_GROUP: usize = 3;
+/// Failures kept per group for shrinking (the rest are counted only).
+const KEPT_PER_GROUP: usize = 40;
 
 /// The result of an exploration.
 #[derive(Debug, Clone, Serialize)]
@@ -199,6 +240,7 @@ pub(crate) async fn play(
     seed: u64,
     implementation: &Implementation,
     target: &TargetSpec,
+    pool: Option<&Arc<HostPool>>,
 ) -> Result<Outcome, String> {
     let loaded = d.load(file).map_err(|e| e.to_string())?;
     let opts = RunOptions {
@@ -206,7 +248,7 @@ pub(crate) async fn play(
         seed: Some(seed),
         implementation: implementation.clone(),
         progress: None,
-        pool: None,
+        pool: pool.cloned(),
     };
     Ok(runner::run(&loaded, &opts).await)
 }
@@ -227,7 +269,8 @@ pub async fn explore(
     let (shard, shards) = opts.shard;
     let mut next: u64 = 0;
     let mut in_flight = FuturesUnordered::new();
-    let mut findings: Vec<Finding> = Vec::new();
+    // Failures by (implementation, leading invariant), in the order first seen.
+    let mut groups: Vec<((String, String), Vec<Failure>)> = Vec::new();
     let mut done: u64 = 0;
     let mut errors: u64 = 0;
     let mut idle: u64 = 0;
@@ -242,8 +285,9 @@ pub async fn explore(
             let file = runs_dir.join(format!("{}.yaml", d.name.clone().unwrap_or_default()));
             let seed = draw::run_seed(opts.seed ^ 0x5EED, index);
             let (implementation, target) = (opts.implementation.clone(), opts.target.clone());
+            let pool = opts.shrink_options.pool.clone();
             in_flight.push(tokio::spawn(async move {
-                let o = play(&d, &file, seed, &implementation, &target).await;
+                let o = play(&d, &file, seed, &implementation, &target, pool.as_ref()).await;
                 (index, d, file, o)
             }));
         }
@@ -290,49 +334,135 @@ pub async fn explore(
         if let Some(r) = &outcome.record {
             r.write_line(&mut records)?;
         }
-        match findings.iter_mut().find(|f| f.signature == sig) {
-            Some(f) => f.runs.push(index),
+        let key = (sig.implementation.clone(), primary(&sig));
+        let group = match groups.iter().position(|(k, _)| *k == key) {
+            Some(g) => g,
             None => {
                 progress.findings.fetch_add(1, Ordering::Relaxed);
                 tracing::info!(run = index, "finding: {sig}");
-                findings.push(Finding {
-                    evidence: evidence(&outcome),
-                    signature: sig,
-                    runs: vec![index],
-                    first_after_s: started.elapsed().as_secs_f64(),
-                    scenario: file.clone(),
-                    seed: outcome.seed,
-                    shrunk: None,
-                    shrink_error: None,
-                    draft: d,
-                    record: outcome.record.clone(),
-                });
+                groups.push((key, Vec::new()));
+                groups.len() - 1
             }
-        }
+        };
+        let failures = &mut groups[group].1;
+        let keep = failures.len() < KEPT_PER_GROUP;
+        failures.push(Failure {
+            index,
+            after_s: started.elapsed().as_secs_f64(),
+            file: file.clone(),
+            seed: outcome.seed,
+            evidence: evidence(&outcome),
+            signature: sig,
+            draft: d,
+            record: if keep { outcome.record } else { None },
+        });
     }
     let explore_s = started.elapsed().as_secs_f64();
     let shrink_started = Instant::now();
-    if opts.shrink {
-        let found_dir = opts.out.join("found");
-        for (n, f) in findings.iter_mut().enumerate() {
-            let stem = format!("{}-{}", slug(&f.signature), n + 1);
-            let job = shrink::Job {
-                draft: f.draft.clone(),
-                seed: f.seed,
-                violated: f.signature.violated.iter().cloned().collect(),
-                record: f.record.as_deref().cloned(),
-                found_by: Some(format!(
-                    "harness explore --seed {} --implementation {} (run {})",
-                    opts.seed,
-                    opts.implementation.arg(),
-                    f.runs[0]
-                )),
-                out: found_dir.join(format!("{stem}.yaml")),
-            };
-            match shrink::shrink(job, &opts.shrink_options, &progress.shrink_runs).await {
-                Ok(s) => f.shrunk = Some(s),
-                Err(e) => f.shrink_error = Some(e.to_string()),
+    let mut findings: Vec<Finding> = Vec::new();
+    let found_dir = opts.out.join("found");
+    for (_, failures) in &groups {
+        let first_finding = findings.len();
+        // The simplest distinct failures first: fewest fault kinds, then
+        // fewest steps and clients; one per set of fault kinds.
+        let mut reps: Vec<&Failure> = failures.iter().filter(|f| f.record.is_some()).collect();
+        reps.sort_by_key(|f| {
+            (
+                f.signature.faults.len(),
+                f.draft.timeline.len(),
+                f.draft.client_count(),
+                f.index,
+            )
+        });
+        reps.dedup_by(|a, b| a.signature.faults == b.signature.faults);
+        let mut shrunk_here = 0;
+        for rep in reps {
+            if !opts.shrink && findings.len() > first_finding {
+                break;
             }
+            if shrunk_here >= SHRINKS_PER_GROUP {
+                break;
+            }
+            // A failure whose faults include a shrunk finding's needs no
+            // shrinking of its own: most likely the same bug with more noise.
+            if findings[first_finding..]
+                .iter()
+                .any(|f| f.shrunk.is_some() && kinds_within(&f.signature.faults, &rep.signature.faults))
+            {
+                continue;
+            }
+            let mut finding = Finding {
+                signature: rep.signature.clone(),
+                runs: Vec::new(),
+                first_after_s: rep.after_s,
+                scenario: rep.file.clone(),
+                seed: rep.seed,
+                evidence: rep.evidence.clone(),
+                shrunk: None,
+                shrink_error: None,
+            };
+            if opts.shrink {
+                shrunk_here += 1;
+                let stem = format!("{}-{}", slug(&rep.signature), findings.len() + 1);
+                let job = shrink::Job {
+                    draft: rep.draft.clone(),
+                    seed: rep.seed,
+                    violated: rep.signature.violated.iter().cloned().collect(),
+                    record: rep.record.as_deref().cloned(),
+                    found_by: Some(format!(
+                        "harness explore --seed {} --implementation {} (run {})",
+                        opts.seed,
+                        opts.implementation.arg(),
+                        rep.index
+                    )),
+                    out: found_dir.join(format!("{stem}.yaml")),
+                };
+                match shrink::shrink(job, &opts.shrink_options, &progress.shrink_runs).await {
+                    Ok(sh) => {
+                        finding.signature.violated = sh.violated.clone();
+                        finding.signature.faults = sh.fault_kinds.clone();
+                        finding.shrunk = Some(sh);
+                    }
+                    Err(e) => finding.shrink_error = Some(e.to_string()),
+                }
+                // The same bug shrunk twice: one finding.
+                if let Some(same) = findings[first_finding..]
+                    .iter_mut()
+                    .find(|f| f.shrunk.is_some() && f.signature == finding.signature)
+                {
+                    if let Some(dup) = &finding.shrunk {
+                        let _ = std::fs::remove_file(&dup.file);
+                    }
+                    same.first_after_s = same.first_after_s.min(finding.first_after_s);
+                    continue;
+                }
+            }
+            findings.push(finding);
+        }
+        if findings.len() == first_finding {
+            // Nothing kept a record (or nothing could be shrunk): the
+            // first failure stands for the group.
+            let f = &failures[0];
+            findings.push(Finding {
+                signature: f.signature.clone(),
+                runs: Vec::new(),
+                first_after_s: f.after_s,
+                scenario: f.file.clone(),
+                seed: f.seed,
+                evidence: f.evidence.clone(),
+                shrunk: None,
+                shrink_error: None,
+            });
+        }
+        // Each failing run counts for the first finding whose faults it has.
+        for f in failures {
+            let here = &mut findings[first_finding..];
+            let at = here
+                .iter()
+                .position(|x| kinds_within(&x.signature.faults, &f.signature.faults))
+                .unwrap_or(0);
+            here[at].runs.push(f.index);
+            here[at].first_after_s = here[at].first_after_s.min(f.after_s);
         }
     }
     let mut error_reasons: Vec<(String, u64)> = reasons.into_iter().collect();

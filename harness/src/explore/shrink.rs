@@ -47,6 +47,8 @@ pub struct ShrinkOptions {
     /// Stop shrinking after this long and keep the smallest failing
     /// candidate so far.
     pub budget: Option<Duration>,
+    /// Driver processes kept between runs (drivers that offer `reuse`).
+    pub pool: Option<Arc<crate::implementation::HostPool>>,
 }
 
 /// What to shrink.
@@ -81,6 +83,8 @@ pub struct Shrunk {
     pub original_clients: usize,
     /// The invariants it is expected to violate.
     pub violated: Vec<String>,
+    /// Its fault kinds (as in a finding's signature).
+    pub fault_kinds: Vec<String>,
     /// Runs measuring its reproduction rate.
     pub runs: usize,
     /// Of those, the runs that violated every expected invariant.
@@ -154,8 +158,9 @@ impl Tester<'_> {
                 next += 1;
                 let (d, file) = (d.clone(), self.file.clone());
                 let (imp, target) = (self.opts.implementation.clone(), self.opts.target.clone());
+                let pool = self.opts.pool.clone();
                 pending.push(tokio::spawn(async move {
-                    super::play(&d, &file, seed, &imp, &target).await
+                    super::play(&d, &file, seed, &imp, &target, pool.as_ref()).await
                 }));
             }
             let Some(r) = pending.next().await else { break };
@@ -416,6 +421,7 @@ pub async fn shrink(
         original_steps,
         original_clients,
         violated: expect,
+        fault_kinds: best.fault_kinds(),
         runs,
         reproduced,
         replay: format!(
