@@ -525,6 +525,19 @@ fn lost_noticed_of(f: &Facts<'_>) -> Verdict {
         if r.crashed.contains(&a.client) {
             continue;
         }
+        // The application closed the client (a `close` step) before or
+        // while it held: the guard went with the client, and its session's
+        // end is the application's own doing.
+        let held_until = r
+            .journal
+            .get(a.to.min(r.journal.len().saturating_sub(1)))
+            .map_or(f64::MAX, |e| e.t.as_secs_f64() * 1000.0);
+        let closed = r.faults.iter().any(|x| {
+            x.action == "close" && x.clients.contains(&a.client) && x.t_ms <= held_until
+        });
+        if closed {
+            continue;
+        }
         let Some(d) = f.deletion_of(a) else { continue };
         let Some(del_session) = d.session else {
             continue;

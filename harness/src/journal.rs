@@ -51,6 +51,10 @@ pub enum Event {
     Enter {
         /// The token used.
         token: i64,
+        /// The entry marker's path (records written before this field have
+        /// none: their entries are taken at their word).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        marker: Option<String>,
     },
     /// Left the critical section: abandoned it (suspended or lost; no
     /// marker), or finished it as holder with a last touch of the resource,
@@ -188,8 +192,14 @@ impl Journal {
 
     /// A client enters the critical section (its entry marker is on its
     /// way); the resource judges it after the run (module `resource`).
-    pub(crate) fn enter(&self, client: &str, token: i64) {
-        self.log(client, Event::Enter { token });
+    pub(crate) fn enter(&self, client: &str, token: i64, marker: String) {
+        self.log(
+            client,
+            Event::Enter {
+                token,
+                marker: Some(marker),
+            },
+        );
     }
 
     /// A client finished its critical section as holder: `marker` is its

@@ -482,6 +482,9 @@ fn explore(args: ExploreArgs) -> ExitCode {
     };
     print!("{}", explore::report(&e));
     eprintln!("wrote {}", args.out.join("report.json").display());
+    if e.skipped.is_some() {
+        return ExitCode::from(2);
+    }
     if e.findings.is_empty() || args.allow_findings {
         ExitCode::SUCCESS
     } else {

@@ -48,9 +48,14 @@ pub(crate) fn judge(
     let mut inside: BTreeMap<&str, (Role, i64)> = BTreeMap::new();
     // The highest token of an exclusive (or write) occupant so far.
     let mut max_exclusive = 0i64;
-    // Overlaps seen at an entry, judged when the earlier occupant leaves:
-    // (earlier occupant, when, what happened).
-    let mut overlaps: Vec<(&str, Duration, String)> = Vec::new();
+    // Overlaps seen at an entry: (earlier occupant, later one, when, what
+    // happened, whether the earlier one left having touched the resource).
+    // One is a violation once both left having touched it; an occupant that
+    // abandoned its section (its last touch never reached the server, and
+    // its library had not told it of trouble) handed the lock over.
+    let mut overlaps: Vec<(&str, &str, Duration, String, bool)> = Vec::new();
+    // Whether each occupant's entry reached the server.
+    let mut entered: BTreeMap<&str, bool> = BTreeMap::new();
     // Occupants whose library said suspended or lost since they entered.
     let mut told: BTreeSet<&str> = BTreeSet::new();
     let mut violations = Vec::new();
@@ -64,20 +69,29 @@ pub(crate) fn judge(
     for e in journal {
         let client = e.client.as_str();
         match &e.event {
-            Event::Enter { token } => {
+            Event::Enter { token, marker } => {
+                // Whether the entry touched the resource: its marker reached
+                // the server (an entry through a session that had just
+                // expired did not).
+                let applied_entry = marker.as_deref().is_none_or(&applied);
+                entered.insert(client, applied_entry);
                 let r = role(client);
                 for (other, (or, ot)) in &inside {
                     if *other != client && (r != Role::Read || *or != Role::Read) {
                         overlaps.push((
                             other,
+                            client,
                             e.t,
                             format!(
                                 "{client} (token {token:#x}) entered while {other} (token {ot:#x}) was inside"
                             ),
+                            false,
                         ));
                     }
                 }
-                if *token < max_exclusive {
+                // A stale entry counts once the section is known to have
+                // touched the resource (judged at its exit).
+                if *token < max_exclusive && applied_entry {
                     violations.push(stale(client, *token, max_exclusive, e.t));
                 }
                 if r != Role::Read {
@@ -97,29 +111,71 @@ pub(crate) fn judge(
                     .as_deref()
                     .is_some_and(|m| applied(m) || told.contains(client));
                 told.remove(client);
-                let (confirmed, rest): (Vec<_>, Vec<_>) =
-                    overlaps.drain(..).partition(|o| o.0 == client);
-                overlaps = rest;
+                let entry_touched = entered.remove(client).unwrap_or(true);
                 let Some((_, token)) = inside.remove(client) else {
                     continue;
                 };
-                if !touched {
-                    // Abandoned, or finished with a touch the server refused:
-                    // the overlaps were the hand-over of a lock it had lost.
-                    continue;
+                let mut kept = Vec::new();
+                for (earlier, later, at, detail, earlier_touched) in overlaps.drain(..) {
+                    if later == client {
+                        // The later occupant leaves: the overlap stands if it
+                        // touched the resource (on entry or on exit) and the
+                        // earlier one did too (or has not left yet).
+                        if !touched && !entry_touched {
+                            continue;
+                        }
+                        if earlier_touched || inside.contains_key(earlier) {
+                            if earlier_touched {
+                                violations.push(ResourceViolation {
+                                    t: at,
+                                    invariant: "mutual_exclusion",
+                                    detail: format!("{detail}, and {earlier} went on holding"),
+                                });
+                            } else {
+                                kept.push((earlier, later, at, detail, false));
+                            }
+                        }
+                    } else if earlier == client {
+                        if !touched {
+                            // Abandoned, or finished with a touch the server
+                            // refused: the overlap was the hand-over of a
+                            // lock it had lost.
+                            continue;
+                        }
+                        if inside.contains_key(later) {
+                            kept.push((earlier, later, at, detail, true));
+                        } else {
+                            // The later one left already, having touched.
+                            violations.push(ResourceViolation {
+                                t: at,
+                                invariant: "mutual_exclusion",
+                                detail: format!("{detail}, and {client} went on holding"),
+                            });
+                        }
+                    } else {
+                        kept.push((earlier, later, at, detail, earlier_touched));
+                    }
                 }
-                for (_, at, detail) in confirmed {
-                    violations.push(ResourceViolation {
-                        t: at,
-                        invariant: "mutual_exclusion",
-                        detail: format!("{detail}, and {client} went on holding"),
-                    });
+                overlaps = kept;
+                if !touched {
+                    continue;
                 }
                 if token < max_exclusive {
                     violations.push(stale(client, token, max_exclusive, e.t));
                 }
             }
             _ => {}
+        }
+    }
+    // A later occupant that never left (the run ended first) is taken at
+    // its word.
+    for (earlier, _, at, detail, earlier_touched) in overlaps {
+        if earlier_touched {
+            violations.push(ResourceViolation {
+                t: at,
+                invariant: "mutual_exclusion",
+                detail: format!("{detail}, and {earlier} went on holding"),
+            });
         }
     }
     violations.sort_by_key(|v| v.t);
@@ -160,8 +216,8 @@ mod tests {
     #[test]
     fn a_last_touch_the_server_refused_is_no_violation() {
         let journal = vec![
-            at(673, "worker.2", Event::Enter { token: 0x53 }),
-            at(704, "worker.4", Event::Enter { token: 0x57 }),
+            at(673, "worker.2", Event::Enter { token: 0x53, marker: None }),
+            at(704, "worker.4", Event::Enter { token: 0x57, marker: None }),
             finish(705, "worker.2"),
             finish(736, "worker.4"),
         ];
@@ -183,9 +239,9 @@ mod tests {
     #[test]
     fn a_holder_told_of_trouble_that_carries_on_is_in_violation() {
         let journal = vec![
-            at(10, "holder", Event::Enter { token: 1 }),
+            at(10, "holder", Event::Enter { token: 1, marker: None }),
             at(700, "holder", Event::Suspended),
-            at(1100, "waiter", Event::Enter { token: 2 }),
+            at(1100, "waiter", Event::Enter { token: 2, marker: None }),
             finish(2000, "holder"),
             finish(2600, "waiter"),
         ];
@@ -202,8 +258,8 @@ mod tests {
     #[test]
     fn an_abandoned_section_is_a_hand_over() {
         let journal = vec![
-            at(1, "a", Event::Enter { token: 1 }),
-            at(2, "b", Event::Enter { token: 2 }),
+            at(1, "a", Event::Enter { token: 1, marker: None }),
+            at(2, "b", Event::Enter { token: 2, marker: None }),
             at(3, "a", Event::Exit { marker: None }),
             finish(4, "b"),
         ];
@@ -220,15 +276,15 @@ mod tests {
             }
         };
         let readers = vec![
-            at(1, "r1", Event::Enter { token: 1 }),
-            at(2, "r2", Event::Enter { token: 2 }),
+            at(1, "r1", Event::Enter { token: 1, marker: None }),
+            at(2, "r2", Event::Enter { token: 2, marker: None }),
             finish(3, "r1"),
             finish(4, "r2"),
         ];
         assert!(judge(&readers, role, |_| true).is_empty());
         let writer = vec![
-            at(1, "r1", Event::Enter { token: 1 }),
-            at(2, "w", Event::Enter { token: 2 }),
+            at(1, "r1", Event::Enter { token: 1, marker: None }),
+            at(2, "w", Event::Enter { token: 2, marker: None }),
             finish(3, "r1"),
             finish(4, "w"),
         ];
@@ -239,11 +295,37 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_that_never_reached_the_server_is_a_hand_over() {
+        // explore, 2026-11-26: c1's create was applied, its session expired
+        // before the reply was read, and c1 entered with its session gone:
+        // its entry marker never reached the server, and its library told
+        // it of the loss at once. c0 took the lock in between.
+        let enter = |token, m: &str| Event::Enter {
+            token,
+            marker: Some(m.to_string()),
+        };
+        let journal = vec![
+            at(9, "c0", enter(0xd, "/r/c0.enter")),
+            at(10, "c1", enter(0, "/r/c1.enter")),
+            at(11, "c1", Event::Suspended),
+            at(12, "c1", Event::Exit { marker: None }),
+            finish(222, "c0"),
+        ];
+        let applied = |p: &str| p != "/r/c1.enter";
+        assert!(judge(&journal, exclusive, applied).is_empty());
+        // Had its entry reached the server, both invariants would be broken.
+        let v = judge(&journal, exclusive, |_| true);
+        let mut names: Vec<_> = v.iter().map(|v| v.invariant).collect();
+        names.sort();
+        assert_eq!(names, ["fencing", "mutual_exclusion"], "{v:?}");
+    }
+
+    #[test]
     fn an_entry_with_a_stale_token_is_fenced() {
         let journal = vec![
-            at(1, "a", Event::Enter { token: 5 }),
+            at(1, "a", Event::Enter { token: 5, marker: None }),
             finish(2, "a"),
-            at(3, "b", Event::Enter { token: 4 }),
+            at(3, "b", Event::Enter { token: 4, marker: None }),
             at(4, "b", Event::Exit { marker: None }),
         ];
         let v = judge(&journal, exclusive, |_| true);

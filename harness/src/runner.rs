@@ -415,8 +415,22 @@ async fn play(ctx: &Arc<Ctx>) -> Result<End, RunError> {
                     + d.0
                     + ctx.loaded.scenario.server.tick_time.0 * 4
             });
-        crash_end.max(late_cleanup)
+        // A client whose library gave its session up (it could not get back
+        // in time) may be ahead of the server, which expires the session
+        // on its own clock a little later: its node goes then.
+        let given_up = ctx
+            .journal
+            .entries()
+            .iter()
+            .any(|e| matches!(e.event, Event::Expired))
+            .then(|| {
+                Instant::now()
+                    + ctx.session_timeout
+                    + ctx.loaded.scenario.server.tick_time.0 * 4
+            });
+        crash_end.max(late_cleanup).max(given_up)
     };
+    let listing_deadline = Instant::now() + admin_timeout / 2;
     let orphans = loop {
         let children = match lock_nodes_left(&admin, &ctx.dir).await {
             Ok(c) => c,
@@ -427,6 +441,16 @@ async fn play(ctx: &Arc<Ctx>) -> Result<End, RunError> {
                 admin = connect(&admin_cs, admin_timeout)
                     .await
                     .map_err(|e| RunError::zk(format!("harness session to {admin_cs}"), e))?;
+                continue;
+            }
+            // The harness's own connection went (a refusal of connections
+            // still on, a loaded machine): its client reconnects within the
+            // session; look again.
+            Err(e @ (zk::Error::ConnectionLoss | zk::Error::Custom(_)))
+                if Instant::now() < listing_deadline =>
+            {
+                tracing::debug!("listing {} at the end: {e}; again", ctx.dir);
+                tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
             Err(e) => return Err(RunError::zk(format!("listing {} at the end", ctx.dir), e)),
@@ -1297,7 +1321,11 @@ async fn hold(ctx: &Ctx, name: &str, g: &Group, base: View, token: i64, round: u
         let state = if g.fence { observed } else { HoldState::Held };
         match state {
             HoldState::Held if !inside => {
-                j.enter(name, token);
+                j.enter(
+                    name,
+                    token,
+                    format!("{}/{name}.r{round}.{entry}.enter", ctx.res_dir),
+                );
                 inside = true;
                 marker(ctx, name, round, entry, true, token).await;
                 entry += 1;

@@ -165,6 +165,9 @@ pub struct Exploration {
     pub shard: (u64, u64),
     /// Runs played.
     pub runs: u64,
+    /// Why the implementation cannot run the drawn scenarios, if it cannot
+    /// (the exploration stops at the first such run).
+    pub skipped: Option<String>,
     /// Runs in which a drawn fault never applied (its trigger never came,
     /// or the lock never sent the op it hits), and nothing was violated.
     pub unapplied: u64,
@@ -274,11 +277,16 @@ pub async fn explore(
     let mut done: u64 = 0;
     let mut errors: u64 = 0;
     let mut idle: u64 = 0;
+    let mut skipped: Option<String> = None;
     let mut reasons: BTreeMap<String, u64> = BTreeMap::new();
     let out_of_time = |started: Instant| opts.budget.is_some_and(|b| started.elapsed() >= b);
     let out_of_runs = |n: u64| opts.runs.is_some_and(|r| n >= r);
     loop {
-        while in_flight.len() < opts.jobs.max(1) && !out_of_time(started) && !out_of_runs(next) {
+        while skipped.is_none()
+            && in_flight.len() < opts.jobs.max(1)
+            && !out_of_time(started)
+            && !out_of_runs(next)
+        {
             let index = shard + next * shards;
             next += 1;
             let d = draw::draw(&opts.base, &opts.vocabulary, opts.seed, index);
@@ -310,6 +318,12 @@ pub async fn explore(
                 continue;
             }
         };
+        if outcome.status == Status::Skipped {
+            // The implementation cannot run what is drawn (zk-lock has no
+            // semaphore; a driver without the recipe): no run will differ.
+            skipped = Some(outcome.errors.join("; "));
+            continue;
+        }
         let Some(sig) = signature(&outcome, &d) else {
             if outcome.status == Status::Error {
                 if outcome.errors.iter().all(|e| unapplied(e)) {
@@ -474,6 +488,7 @@ pub async fn explore(
         implementation: opts.implementation.name().to_string(),
         shard: (shard + 1, shards),
         runs: done,
+        skipped,
         unapplied: idle,
         errors,
         error_reasons,
@@ -549,6 +564,9 @@ pub fn report(e: &Exploration) -> String {
         e.unapplied,
         e.errors,
     );
+    if let Some(why) = &e.skipped {
+        let _ = writeln!(out, "stopped: {} cannot run these scenarios: {why}", e.implementation);
+    }
     for (reason, n) in &e.error_reasons {
         let _ = writeln!(out, "  {n:>5} × {reason}");
     }
