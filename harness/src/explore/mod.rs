@@ -376,7 +376,8 @@ pub async fn explore(
     let mut findings: Vec<Finding> = Vec::new();
     let found_dir = opts.out.join("found");
     for (_, failures) in &groups {
-        let first_finding = findings.len();
+        // The findings this group's failures belong to.
+        let mut mine: Vec<usize> = Vec::new();
         // The simplest distinct failures first: fewest fault kinds, then
         // fewest steps and clients; one per set of fault kinds.
         let mut reps: Vec<&Failure> = failures.iter().filter(|f| f.record.is_some()).collect();
@@ -391,7 +392,7 @@ pub async fn explore(
         reps.dedup_by(|a, b| a.signature.faults == b.signature.faults);
         let mut shrunk_here = 0;
         for rep in reps {
-            if !opts.shrink && findings.len() > first_finding {
+            if !opts.shrink && !mine.is_empty() {
                 break;
             }
             if shrunk_here >= SHRINKS_PER_GROUP {
@@ -399,9 +400,10 @@ pub async fn explore(
             }
             // A failure whose faults include a shrunk finding's needs no
             // shrinking of its own: most likely the same bug with more noise.
-            if findings[first_finding..]
-                .iter()
-                .any(|f| f.shrunk.is_some() && kinds_within(&f.signature.faults, &rep.signature.faults))
+            if mine.iter().any(|&i| {
+                findings[i].shrunk.is_some()
+                    && kinds_within(&findings[i].signature.faults, &rep.signature.faults)
+            })
             {
                 continue;
             }
@@ -439,24 +441,29 @@ pub async fn explore(
                     }
                     Err(e) => finding.shrink_error = Some(e.to_string()),
                 }
-                // The same bug shrunk twice: one finding.
-                if let Some(same) = findings[first_finding..]
-                    .iter_mut()
-                    .find(|f| f.shrunk.is_some() && f.signature == finding.signature)
+                // The same bug shrunk twice (here, or from another group):
+                // one finding.
+                if let Some(same) = findings
+                    .iter()
+                    .position(|f| f.shrunk.is_some() && f.signature == finding.signature)
                 {
                     if let Some(dup) = &finding.shrunk {
                         let _ = std::fs::remove_file(&dup.file);
                     }
-                    same.first_after_s = same.first_after_s.min(finding.first_after_s);
+                    if !mine.contains(&same) {
+                        mine.push(same);
+                    }
                     continue;
                 }
             }
+            mine.push(findings.len());
             findings.push(finding);
         }
-        if findings.len() == first_finding {
+        if mine.is_empty() {
             // Nothing kept a record (or nothing could be shrunk): the
             // first failure stands for the group.
             let f = &failures[0];
+            mine.push(findings.len());
             findings.push(Finding {
                 signature: f.signature.clone(),
                 runs: Vec::new(),
@@ -470,13 +477,13 @@ pub async fn explore(
         }
         // Each failing run counts for the first finding whose faults it has.
         for f in failures {
-            let here = &mut findings[first_finding..];
-            let at = here
+            let at = mine
                 .iter()
-                .position(|x| kinds_within(&x.signature.faults, &f.signature.faults))
-                .unwrap_or(0);
-            here[at].runs.push(f.index);
-            here[at].first_after_s = here[at].first_after_s.min(f.after_s);
+                .copied()
+                .find(|&i| kinds_within(&findings[i].signature.faults, &f.signature.faults))
+                .unwrap_or(mine[0]);
+            findings[at].runs.push(f.index);
+            findings[at].first_after_s = findings[at].first_after_s.min(f.after_s);
         }
     }
     let mut error_reasons: Vec<(String, u64)> = reasons.into_iter().collect();

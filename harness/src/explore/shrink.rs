@@ -9,6 +9,9 @@
 //!    before it in a failing run's record (a client came to hold or to
 //!    wait), when that makes the scenario fail at least as often: event
 //!    anchors are what make a race replay.
+//! 4. A scenario that still fails only sometimes gets variants that open
+//!    its race wider (a group that starts later, a longer hold, a step's
+//!    delay after its event changed), kept when they fail more often.
 //!
 //! A candidate still fails if one of `tries` runs violates one of the
 //! invariants the original run violated. The result's reproduction rate is
@@ -370,6 +373,34 @@ pub async fn shrink(
         }
     }
 
+    // 4. A scenario that fails only sometimes: try what makes the race it
+    //    shows come more often — a group that starts later (the others
+    //    queue first), a longer hold (the window stays open longer), a
+    //    step's delay after its event halved or doubled — and keep a change
+    //    when it fails more often.
+    let boost_runs = (opts.tries * 2).max(10);
+    let mut base = tester.trial(&best, boost_runs, 500).await.failed;
+    for _ in 0..2 {
+        let mut improved = false;
+        for c in boost_candidates(&best) {
+            if out_of_time() || base >= boost_runs {
+                break;
+            }
+            let t = tester.trial(&c, boost_runs, 500).await;
+            if t.failed > base {
+                best = c;
+                base = t.failed;
+                if t.record.is_some() {
+                    record = t.record;
+                }
+                improved = true;
+            }
+        }
+        if !improved {
+            break;
+        }
+    }
+
     // The reproduction rate, and the file.
     let rate = tester.trial(&best, opts.rate_runs, 1000).await;
     let expect = expected(&rate.violated, &job.violated);
@@ -539,6 +570,46 @@ fn workload_candidates(d: &Draft) -> Vec<Draft> {
     out
 }
 
+/// Variants that may make a sometimes-failing scenario fail more often.
+fn boost_candidates(d: &Draft) -> Vec<Draft> {
+    let mut out = Vec::new();
+    for g in 0..d.clients.len() {
+        let start = d.clients[g].get("start").and_then(dur).unwrap_or_default();
+        let mut c = d.clone();
+        let later = if start.is_zero() {
+            Duration::from_millis(50)
+        } else {
+            start * 2
+        };
+        if later <= Duration::from_secs(2) {
+            c.clients[g].insert("start".into(), ms(later));
+            out.push(c);
+        }
+    }
+    for g in 0..d.clients.len() {
+        if let Some(h) = d.clients[g].get("hold").and_then(dur) {
+            if h <= Duration::from_secs(1) {
+                let mut c = d.clone();
+                c.clients[g].insert("hold".into(), ms(round10(h * 2)));
+                out.push(c);
+            }
+        }
+    }
+    for i in 0..d.timeline.len() {
+        if let Some(a) = d.timeline[i].get("after").and_then(dur) {
+            for b in [a / 2, a * 2] {
+                let b = round10(b);
+                if !b.is_zero() && b != a {
+                    let mut c = d.clone();
+                    c.timeline[i].insert("after".into(), ms(b));
+                    out.push(c);
+                }
+            }
+        }
+    }
+    out
+}
+
 fn round10(d: Duration) -> Duration {
     Duration::from_millis(d.as_millis() as u64 / 10 * 10)
 }
@@ -638,6 +709,24 @@ fn describe_step(s: &Map<String, Value>) -> String {
     let action = action_of(s);
     let arg = match s.get(action) {
         Some(Value::String(x)) => x.clone(),
+        // A request fault: "c0's delete with ThrottledOp".
+        Some(Value::Object(m)) if m.contains_key("op") => {
+            let str_of = |k: &str| m.get(k).and_then(Value::as_str);
+            let mut a = match str_of("client") {
+                Some(c) => format!("{c}'s {}", str_of("op").unwrap_or("?")),
+                None => str_of("op").unwrap_or("?").to_string(),
+            };
+            if let Some(n) = m.get("times").and_then(Value::as_u64) {
+                a.push_str(&format!(" ({n} times)"));
+            }
+            if let Some(code) = str_of("code") {
+                a.push_str(&format!(" with {code}"));
+            }
+            if let Some(d) = str_of("for") {
+                a.push_str(&format!(" for {d}"));
+            }
+            a
+        }
         Some(Value::Object(m)) => m
             .iter()
             .map(|(k, v)| match v {
@@ -664,6 +753,7 @@ fn describe_step(s: &Map<String, Value>) -> String {
         match k.as_str() {
             "holds" => format!("once {v} holds the lock"),
             "waiting" => format!("once {v} waits"),
+            "acquisitions" if v == "1" => "after the first acquisition".to_string(),
             "acquisitions" => format!("after {v} acquisitions"),
             _ => format!("on {k} {v}"),
         }
