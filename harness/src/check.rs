@@ -435,6 +435,14 @@ pub fn liveness(r: &RunRecord, bound: Duration) -> Verdict {
             .max()
             .unwrap_or_default()
     };
+    // Clients the scenario closed (`close`): the application ended them,
+    // and owes nothing after that.
+    let closed: BTreeSet<&str> = r
+        .faults
+        .iter()
+        .filter(|f| f.action == "close")
+        .flat_map(|f| f.clients.iter().map(String::as_str))
+        .collect();
     let mut open: BTreeMap<&str, Duration> = BTreeMap::new();
     for e in &r.journal {
         if r.crashed.contains(&e.client) {
@@ -467,13 +475,16 @@ pub fn liveness(r: &RunRecord, bound: Duration) -> Verdict {
         }
     }
     for (c, start) in open {
+        if closed.contains(c) {
+            continue;
+        }
         details.push(format!(
             "{c} started waiting at {:.0}ms and never acquired",
             start.as_secs_f64() * 1000.0
         ));
     }
     for c in &r.end.unfinished {
-        if !r.crashed.contains(c) {
+        if !r.crashed.contains(c) && !closed.contains(c.as_str()) {
             details.push(format!("{c} did not finish before the deadline"));
         }
     }

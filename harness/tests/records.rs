@@ -327,3 +327,19 @@ fn an_untriggered_step_is_the_lock_stalling_or_the_scenarios_fault() {
     assert_eq!(j.status, Status::Error);
     assert_eq!(j.errors, never_ran);
 }
+
+/// `harness explore` on Curator 5.4 (seed 1126, run 2307, 2026-11-26): the
+/// holder's session expires, it carries on with a new one, and the
+/// scenario then closes it in its second round. The application ended the
+/// client: it owes no acquisition after that, and no loss report.
+#[test]
+fn a_client_the_scenario_closed_owes_nothing_after() {
+    let r = recorded("curator-closed-holder");
+    assert!(r.faults.iter().any(|f| f.action == "close"));
+    assert!(!r.end.unfinished.is_empty() || r.journal.iter().any(|e| matches!(e.event, Event::Waiting { .. })));
+    assert_eq!(violated(&r), Vec::<String>::new());
+    // Without the close step in the record, the same run is a liveness failure.
+    let mut unclosed = r.clone();
+    unclosed.faults.retain(|f| f.action != "close");
+    assert!(violated(&unclosed).contains(&"liveness".to_string()), "{:?}", violated(&unclosed));
+}
