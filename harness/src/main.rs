@@ -162,6 +162,11 @@ struct ExploreArgs {
     /// Shrinking: at most this long per finding.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "3m")]
     shrink_budget: std::time::Duration,
+    /// Shrinking: start no new shrink after this long in all (default: as
+    /// long as the exploration's budget, 2m with --runs); the findings left
+    /// are reported with their first failing run.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    shrink_total: Option<std::time::Duration>,
     /// Exit with success even if there are findings (exploring a library
     /// with known bugs).
     #[arg(long)]
@@ -386,6 +391,11 @@ fn explore(args: ExploreArgs) -> ExitCode {
         shard,
         out: args.out.clone(),
         shrink: !args.no_shrink,
+        shrink_total: Some(
+            args.shrink_total
+                .or(budget)
+                .unwrap_or(std::time::Duration::from_secs(120)),
+        ),
         shrink_options: harness::explore::shrink::ShrinkOptions {
             implementation,
             target,

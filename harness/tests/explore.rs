@@ -169,6 +169,7 @@ async fn exploring_a_broken_recipe_finds_its_bug() {
         out: dir.path().to_path_buf(),
         shrink: false,
         shrink_options: shrink_options(3),
+        shrink_total: None,
     };
     let e = explore::explore(&opts, Arc::new(Progress::default())).await.unwrap();
     let report = explore::report(&e);

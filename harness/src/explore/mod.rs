@@ -56,6 +56,9 @@ pub struct ExploreOptions {
     pub shrink: bool,
     /// How shrinking judges a candidate.
     pub shrink_options: shrink::ShrinkOptions,
+    /// Start no new shrink after this long shrinking (the findings left are
+    /// reported unshrunk, with their first failing run's scenario).
+    pub shrink_total: Option<Duration>,
 }
 
 /// What identifies a finding: the implementation, the violated invariants
@@ -398,6 +401,12 @@ pub async fn explore(
             if shrunk_here >= SHRINKS_PER_GROUP {
                 break;
             }
+            let out_of_shrink_time = opts
+                .shrink_total
+                .is_some_and(|t| shrink_started.elapsed() >= t);
+            if opts.shrink && out_of_shrink_time && !mine.is_empty() {
+                break;
+            }
             // A failure whose faults include a shrunk finding's needs no
             // shrinking of its own: most likely the same bug with more noise.
             if mine.iter().any(|&i| {
@@ -417,7 +426,7 @@ pub async fn explore(
                 shrunk: None,
                 shrink_error: None,
             };
-            if opts.shrink {
+            if opts.shrink && !out_of_shrink_time {
                 shrunk_here += 1;
                 let stem = format!("{}-{}", slug(&rep.signature), findings.len() + 1);
                 let job = shrink::Job {
