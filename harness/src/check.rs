@@ -543,9 +543,10 @@ fn lost_noticed_of(f: &Facts<'_>) -> Verdict {
             .journal
             .get(a.to.min(r.journal.len().saturating_sub(1)))
             .map_or(f64::MAX, |e| e.t.as_secs_f64() * 1000.0);
-        let closed = r.faults.iter().any(|x| {
-            x.action == "close" && x.clients.contains(&a.client) && x.t_ms <= held_until
-        });
+        let closed = r
+            .faults
+            .iter()
+            .any(|x| x.action == "close" && x.clients.contains(&a.client) && x.t_ms <= held_until);
         if closed {
             continue;
         }

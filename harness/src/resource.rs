@@ -216,8 +216,22 @@ mod tests {
     #[test]
     fn a_last_touch_the_server_refused_is_no_violation() {
         let journal = vec![
-            at(673, "worker.2", Event::Enter { token: 0x53, marker: None }),
-            at(704, "worker.4", Event::Enter { token: 0x57, marker: None }),
+            at(
+                673,
+                "worker.2",
+                Event::Enter {
+                    token: 0x53,
+                    marker: None,
+                },
+            ),
+            at(
+                704,
+                "worker.4",
+                Event::Enter {
+                    token: 0x57,
+                    marker: None,
+                },
+            ),
             finish(705, "worker.2"),
             finish(736, "worker.4"),
         ];
@@ -239,9 +253,23 @@ mod tests {
     #[test]
     fn a_holder_told_of_trouble_that_carries_on_is_in_violation() {
         let journal = vec![
-            at(10, "holder", Event::Enter { token: 1, marker: None }),
+            at(
+                10,
+                "holder",
+                Event::Enter {
+                    token: 1,
+                    marker: None,
+                },
+            ),
             at(700, "holder", Event::Suspended),
-            at(1100, "waiter", Event::Enter { token: 2, marker: None }),
+            at(
+                1100,
+                "waiter",
+                Event::Enter {
+                    token: 2,
+                    marker: None,
+                },
+            ),
             finish(2000, "holder"),
             finish(2600, "waiter"),
         ];
@@ -258,8 +286,22 @@ mod tests {
     #[test]
     fn an_abandoned_section_is_a_hand_over() {
         let journal = vec![
-            at(1, "a", Event::Enter { token: 1, marker: None }),
-            at(2, "b", Event::Enter { token: 2, marker: None }),
+            at(
+                1,
+                "a",
+                Event::Enter {
+                    token: 1,
+                    marker: None,
+                },
+            ),
+            at(
+                2,
+                "b",
+                Event::Enter {
+                    token: 2,
+                    marker: None,
+                },
+            ),
             at(3, "a", Event::Exit { marker: None }),
             finish(4, "b"),
         ];
@@ -276,15 +318,43 @@ mod tests {
             }
         };
         let readers = vec![
-            at(1, "r1", Event::Enter { token: 1, marker: None }),
-            at(2, "r2", Event::Enter { token: 2, marker: None }),
+            at(
+                1,
+                "r1",
+                Event::Enter {
+                    token: 1,
+                    marker: None,
+                },
+            ),
+            at(
+                2,
+                "r2",
+                Event::Enter {
+                    token: 2,
+                    marker: None,
+                },
+            ),
             finish(3, "r1"),
             finish(4, "r2"),
         ];
         assert!(judge(&readers, role, |_| true).is_empty());
         let writer = vec![
-            at(1, "r1", Event::Enter { token: 1, marker: None }),
-            at(2, "w", Event::Enter { token: 2, marker: None }),
+            at(
+                1,
+                "r1",
+                Event::Enter {
+                    token: 1,
+                    marker: None,
+                },
+            ),
+            at(
+                2,
+                "w",
+                Event::Enter {
+                    token: 2,
+                    marker: None,
+                },
+            ),
             finish(3, "r1"),
             finish(4, "w"),
         ];
@@ -323,9 +393,23 @@ mod tests {
     #[test]
     fn an_entry_with_a_stale_token_is_fenced() {
         let journal = vec![
-            at(1, "a", Event::Enter { token: 5, marker: None }),
+            at(
+                1,
+                "a",
+                Event::Enter {
+                    token: 5,
+                    marker: None,
+                },
+            ),
             finish(2, "a"),
-            at(3, "b", Event::Enter { token: 4, marker: None }),
+            at(
+                3,
+                "b",
+                Event::Enter {
+                    token: 4,
+                    marker: None,
+                },
+            ),
             at(4, "b", Event::Exit { marker: None }),
         ];
         let v = judge(&journal, exclusive, |_| true);

@@ -405,16 +405,11 @@ async fn play(ctx: &Arc<Ctx>) -> Result<End, RunError> {
         let crash_end = crashed.then(|| Instant::now() + end.saturating_sub(ctx.journal.now()));
         // A crashed client's session expires at the crash's end, and its
         // deletions come that much later again (plus a tick or two).
-        let late_cleanup = ctx
-            .loaded
-            .scenario
-            .server
-            .expiry_cleanup_delay
-            .map(|d| {
-                crash_end.unwrap_or_else(Instant::now)
-                    + d.0
-                    + ctx.loaded.scenario.server.tick_time.0 * 4
-            });
+        let late_cleanup = ctx.loaded.scenario.server.expiry_cleanup_delay.map(|d| {
+            crash_end.unwrap_or_else(Instant::now)
+                + d.0
+                + ctx.loaded.scenario.server.tick_time.0 * 4
+        });
         // A client whose library gave its session up (it could not get back
         // in time) may be ahead of the server, which expires the session
         // on its own clock a little later: its node goes then.
@@ -424,9 +419,7 @@ async fn play(ctx: &Arc<Ctx>) -> Result<End, RunError> {
             .iter()
             .any(|e| matches!(e.event, Event::Expired))
             .then(|| {
-                Instant::now()
-                    + ctx.session_timeout
-                    + ctx.loaded.scenario.server.tick_time.0 * 4
+                Instant::now() + ctx.session_timeout + ctx.loaded.scenario.server.tick_time.0 * 4
             });
         crash_end.max(late_cleanup).max(given_up)
     };

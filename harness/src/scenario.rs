@@ -650,8 +650,9 @@ impl RequestFaultSpec {
             // ZooKeeper never answers ConnectionLoss: a client reports it
             // when its connection goes. So does this fault: the connection
             // closes before the request is applied (as `drop_request`).
-            "fail" if self.code.as_deref().and_then(|c| error_code(c).ok())
-                == Some(zk_mock::proto::ErrorCode::ConnectionLoss) =>
+            "fail"
+                if self.code.as_deref().and_then(|c| error_code(c).ok())
+                    == Some(zk_mock::proto::ErrorCode::ConnectionLoss) =>
             {
                 FaultVerdict::DropRequest
             }

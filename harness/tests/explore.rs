@@ -20,10 +20,15 @@ use harness::scenario::{Kind, Recipe};
 use harness::target::TargetSpec;
 
 fn bases() -> Vec<Base> {
-    let mut b: Vec<Base> = [Kind::Exclusive, Kind::ReadWrite, Kind::Semaphore, Kind::Reentrant]
-        .into_iter()
-        .map(Base::Kind)
-        .collect();
+    let mut b: Vec<Base> = [
+        Kind::Exclusive,
+        Kind::ReadWrite,
+        Kind::Semaphore,
+        Kind::Reentrant,
+    ]
+    .into_iter()
+    .map(Base::Kind)
+    .collect();
     b.extend(Recipe::ALL.into_iter().map(Base::Recipe));
     b
 }
@@ -39,14 +44,28 @@ fn drawn_runs_replay_from_the_seed_and_are_valid_scenarios() {
             let mut distinct = BTreeSet::new();
             for i in 0..150 {
                 let d = draw(&base, &v, 42, i);
-                assert_eq!(d, draw(&base, &v, 42, i), "run {i} of {} drew twice differently", base.label());
+                assert_eq!(
+                    d,
+                    draw(&base, &v, 42, i),
+                    "run {i} of {} drew twice differently",
+                    base.label()
+                );
                 let file = PathBuf::from(format!("{}.yaml", d.name.clone().unwrap()));
                 if let Err(e) = d.load(&file) {
-                    panic!("run {i} of {} is not a valid scenario: {e}\n{}", base.label(), d.to_yaml().unwrap());
+                    panic!(
+                        "run {i} of {} is not a valid scenario: {e}\n{}",
+                        base.label(),
+                        d.to_yaml().unwrap()
+                    );
                 }
                 distinct.insert(d.to_yaml().unwrap());
             }
-            assert_eq!(distinct.len(), 150, "{}: runs drew the same scenario", base.label());
+            assert_eq!(
+                distinct.len(),
+                150,
+                "{}: runs drew the same scenario",
+                base.label()
+            );
         }
     }
 }
@@ -78,15 +97,38 @@ fn drawn_runs_use_the_whole_fault_vocabulary() {
                 seen.insert(format!("code {}", f["code"].as_str().unwrap()));
             }
         }
-        if d.server.as_ref().is_some_and(|s| s.contains_key("expiry_cleanup_delay")) {
+        if d.server
+            .as_ref()
+            .is_some_and(|s| s.contains_key("expiry_cleanup_delay"))
+        {
             seen.insert("expiry_cleanup_delay".into());
         }
     }
     for want in [
-        "disconnect", "stall", "expire", "crash", "close", "refuse_connections", "lose_reply",
-        "drop_request", "fail", "delay", "kill_server", "restart_server", "partition_server",
-        "heal_server", "lag", "leader_election", "at", "on holds", "on waiting", "on acquisitions",
-        "code ConnectionLoss", "code OperationTimeout", "code ThrottledOp", "code SessionExpired",
+        "disconnect",
+        "stall",
+        "expire",
+        "crash",
+        "close",
+        "refuse_connections",
+        "lose_reply",
+        "drop_request",
+        "fail",
+        "delay",
+        "kill_server",
+        "restart_server",
+        "partition_server",
+        "heal_server",
+        "lag",
+        "leader_election",
+        "at",
+        "on holds",
+        "on waiting",
+        "on acquisitions",
+        "code ConnectionLoss",
+        "code OperationTimeout",
+        "code ThrottledOp",
+        "code SessionExpired",
         "expiry_cleanup_delay",
     ] {
         assert!(seen.contains(want), "never drawn: {want} (drawn: {seen:?})");
@@ -136,18 +178,30 @@ async fn shrinking_keeps_only_the_fault_that_matters() {
         out: out.clone(),
     };
     let used = AtomicUsize::new(0);
-    let s = shrink::shrink(job, &shrink_options(3), &used).await.unwrap();
+    let s = shrink::shrink(job, &shrink_options(3), &used)
+        .await
+        .unwrap();
     let written = std::fs::read_to_string(&out).unwrap();
     assert_eq!(s.steps, 1, "{written}");
     assert!(written.contains("drop_request"), "{written}");
     assert!(s.clients <= 3, "{written}");
-    assert!(s.reproduced * 10 >= s.runs * 9, "reproduced {}/{}:\n{written}", s.reproduced, s.runs);
+    assert!(
+        s.reproduced * 10 >= s.runs * 9,
+        "reproduced {}/{}:\n{written}",
+        s.reproduced,
+        s.runs
+    );
     assert!(written.contains("shrunk by harness shrink"), "{written}");
     // The file plays as a negative scenario and is caught.
     let loaded = harness::scenario::load(&out).unwrap();
     assert!(!loaded.scenario.expect.violated.is_empty());
     let o = run(&loaded, &RunOptions::mock(Some(99))).await;
-    assert_eq!(o.status, Status::Caught, "{}", harness::report::failure_details(&o));
+    assert_eq!(
+        o.status,
+        Status::Caught,
+        "{}",
+        harness::report::failure_details(&o)
+    );
 }
 
 /// A recipe that takes a lost create for a success: exploring it from
@@ -171,7 +225,9 @@ async fn exploring_a_broken_recipe_finds_its_bug() {
         shrink_options: shrink_options(3),
         shrink_total: None,
     };
-    let e = explore::explore(&opts, Arc::new(Progress::default())).await.unwrap();
+    let e = explore::explore(&opts, Arc::new(Progress::default()))
+        .await
+        .unwrap();
     let report = explore::report(&e);
     assert_eq!(e.runs, 200, "{report}");
     assert!(
@@ -199,16 +255,37 @@ async fn exploring_a_broken_recipe_finds_its_bug() {
     let out = dir.path().join("shrunk.yaml");
     let (job, _) = shrink::job_from_record(&records_file, index, Some(out.clone())).unwrap();
     let used = AtomicUsize::new(0);
-    let s = shrink::shrink(job, &shrink_options(3), &used).await.unwrap();
+    let s = shrink::shrink(job, &shrink_options(3), &used)
+        .await
+        .unwrap();
     let written = std::fs::read_to_string(&out).unwrap();
     // Smaller, still a scenario that plays, and its rate measured (how often
     // a race found by luck fails again varies: the rate says so).
-    assert!(s.steps <= s.original_steps && s.clients <= s.original_clients, "{written}");
+    assert!(
+        s.steps <= s.original_steps && s.clients <= s.original_clients,
+        "{written}"
+    );
     assert_eq!(s.runs, 10, "{written}");
     let loaded = harness::scenario::load(&out).unwrap();
-    assert!(loaded.scenario.expect.violated.iter().any(|v| v == "mutual_exclusion" || v == "fencing"), "{written}");
-    let words = loaded.scenario.description.split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(words.contains(&format!("Reproduced in {} of 10 runs", s.reproduced)), "{written}");
+    assert!(
+        loaded
+            .scenario
+            .expect
+            .violated
+            .iter()
+            .any(|v| v == "mutual_exclusion" || v == "fencing"),
+        "{written}"
+    );
+    let words = loaded
+        .scenario
+        .description
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        words.contains(&format!("Reproduced in {} of 10 runs", s.reproduced)),
+        "{written}"
+    );
 }
 
 /// An expectation scoped to one implementation binds that one only: the
@@ -222,8 +299,17 @@ async fn an_expectation_binds_only_the_implementations_it_names() {
     };
     let other = harness::scenario::parse(Path::new("other.yaml"), &text("kazoo")).unwrap();
     let o = run(&other, &RunOptions::mock(Some(1))).await;
-    assert_eq!(o.status, Status::Passed, "{}", harness::report::failure_details(&o));
+    assert_eq!(
+        o.status,
+        Status::Passed,
+        "{}",
+        harness::report::failure_details(&o)
+    );
     let mine = harness::scenario::parse(Path::new("mine.yaml"), &text("zk-lock")).unwrap();
     let o = run(&mine, &RunOptions::mock(Some(1))).await;
-    assert_eq!(o.status, Status::Failed, "zk-lock keeps mutual exclusion: not caught");
+    assert_eq!(
+        o.status,
+        Status::Failed,
+        "zk-lock keeps mutual exclusion: not caught"
+    );
 }

@@ -336,10 +336,19 @@ fn an_untriggered_step_is_the_lock_stalling_or_the_scenarios_fault() {
 fn a_client_the_scenario_closed_owes_nothing_after() {
     let r = recorded("curator-closed-holder");
     assert!(r.faults.iter().any(|f| f.action == "close"));
-    assert!(!r.end.unfinished.is_empty() || r.journal.iter().any(|e| matches!(e.event, Event::Waiting { .. })));
+    assert!(
+        !r.end.unfinished.is_empty()
+            || r.journal
+                .iter()
+                .any(|e| matches!(e.event, Event::Waiting { .. }))
+    );
     assert_eq!(violated(&r), Vec::<String>::new());
     // Without the close step in the record, the same run is a liveness failure.
     let mut unclosed = r.clone();
     unclosed.faults.retain(|f| f.action != "close");
-    assert!(violated(&unclosed).contains(&"liveness".to_string()), "{:?}", violated(&unclosed));
+    assert!(
+        violated(&unclosed).contains(&"liveness".to_string()),
+        "{:?}",
+        violated(&unclosed)
+    );
 }

@@ -311,7 +311,10 @@ fn busy_ms(d: &Draft) -> u64 {
         .map(|c| {
             let n = c.get("count").and_then(Value::as_u64).unwrap_or(1)
                 * c.get("rounds").and_then(Value::as_u64).unwrap_or(1);
-            let hold = c.get("hold").and_then(super::draft::dur).unwrap_or_default();
+            let hold = c
+                .get("hold")
+                .and_then(super::draft::dur)
+                .unwrap_or_default();
             hold.as_millis() as u64 * n
         })
         .sum()

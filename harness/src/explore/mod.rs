@@ -412,8 +412,7 @@ pub async fn explore(
             if mine.iter().any(|&i| {
                 findings[i].shrunk.is_some()
                     && kinds_within(&findings[i].signature.faults, &rep.signature.faults)
-            })
-            {
+            }) {
                 continue;
             }
             let mut finding = Finding {
@@ -581,7 +580,11 @@ pub fn report(e: &Exploration) -> String {
         e.errors,
     );
     if let Some(why) = &e.skipped {
-        let _ = writeln!(out, "stopped: {} cannot run these scenarios: {why}", e.implementation);
+        let _ = writeln!(
+            out,
+            "stopped: {} cannot run these scenarios: {why}",
+            e.implementation
+        );
     }
     for (reason, n) in &e.error_reasons {
         let _ = writeln!(out, "  {n:>5} × {reason}");

@@ -1261,7 +1261,14 @@ mod tests {
             entry(8, b, Event::Connected { session: 2 }),
             entry(9, b, Event::Waiting { round: 0 }),
             entry(10, a, acquired("/l/n-0000000000")),
-            entry(11, a, Event::Enter { token: 1, marker: None }),
+            entry(
+                11,
+                a,
+                Event::Enter {
+                    token: 1,
+                    marker: None,
+                },
+            ),
             entry(
                 100,
                 a,
@@ -1272,11 +1279,25 @@ mod tests {
             entry(101, a, Event::Suspended),
             entry(101, a, Event::Exit { marker: None }),
             entry(150, a, Event::Resumed),
-            entry(151, a, Event::Enter { token: 1, marker: None }),
+            entry(
+                151,
+                a,
+                Event::Enter {
+                    token: 1,
+                    marker: None,
+                },
+            ),
             entry(300, a, Event::Exit { marker: None }),
             entry(302, a, Event::Released { ok: true }),
             entry(303, b, acquired("/l/n-0000000001")),
-            entry(304, b, Event::Enter { token: 2, marker: None }),
+            entry(
+                304,
+                b,
+                Event::Enter {
+                    token: 2,
+                    marker: None,
+                },
+            ),
             entry(400, b, Event::Exit { marker: None }),
             entry(401, b, Event::Released { ok: true }),
             entry(402, a, Event::Done),
