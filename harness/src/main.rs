@@ -306,6 +306,21 @@ fn parse_shard(s: &str) -> Result<(u64, u64), String> {
     Ok((i - 1, n))
 }
 
+/// For a driver, a pool of `jobs` processes started ahead of the runs
+/// (drivers that offer reuse serve run after run); none for zk-lock.
+fn driver_pool(
+    implementation: &Implementation,
+    jobs: usize,
+) -> Result<Option<Arc<harness::implementation::HostPool>>, String> {
+    if !matches!(implementation, Implementation::Driver { .. }) {
+        return Ok(None);
+    }
+    let pool = harness::implementation::HostPool::new(jobs)
+        .map_err(|e| format!("starting the driver pool: {e}"))?;
+    pool.prestart(implementation);
+    Ok(Some(pool))
+}
+
 fn explore(args: ExploreArgs) -> ExitCode {
     use harness::explore::{self, Base, ExploreOptions, Vocabulary};
     let fail = |e: String| {
@@ -419,15 +434,10 @@ fn explore(args: ExploreArgs) -> ExitCode {
     // Drivers that can serve run after run are kept and reused; the pool's
     // processes are started ahead of the runs.
     let mut opts = opts;
-    if matches!(opts.implementation, Implementation::Driver { .. }) {
-        match harness::implementation::HostPool::new(jobs) {
-            Ok(pool) => {
-                pool.prestart(&opts.implementation);
-                opts.shrink_options.pool = Some(pool);
-            }
-            Err(e) => return fail(format!("starting the driver pool: {e}")),
-        }
-    }
+    opts.shrink_options.pool = match driver_pool(&opts.implementation, jobs) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
     let progress = Arc::new(explore::Progress::default());
     let bar = if args.quiet {
         indicatif::ProgressBar::hidden()
@@ -540,15 +550,10 @@ fn shrink(args: ShrinkArgs) -> ExitCode {
         pool: None,
     };
     let mut opts = opts;
-    if matches!(opts.implementation, Implementation::Driver { .. }) {
-        match harness::implementation::HostPool::new(jobs) {
-            Ok(pool) => {
-                pool.prestart(&opts.implementation);
-                opts.pool = Some(pool);
-            }
-            Err(e) => return fail(format!("starting the driver pool: {e}")),
-        }
-    }
+    opts.pool = match driver_pool(&opts.implementation, jobs) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
     eprintln!(
         "shrinking {} ({} steps, {} clients; violated {})",
         record.scenario,

@@ -36,6 +36,16 @@ pub struct ResourceViolation {
     pub detail: String,
 }
 
+/// An overlap confirmed: `detail` says who entered while whom was inside,
+/// and `earlier` held on.
+fn overlap(at: Duration, detail: &str, earlier: &str) -> ResourceViolation {
+    ResourceViolation {
+        t: at,
+        invariant: "mutual_exclusion",
+        detail: format!("{detail}, and {earlier} went on holding"),
+    }
+}
+
 /// Judges the journal's critical sections. `role` gives each client's role
 /// (exclusive when absent); `applied` tells whether the server created a
 /// marker.
@@ -126,11 +136,7 @@ pub(crate) fn judge(
                         }
                         if earlier_touched || inside.contains_key(earlier) {
                             if earlier_touched {
-                                violations.push(ResourceViolation {
-                                    t: at,
-                                    invariant: "mutual_exclusion",
-                                    detail: format!("{detail}, and {earlier} went on holding"),
-                                });
+                                violations.push(overlap(at, &detail, earlier));
                             } else {
                                 kept.push((earlier, later, at, detail, false));
                             }
@@ -146,11 +152,7 @@ pub(crate) fn judge(
                             kept.push((earlier, later, at, detail, true));
                         } else {
                             // The later one left already, having touched.
-                            violations.push(ResourceViolation {
-                                t: at,
-                                invariant: "mutual_exclusion",
-                                detail: format!("{detail}, and {client} went on holding"),
-                            });
+                            violations.push(overlap(at, &detail, client));
                         }
                     } else {
                         kept.push((earlier, later, at, detail, earlier_touched));
@@ -171,11 +173,7 @@ pub(crate) fn judge(
     // its word.
     for (earlier, _, at, detail, earlier_touched) in overlaps {
         if earlier_touched {
-            violations.push(ResourceViolation {
-                t: at,
-                invariant: "mutual_exclusion",
-                detail: format!("{detail}, and {earlier} went on holding"),
-            });
+            violations.push(overlap(at, &detail, earlier));
         }
     }
     violations.sort_by_key(|v| v.t);
