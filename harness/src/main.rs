@@ -84,6 +84,12 @@ struct RunArgs {
     /// `curator`, `zk-lock-driver`, or a driver command (harness/DRIVERS.md).
     #[arg(long, default_value = "zk-lock")]
     implementation: String,
+    /// Runs at once, each with its own embedded server (and driver
+    /// process). A run mostly waits, so a few at once finish sooner; one at a
+    /// time is the default, the most faithful to a scenario's timings. With
+    /// `--target real` the runs share the one server: keep 1.
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
     /// Write a JSON report here (`-`: standard output).
     #[arg(long)]
     json: Option<PathBuf>,
@@ -232,6 +238,12 @@ struct MatrixArgs {
     /// scenarios are skipped there).
     #[arg(long, default_value = "mock")]
     target: String,
+    /// Runs at once, each with its own embedded server (and driver
+    /// process). A run mostly waits, so a few at once finish sooner; one at a
+    /// time is the default, the most faithful to a scenario's timings. With
+    /// `--target real` the runs share the one server: keep 1.
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
     /// Write matrix.md, matrix.json and matrix.xml (JUnit) here.
     #[arg(long, default_value = "target/matrix")]
     out: PathBuf,
@@ -726,7 +738,7 @@ fn run(args: RunArgs) -> ExitCode {
                 (None, _) => Some(rand::random()),
             };
             runs.push((
-                s,
+                s.clone(),
                 RunOptions {
                     target: target.clone(),
                     seed,
@@ -737,7 +749,7 @@ fn run(args: RunArgs) -> ExitCode {
             ));
         }
     }
-    let outcomes = match play(runs, args.quiet) {
+    let outcomes = match play(runs, args.jobs, args.quiet) {
         Ok(o) => o,
         Err(code) => return code,
     };
@@ -809,9 +821,17 @@ fn run(args: RunArgs) -> ExitCode {
     }
 }
 
-/// Plays each (scenario, options) in turn with a progress bar that also
-/// shows the acquisitions inside the running scenario.
-fn play(runs: Vec<(&scenario::Loaded, RunOptions)>, quiet: bool) -> Result<Vec<Outcome>, ExitCode> {
+/// With `--jobs`, a scenario with this many clients or more runs alone.
+const CROWD: usize = 200;
+
+/// Plays each (scenario, options), `jobs` at a time, with a progress bar
+/// that also shows the acquisitions so far. The outcomes come back in the
+/// order of `runs`, and a failure's details are printed in that order.
+fn play(
+    runs: Vec<(scenario::Loaded, RunOptions)>,
+    jobs: usize,
+    quiet: bool,
+) -> Result<Vec<Outcome>, ExitCode> {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -849,23 +869,50 @@ fn play(runs: Vec<(&scenario::Loaded, RunOptions)>, quiet: bool) -> Result<Vec<O
             }
         })
     };
-    let mut outcomes = Vec::new();
-    for (s, mut opts) in runs {
-        *label.lock() = format!("{} on {}", s.name, opts.implementation.name());
-        opts.progress = Some(progress.clone());
-        let outcome = runtime.block_on(runner::run(s, &opts));
-        if !outcome.status.ok() {
-            bar.suspend(|| eprint!("{}", report::failure_details(&outcome)));
+    let outcomes = runtime.block_on(async {
+        let jobs = jobs.max(1);
+        let permits = Arc::new(tokio::sync::Semaphore::new(jobs));
+        let handles: Vec<_> = runs
+            .into_iter()
+            .map(|(s, mut opts)| {
+                let (permits, label, progress) = (permits.clone(), label.clone(), progress.clone());
+                // A crowd (a stampede of hundreds) keeps the machine busy on
+                // its own: it runs alone, so that its timings stay its own.
+                let clients: usize = s.scenario.clients.iter().map(|g| g.value.count).sum();
+                let weight = if clients >= CROWD { jobs } else { 1 };
+                tokio::spawn(async move {
+                    // The semaphore is never closed: the permits always come.
+                    let _permit = permits.acquire_many_owned(weight as u32).await.ok();
+                    *label.lock() = format!("{} on {}", s.name, opts.implementation.name());
+                    opts.progress = Some(progress);
+                    runner::run(&s, &opts).await
+                })
+            })
+            .collect();
+        let mut outcomes = Vec::with_capacity(handles.len());
+        for h in handles {
+            match h.await {
+                Ok(outcome) => {
+                    if !outcome.status.ok() {
+                        bar.suspend(|| eprint!("{}", report::failure_details(&outcome)));
+                    }
+                    outcomes.push(outcome);
+                    bar.inc(1);
+                }
+                Err(e) => {
+                    bar.suspend(|| eprintln!("error: a run's task failed: {e}"));
+                    return Err(ExitCode::FAILURE);
+                }
+            }
         }
-        outcomes.push(outcome);
-        bar.inc(1);
-    }
+        Ok(outcomes)
+    });
     done.store(true, Ordering::Relaxed);
     let _ = ticker.join();
     bar.finish_and_clear();
     // Make sure every session is gone before the process ends.
     drop(runtime);
-    Ok(outcomes)
+    outcomes
 }
 
 fn matrix(args: MatrixArgs) -> ExitCode {
@@ -924,7 +971,7 @@ fn matrix(args: MatrixArgs) -> ExitCode {
     for imp in &implementations {
         for s in &scenarios {
             runs.push((
-                s,
+                s.clone(),
                 RunOptions {
                     target: target.clone(),
                     seed: args.seed,
@@ -935,7 +982,7 @@ fn matrix(args: MatrixArgs) -> ExitCode {
             ));
         }
     }
-    let outcomes = match play(runs, args.quiet) {
+    let outcomes = match play(runs, args.jobs, args.quiet) {
         Ok(o) => o,
         Err(code) => return code,
     };

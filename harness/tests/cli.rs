@@ -82,6 +82,53 @@ fn passing_and_caught_runs_exit_zero_and_write_reports() {
     assert!(xml.contains("failures=\"0\""), "{xml}");
 }
 
+/// `--jobs 4` plays runs at once: the report keeps the order of the
+/// scenarios and the repeats, each run keeps its seed, and the verdicts are
+/// those of one run at a time.
+#[test]
+fn runs_at_once_report_in_order_with_their_seeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = harness()
+        .args([
+            "run", "--quiet", "--jobs", "4", "--repeat", "3", "--seed", "40",
+        ])
+        .arg(scenario("holder-expires.yaml"))
+        .arg(scenario("negative/broken-no-recheck.yaml"))
+        .arg(scenario("predecessor-basic.yaml"))
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("6 passed, 3 caught"), "{stdout}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let runs: Vec<(String, u64)> = doc["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_string(),
+                s["seed"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let mut expected = Vec::new();
+    for rep in 0..3 {
+        for name in ["holder-expires", "broken-no-recheck", "predecessor-basic"] {
+            expected.push((name.to_string(), 40 + rep));
+        }
+    }
+    assert_eq!(runs, expected);
+}
+
 #[test]
 fn a_failing_scenario_exits_non_zero_with_its_replay_command() {
     let dir = tempfile::tempdir().unwrap();

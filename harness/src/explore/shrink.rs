@@ -380,7 +380,7 @@ pub async fn shrink(
     //    when it fails more often.
     let boost_runs = (opts.tries * 2).max(10);
     let mut base = tester.trial(&best, boost_runs, 500).await.failed;
-    for _ in 0..2 {
+    for _ in 0..4 {
         let mut improved = false;
         for c in boost_candidates(&best) {
             if out_of_time() || base >= boost_runs {
@@ -595,13 +595,73 @@ fn boost_candidates(d: &Draft) -> Vec<Draft> {
             }
         }
     }
-    for i in 0..d.timeline.len() {
-        if let Some(a) = d.timeline[i].get("after").and_then(dur) {
-            for b in [a / 2, a * 2] {
-                let b = round10(b);
-                if !b.is_zero() && b != a {
+    for g in 0..d.clients.len() {
+        // A timed acquire that gives up sooner, or later, than the holder
+        // lets go.
+        if let Some(t) = d.clients[g].get("acquire_timeout").and_then(dur) {
+            for u in [t / 2, t * 2] {
+                let u = round10(u);
+                if !u.is_zero() && u <= Duration::from_secs(2) {
                     let mut c = d.clone();
-                    c.timeline[i].insert("after".into(), ms(b));
+                    c.clients[g].insert("acquire_timeout".into(), ms(u));
+                    out.push(c);
+                }
+            }
+        }
+    }
+    for i in 0..d.timeline.len() {
+        let step = &d.timeline[i];
+        if let Some(a) = step.get("after").and_then(dur) {
+            // Right at its event, or sooner or later after it.
+            for b in [Duration::ZERO, a / 2, a * 2] {
+                let b = round10(b);
+                if b != a {
+                    let mut c = d.clone();
+                    if b.is_zero() {
+                        c.timeline[i].remove("after");
+                    } else {
+                        c.timeline[i].insert("after".into(), ms(b));
+                    }
+                    out.push(c);
+                }
+            }
+        }
+        if let Some(a) = step.get("at").and_then(dur) {
+            // From the start (a request fault is then in place before the
+            // first request), or sooner.
+            for b in [Duration::ZERO, a / 2] {
+                let b = round10(b);
+                if b != a {
+                    let mut c = d.clone();
+                    c.timeline[i].insert("at".into(), ms(b));
+                    out.push(c);
+                }
+            }
+        }
+        // A stall or a delay that lasts twice as long; a request fault that
+        // hits more requests.
+        for key in ["stall", "delay"] {
+            if let Some(f) = step
+                .get(key)
+                .and_then(|v| v.get("for"))
+                .and_then(dur)
+                .filter(|f| *f <= Duration::from_secs(5))
+            {
+                let mut c = d.clone();
+                if let Some(Value::Object(m)) = c.timeline[i].get_mut(key) {
+                    m.insert("for".into(), ms(round10(f * 2)));
+                }
+                out.push(c);
+            }
+        }
+        for key in ["lose_reply", "drop_request", "fail", "delay"] {
+            if let Some(Value::Object(spec)) = step.get(key) {
+                let times = spec.get("times").and_then(Value::as_u64).unwrap_or(1);
+                if times < 3 {
+                    let mut c = d.clone();
+                    if let Some(Value::Object(m)) = c.timeline[i].get_mut(key) {
+                        m.insert("times".into(), json!(times + 1));
+                    }
                     out.push(c);
                 }
             }

@@ -1,9 +1,18 @@
 //! Lock recipes broken on purpose, each with one mistake seen in the field,
 //! so that negative scenarios can show the harness catching it. Never use
 //! them for anything else.
+//!
+//! Apart from its one mistake each recipe is careful, so that what
+//! `harness explore` finds in it is that mistake: a request that fails for
+//! the connection or the server's load is tried again (a create whose reply
+//! may be lost looks for its own node first, by the unique prefix, as
+//! Curator's protected mode does), and a release that finds the session gone
+//! says so.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use zk_lock::LockError;
 use zookeeper_client as zk;
@@ -22,10 +31,11 @@ pub(crate) enum Flaw {
     /// Sequential lock ordered by the whole node name (ZOOKEEPER-2931),
     /// which with per-contender prefixes is not the creation order.
     NameSort,
-    /// Sequential lock whose release deletes once and forgets the node on
-    /// ConnectionLoss (Curator 1193): the node stays and blocks everyone.
+    /// Sequential lock whose release deletes once and forgets the node when
+    /// that delete fails, for ConnectionLoss or the server's load (Curator
+    /// 1193): the node stays and blocks everyone.
     ReleaseOnce,
-    /// Sequential lock whose non-blocking acquire, finding the lock busy,
+    /// Sequential lock whose non-blocking or timed acquire, giving up,
     /// deletes its own node once and swallows the error (kazoo 732): a lost
     /// delete leaves the node, and the lock stuck, while the session lives.
     TryCleanupOnce,
@@ -43,6 +53,35 @@ pub(crate) struct BrokenLock {
 #[derive(Debug)]
 pub(crate) struct BrokenGuard {
     pub(crate) path: Option<String>,
+}
+
+/// The server did not apply the request, and said so: it may be sent again.
+fn refused(e: &zk::Error) -> bool {
+    // OperationTimeout (-7) has no variant of its own in the client.
+    matches!(e, zk::Error::Throttled | zk::Error::UnexpectedErrorCode(-7))
+}
+
+/// The request may or may not have been applied: the connection went, or
+/// the client stopped waiting for the reply.
+fn unknown(e: &zk::Error) -> bool {
+    matches!(e, zk::Error::ConnectionLoss | zk::Error::Timeout)
+}
+
+/// Either: worth sending again after a pause.
+fn transient(e: &zk::Error) -> bool {
+    refused(e) || unknown(e)
+}
+
+/// `f`, or None if the deadline comes first.
+async fn until<T>(deadline: Option<Instant>, f: impl std::future::Future<Output = T>) -> Option<T> {
+    match deadline {
+        Some(d) => tokio::time::timeout_at(d, f).await.ok(),
+        None => Some(f.await),
+    }
+}
+
+async fn pause() {
+    tokio::time::sleep(Duration::from_millis(10)).await
 }
 
 fn zk_err(e: zk::Error) -> LockError {
@@ -75,30 +114,31 @@ impl BrokenLock {
         loop {
             match self.client.mkdir(&self.dir, &opts).await {
                 Ok(()) | Err(zk::Error::NodeExists) => return Ok(()),
-                Err(zk::Error::ConnectionLoss) => {
-                    tokio::time::sleep(Duration::from_millis(10)).await
-                }
+                Err(e) if transient(&e) => pause().await,
                 Err(e) => return Err(zk_err(e)),
             }
         }
     }
 
     pub(crate) async fn acquire(&self, mode: Mode) -> Result<Option<BrokenGuard>, LockError> {
-        let run = async {
-            match self.flaw {
-                Flaw::IgnoresConnectionLoss => self.acquire_naive(matches!(mode, Mode::Try)).await,
-                _ => self.acquire_sequential(matches!(mode, Mode::Try)).await,
-            }
+        let try_only = matches!(mode, Mode::Try);
+        // A timed acquisition gives up only while it waits, so that it
+        // never leaves a node it created behind (save by its flaw).
+        let deadline = match mode {
+            Mode::Timeout(d) => Some(Instant::now() + d),
+            _ => None,
         };
-        match mode {
-            Mode::Timeout(d) => tokio::time::timeout(d, run)
-                .await
-                .unwrap_or(Err(LockError::Timeout)),
-            _ => run.await,
+        match self.flaw {
+            Flaw::IgnoresConnectionLoss => self.acquire_naive(try_only, deadline).await,
+            _ => self.acquire_sequential(try_only, deadline).await,
         }
     }
 
-    async fn acquire_naive(&self, try_only: bool) -> Result<Option<BrokenGuard>, LockError> {
+    async fn acquire_naive(
+        &self,
+        try_only: bool,
+        deadline: Option<Instant>,
+    ) -> Result<Option<BrokenGuard>, LockError> {
         self.ensure_dir().await?;
         let path = format!("{}/lock", self.dir);
         let opts = zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all());
@@ -107,16 +147,17 @@ impl BrokenLock {
                 Ok(_) => return Ok(Some(BrokenGuard { path: Some(path) })),
                 // THE FLAW: "the create probably went through".
                 Err(zk::Error::ConnectionLoss) => return Ok(Some(BrokenGuard { path: None })),
+                Err(e) if refused(&e) => pause().await,
                 Err(zk::Error::NodeExists) if try_only => return Ok(None),
                 Err(zk::Error::NodeExists) => match self.client.check_and_watch_stat(&path).await {
                     Ok((Some(_), w)) => {
-                        w.changed().await;
+                        if until(deadline, w.changed()).await.is_none() {
+                            return Ok(None);
+                        }
                         self.notifications.fetch_add(1, Ordering::Relaxed);
                     }
                     Ok((None, _)) => {}
-                    Err(zk::Error::ConnectionLoss) => {
-                        tokio::time::sleep(Duration::from_millis(10)).await
-                    }
+                    Err(e) if transient(&e) => pause().await,
                     Err(e) => return Err(zk_err(e)),
                 },
                 Err(e) => return Err(zk_err(e)),
@@ -131,12 +172,22 @@ impl BrokenLock {
                     self.reads.fetch_add(1, Ordering::Relaxed);
                     return Ok(c);
                 }
-                Err(zk::Error::ConnectionLoss) => {
-                    tokio::time::sleep(Duration::from_millis(10)).await
-                }
+                Err(e) if transient(&e) => pause().await,
                 Err(e) => return Err(zk_err(e)),
             }
         }
+    }
+
+    /// This contender's node, if the server has it (after a create whose
+    /// reply was lost).
+    async fn find_own(&self, prefix: &str) -> Result<Option<String>, LockError> {
+        let unique = &prefix[self.dir.len() + 1..];
+        Ok(self
+            .children()
+            .await?
+            .into_iter()
+            .find(|c| c.starts_with(unique))
+            .map(|c| format!("{}/{c}", self.dir)))
     }
 
     fn order(&self, mut children: Vec<String>) -> Vec<String> {
@@ -150,20 +201,39 @@ impl BrokenLock {
         children
     }
 
-    async fn acquire_sequential(&self, try_only: bool) -> Result<Option<BrokenGuard>, LockError> {
+    /// Gives up an acquisition: its node goes.
+    async fn give_up(&self, own: String) -> Result<Option<BrokenGuard>, LockError> {
+        if self.flaw == Flaw::TryCleanupOnce {
+            // THE FLAW (TryCleanupOnce): delete once and swallow the error
+            // (kazoo 732's `_best_effort_cleanup`).
+            let _ = self.client.delete(&own, None).await;
+        } else {
+            self.release(BrokenGuard { path: Some(own) }).await?;
+        }
+        Ok(None)
+    }
+
+    async fn acquire_sequential(
+        &self,
+        try_only: bool,
+        deadline: Option<Instant>,
+    ) -> Result<Option<BrokenGuard>, LockError> {
         self.ensure_dir().await?;
         let prefix = format!("{}/_c_{}-lock-", self.dir, uuid::Uuid::new_v4());
         let opts = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
-        let (_, seq) = loop {
+        let own = loop {
             match self.client.create(&prefix, b"", &opts).await {
-                Ok(v) => break v,
-                Err(zk::Error::ConnectionLoss) => {
-                    tokio::time::sleep(Duration::from_millis(10)).await
+                Ok((_, seq)) => break format!("{prefix}{seq}"),
+                Err(e) if unknown(&e) => {
+                    pause().await;
+                    if let Some(own) = self.find_own(&prefix).await? {
+                        break own;
+                    }
                 }
+                Err(e) if refused(&e) => pause().await,
                 Err(e) => return Err(zk_err(e)),
             }
         };
-        let own = format!("{prefix}{seq}");
         let name = own[self.dir.len() + 1..].to_string();
         let guard = BrokenGuard {
             path: Some(own.clone()),
@@ -176,20 +246,15 @@ impl BrokenLock {
             if pos == 0 {
                 return Ok(Some(guard));
             }
-            if try_only {
-                // THE FLAW (TryCleanupOnce): delete once and swallow the error
-                // (kazoo 732's `_best_effort_cleanup`).
-                if self.flaw == Flaw::TryCleanupOnce {
-                    let _ = self.client.delete(&own, None).await;
-                    return Ok(None);
-                }
-                self.release(BrokenGuard { path: Some(own) }).await?;
-                return Ok(None);
+            if try_only || deadline.is_some_and(|d| Instant::now() >= d) {
+                return self.give_up(own).await;
             }
             let pred = format!("{}/{}", self.dir, ordered[pos - 1]);
             match self.client.get_and_watch_data(&pred).await {
                 Ok((_, _, w)) => {
-                    let ev = w.changed().await;
+                    let Some(ev) = until(deadline, w.changed()).await else {
+                        return self.give_up(own).await;
+                    };
                     self.notifications.fetch_add(1, Ordering::Relaxed);
                     if ev.event_type == zk::EventType::Session {
                         if ev.session_state.is_terminated() {
@@ -202,7 +267,8 @@ impl BrokenLock {
                         return Ok(Some(guard));
                     }
                 }
-                Err(zk::Error::NoNode) | Err(zk::Error::ConnectionLoss) => {}
+                Err(zk::Error::NoNode) => {}
+                Err(e) if transient(&e) => pause().await,
                 Err(e) => return Err(zk_err(e)),
             }
         }
@@ -214,12 +280,10 @@ impl BrokenLock {
         };
         loop {
             match self.client.delete(&path, None).await {
-                Ok(()) | Err(zk::Error::NoNode) | Err(zk::Error::SessionExpired) => return Ok(()),
+                Ok(()) | Err(zk::Error::NoNode) => return Ok(()),
                 // THE FLAW (ReleaseOnce): forget it.
-                Err(zk::Error::ConnectionLoss) if self.flaw == Flaw::ReleaseOnce => return Ok(()),
-                Err(zk::Error::ConnectionLoss) => {
-                    tokio::time::sleep(Duration::from_millis(10)).await
-                }
+                Err(e) if transient(&e) && self.flaw == Flaw::ReleaseOnce => return Ok(()),
+                Err(e) if transient(&e) => pause().await,
                 Err(e) => return Err(zk_err(e)),
             }
         }
