@@ -174,6 +174,8 @@ pub struct Exploration {
     /// Runs in which a drawn fault never applied (its trigger never came,
     /// or the lock never sent the op it hits), and nothing was violated.
     pub unapplied: u64,
+    /// The most common ways a drawn fault did not apply, with counts.
+    pub unapplied_reasons: Vec<(String, u64)>,
     /// Runs that could not be played (a client without a session, a driver
     /// that failed): neither a pass nor a finding.
     pub errors: u64,
@@ -280,6 +282,7 @@ pub async fn explore(
     let mut done: u64 = 0;
     let mut errors: u64 = 0;
     let mut idle: u64 = 0;
+    let mut idle_reasons: BTreeMap<String, u64> = BTreeMap::new();
     let mut skipped: Option<String> = None;
     let mut reasons: BTreeMap<String, u64> = BTreeMap::new();
     let out_of_time = |started: Instant| opts.budget.is_some_and(|b| started.elapsed() >= b);
@@ -334,6 +337,9 @@ pub async fn explore(
                     // done), or a request fault on an op the lock never
                     // sent: the run is a pass with less in it.
                     idle += 1;
+                    for e in &outcome.errors {
+                        *idle_reasons.entry(first_words(e)).or_default() += 1;
+                    }
                 } else {
                     errors += 1;
                     progress.errors.fetch_add(1, Ordering::Relaxed);
@@ -497,6 +503,9 @@ pub async fn explore(
     let mut error_reasons: Vec<(String, u64)> = reasons.into_iter().collect();
     error_reasons.sort_by(|a, b| b.1.cmp(&a.1));
     error_reasons.truncate(5);
+    let mut unapplied_reasons: Vec<(String, u64)> = idle_reasons.into_iter().collect();
+    unapplied_reasons.sort_by(|a, b| b.1.cmp(&a.1));
+    unapplied_reasons.truncate(8);
     let exploration = Exploration {
         seed: opts.seed,
         base: opts.base.label(),
@@ -505,6 +514,7 @@ pub async fn explore(
         runs: done,
         skipped,
         unapplied: idle,
+        unapplied_reasons,
         errors,
         error_reasons,
         explore_s,

@@ -595,6 +595,36 @@ fn boost_candidates(d: &Draft) -> Vec<Draft> {
             }
         }
     }
+    // More chances: a race that each contender or round wins only now and
+    // then (a random node name, an interleaving) comes more often with more
+    // of them. Groups that steps name keep their members' names.
+    let named = d.names_in_timeline();
+    for g in 0..d.clients.len() {
+        let name = d.clients[g]
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let members = d.members(g);
+        let count = d.clients[g]
+            .get("count")
+            .and_then(Value::as_u64)
+            .unwrap_or(1);
+        if count < 8 && !named.iter().any(|x| *x == name || members.contains(x)) {
+            let mut c = d.clone();
+            c.clients[g].insert("count".into(), json!((count * 2).clamp(4, 8)));
+            out.push(c);
+        }
+        let rounds = d.clients[g]
+            .get("rounds")
+            .and_then(Value::as_u64)
+            .unwrap_or(1);
+        if rounds < 4 {
+            let mut c = d.clone();
+            c.clients[g].insert("rounds".into(), json!((rounds * 2).min(4)));
+            out.push(c);
+        }
+    }
     for g in 0..d.clients.len() {
         // A timed acquire that gives up sooner, or later, than the holder
         // lets go.

@@ -201,6 +201,17 @@ impl BrokenLock {
         children
     }
 
+    /// Deletes a node of this contender's that it does not use.
+    async fn delete_leftover(&self, path: &str) -> Result<(), LockError> {
+        loop {
+            match self.client.delete(path, None).await {
+                Ok(()) | Err(zk::Error::NoNode) => return Ok(()),
+                Err(e) if transient(&e) => pause().await,
+                Err(e) => return Err(zk_err(e)),
+            }
+        }
+    }
+
     /// Gives up an acquisition: its node goes.
     async fn give_up(&self, own: String) -> Result<Option<BrokenGuard>, LockError> {
         if self.flaw == Flaw::TryCleanupOnce {
@@ -239,7 +250,19 @@ impl BrokenLock {
             path: Some(own.clone()),
         };
         loop {
-            let ordered = self.order(self.children().await?);
+            let mut children = self.children().await?;
+            // This contender's other nodes, from a create whose reply was
+            // lost and which the server applied after it looked: its own, not
+            // a predecessor to wait for.
+            let unique = &prefix[self.dir.len() + 1..];
+            for c in children
+                .iter()
+                .filter(|c| c.starts_with(unique) && **c != name)
+            {
+                self.delete_leftover(&format!("{}/{c}", self.dir)).await?;
+            }
+            children.retain(|c| !c.starts_with(unique) || *c == name);
+            let ordered = self.order(children);
             let Some(pos) = ordered.iter().position(|c| *c == name) else {
                 return Err(LockError::NodeVanished(own));
             };
