@@ -56,6 +56,17 @@ enum Command {
     },
 }
 
+/// `--jobs` of `run` and `matrix`.
+#[derive(Debug, clap::Args)]
+struct Jobs {
+    /// Runs at once, each with its own embedded server (and driver
+    /// process). A run mostly waits, so a few at once finish sooner; one at a
+    /// time is the default, the most faithful to a scenario's timings. With
+    /// `--target real` the runs share the one server: keep 1.
+    #[arg(long = "jobs", default_value_t = 1)]
+    count: usize,
+}
+
 #[derive(Debug, clap::Args)]
 struct RunArgs {
     /// Files or folders.
@@ -84,12 +95,8 @@ struct RunArgs {
     /// `curator`, `zk-lock-driver`, or a driver command (harness/DRIVERS.md).
     #[arg(long, default_value = "zk-lock")]
     implementation: String,
-    /// Runs at once, each with its own embedded server (and driver
-    /// process). A run mostly waits, so a few at once finish sooner; one at a
-    /// time is the default, the most faithful to a scenario's timings. With
-    /// `--target real` the runs share the one server: keep 1.
-    #[arg(long, default_value_t = 1)]
-    jobs: usize,
+    #[command(flatten)]
+    jobs: Jobs,
     /// Write a JSON report here (`-`: standard output).
     #[arg(long)]
     json: Option<PathBuf>,
@@ -238,12 +245,8 @@ struct MatrixArgs {
     /// scenarios are skipped there).
     #[arg(long, default_value = "mock")]
     target: String,
-    /// Runs at once, each with its own embedded server (and driver
-    /// process). A run mostly waits, so a few at once finish sooner; one at a
-    /// time is the default, the most faithful to a scenario's timings. With
-    /// `--target real` the runs share the one server: keep 1.
-    #[arg(long, default_value_t = 1)]
-    jobs: usize,
+    #[command(flatten)]
+    jobs: Jobs,
     /// Write matrix.md, matrix.json and matrix.xml (JUnit) here.
     #[arg(long, default_value = "target/matrix")]
     out: PathBuf,
@@ -749,7 +752,7 @@ fn run(args: RunArgs) -> ExitCode {
             ));
         }
     }
-    let outcomes = match play(runs, args.jobs, args.quiet) {
+    let outcomes = match play(runs, args.jobs.count, args.quiet) {
         Ok(o) => o,
         Err(code) => return code,
     };
@@ -982,7 +985,7 @@ fn matrix(args: MatrixArgs) -> ExitCode {
             ));
         }
     }
-    let outcomes = match play(runs, args.jobs, args.quiet) {
+    let outcomes = match play(runs, args.jobs.count, args.quiet) {
         Ok(o) => o,
         Err(code) => return code,
     };

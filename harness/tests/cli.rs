@@ -7,6 +7,18 @@ fn harness() -> Command {
     Command::new(env!("CARGO_BIN_EXE_harness"))
 }
 
+/// The standard output of a run that must have exited with success (else
+/// the test fails with both outputs).
+fn succeeded(out: &std::process::Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 fn scenario(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../scenarios")
@@ -62,12 +74,7 @@ fn passing_and_caught_runs_exit_zero_and_write_reports() {
         .arg(&junit)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = succeeded(&out);
     assert!(stdout.contains("1 passed, 1 caught"), "{stdout}");
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
@@ -100,12 +107,7 @@ fn runs_at_once_report_in_order_with_their_seeds() {
         .arg(&json)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = succeeded(&out);
     assert!(stdout.contains("6 passed, 3 caught"), "{stdout}");
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();

@@ -479,6 +479,17 @@ fn expected(runs: &[BTreeSet<String>], original: &BTreeSet<String>) -> Vec<Strin
         .collect()
 }
 
+/// Whether a timeline step names group `g` or one of its members (`named`:
+/// the draft's `names_in_timeline`).
+fn step_names_group(d: &Draft, g: usize, named: &[String]) -> bool {
+    let name = d.clients[g]
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let members = d.members(g);
+    named.iter().any(|x| x == name || members.contains(x))
+}
+
 /// Smaller workloads to try, simplest cut first.
 fn workload_candidates(d: &Draft) -> Vec<Draft> {
     let mut out = Vec::new();
@@ -486,13 +497,7 @@ fn workload_candidates(d: &Draft) -> Vec<Draft> {
     // Drop a group no step names.
     if d.clients.len() > 1 {
         for g in (0..d.clients.len()).rev() {
-            let name = d.clients[g]
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            let members = d.members(g);
-            if named.iter().any(|x| *x == name || members.contains(x)) {
+            if step_names_group(d, g, &named) {
                 continue;
             }
             let mut c = d.clone();
@@ -600,17 +605,11 @@ fn boost_candidates(d: &Draft) -> Vec<Draft> {
     // of them. Groups that steps name keep their members' names.
     let named = d.names_in_timeline();
     for g in 0..d.clients.len() {
-        let name = d.clients[g]
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let members = d.members(g);
         let count = d.clients[g]
             .get("count")
             .and_then(Value::as_u64)
             .unwrap_or(1);
-        if count < 8 && !named.iter().any(|x| *x == name || members.contains(x)) {
+        if count < 8 && !step_names_group(d, g, &named) {
             let mut c = d.clone();
             c.clients[g].insert("count".into(), json!((count * 2).clamp(4, 8)));
             out.push(c);

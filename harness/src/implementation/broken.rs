@@ -201,8 +201,9 @@ impl BrokenLock {
         children
     }
 
-    /// Deletes a node of this contender's that it does not use.
-    async fn delete_leftover(&self, path: &str) -> Result<(), LockError> {
+    /// Deletes a node of this contender's, trying again while the connection
+    /// or the server's load fails the delete.
+    async fn delete_until_gone(&self, path: &str) -> Result<(), LockError> {
         loop {
             match self.client.delete(path, None).await {
                 Ok(()) | Err(zk::Error::NoNode) => return Ok(()),
@@ -259,7 +260,7 @@ impl BrokenLock {
                 .iter()
                 .filter(|c| c.starts_with(unique) && **c != name)
             {
-                self.delete_leftover(&format!("{}/{c}", self.dir)).await?;
+                self.delete_until_gone(&format!("{}/{c}", self.dir)).await?;
             }
             children.retain(|c| !c.starts_with(unique) || *c == name);
             let ordered = self.order(children);
@@ -301,14 +302,14 @@ impl BrokenLock {
         let Some(path) = guard.path else {
             return Ok(());
         };
-        loop {
-            match self.client.delete(&path, None).await {
-                Ok(()) | Err(zk::Error::NoNode) => return Ok(()),
-                // THE FLAW (ReleaseOnce): forget it.
-                Err(e) if transient(&e) && self.flaw == Flaw::ReleaseOnce => return Ok(()),
-                Err(e) if transient(&e) => pause().await,
-                Err(e) => return Err(zk_err(e)),
-            }
+        if self.flaw != Flaw::ReleaseOnce {
+            return self.delete_until_gone(&path).await;
+        }
+        match self.client.delete(&path, None).await {
+            Ok(()) | Err(zk::Error::NoNode) => Ok(()),
+            // THE FLAW (ReleaseOnce): forget it.
+            Err(e) if transient(&e) => Ok(()),
+            Err(e) => Err(zk_err(e)),
         }
     }
 }
