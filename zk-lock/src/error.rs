@@ -60,8 +60,38 @@ impl From<zk::Error> for LockError {
         match err {
             // The session is over either way: expired, or the client closed it.
             zk::Error::SessionExpired | zk::Error::ClientClosed => LockError::SessionExpired,
-            err if crate::node::connection_lost(&err) => LockError::ConnectionLoss(err),
+            err if connection_lost(&err) => LockError::ConnectionLoss(err),
             err => LockError::Zk(err),
         }
     }
+}
+
+/// Whether `err` says the connection failed under a request, which may or
+/// may not have been applied: ConnectionLoss, or the error that ended the
+/// connection, which zookeeper-client 0.11 hands to every request in flight
+/// as `Error::Custom` ("no response from connection in …ms" when replies
+/// stop for 2/5 of the session timeout, or an I/O error). The client
+/// reconnects to the same session afterwards, as after ConnectionLoss.
+/// OPERATIONTIMEOUT (-7), which the Java and C clients report for a request
+/// whose reply did not come in time, is as indefinite, and is retried the
+/// same way (as Curator's `RetryLoop` does); zookeeper-client 0.11 has no
+/// variant for it and reports `UnexpectedErrorCode(-7)`.
+pub(crate) fn connection_lost(err: &zk::Error) -> bool {
+    matches!(
+        err,
+        zk::Error::ConnectionLoss
+            | zk::Error::Custom(_)
+            | zk::Error::Timeout
+            | zk::Error::UnexpectedErrorCode(-7)
+    )
+}
+
+/// Whether the server shed the request without executing it: THROTTLEDOP
+/// (-127), which ZooKeeper 3.7+ answers to a request that waited in its queue
+/// longer than `throttledOpWaitTime` (ZOOKEEPER-3683: "Operation was
+/// throttled and not executed at all. please, retry!"). Unlike
+/// ConnectionLoss this is definite: the same request is sent again, after a
+/// backoff pause, as the server is overloaded.
+pub(crate) fn shed(err: &zk::Error) -> bool {
+    matches!(err, zk::Error::Throttled)
 }

@@ -7,7 +7,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use zookeeper_client as zk;
 
-use crate::error::{LockError, Result};
+use crate::error::{connection_lost, shed, LockError, Result};
 use crate::node::{self, Owned};
 
 /// What the holder of a [`LockGuard`] can know about its lock.
@@ -351,7 +351,7 @@ async fn watch_node(client: zk::Client, node: Owned, signals: Signals) {
     if !matches!(session(states.state()), Session::Connected) {
         signals.set(GuardState::Suspended);
     }
-    let mut shed = node::Backoff::new();
+    let mut backoff = node::Backoff::new();
     'watch: loop {
         let arm = client.get_and_watch_data(&node.path);
         let Some(reply) = following(arm, &mut states, &signals).await else {
@@ -360,13 +360,13 @@ async fn watch_node(client: zk::Client, node: Owned, signals: Signals) {
         let watcher = match reply {
             Ok((_, stat, _)) if stat.czxid != node.czxid => break,
             Ok((_, _, watcher)) => watcher,
-            Err(err) if node::connection_lost(&err) && !client.state().is_terminated() => {
+            Err(err) if connection_lost(&err) && !client.state().is_terminated() => {
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                 continue;
             }
             // A shed read says nothing about the node: read again.
-            Err(err) if node::shed(&err) => {
-                shed.wait().await;
+            Err(err) if shed(&err) => {
+                backoff.wait().await;
                 continue;
             }
             Err(_) => break,
@@ -395,7 +395,7 @@ async fn watch_node(client: zk::Client, node: Owned, signals: Signals) {
                             }
                             // Cut again or shed: a later state change or the
                             // re-armed watch tells.
-                            Some(Err(err)) if node::connection_lost(&err) || node::shed(&err) => {
+                            Some(Err(err)) if connection_lost(&err) || shed(&err) => {
                                 continue 'watch
                             }
                             _ => break 'watch,

@@ -232,5 +232,6 @@ mod sequential;
 
 pub use error::{LockError, Result};
 pub use guard::{GuardMonitor, GuardState, LockGuard};
-pub use lock::{Layout, Lock, LockBuilder, RwLock, Strategy};
+pub use lock::{Lock, LockBuilder, RwLock, Strategy};
 pub use metrics::LockMetrics;
+pub use node::Layout;

@@ -13,7 +13,7 @@ use crate::error::{LockError, Result};
 use crate::guard::{GuardState, Hold, LockGuard};
 use crate::metrics::{Counters, LockMetrics};
 use crate::naive::Naive;
-use crate::node::Owned;
+use crate::node::{Layout, Owned, Wait};
 use crate::sequential::{Family, Form, Role, Sequential};
 
 /// How contenders wait for the lock, and so how many of them one release
@@ -34,32 +34,6 @@ pub enum Strategy {
     /// and tries to create it again when it goes. No queue, no fairness,
     /// and no read/write form.
     Naive,
-}
-
-/// Which ecosystem's node names a sequential lock uses, so that processes
-/// using other clients can share one lock directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum Layout {
-    /// `_c_<uuid>-lock-<seq>`: Apache Curator's `InterProcessMutex` and
-    /// `zookeeper_client`'s `LockPrefix::new_curator(dir, "lock-")`. The
-    /// read/write lock's `_c_<uuid>-read-<seq>` / `…-write-<seq>` are this
-    /// crate's own (Curator's `InterProcessReadWriteLock` uses
-    /// `__READ__`/`__WRIT__`).
-    #[default]
-    Curator,
-    /// `<uuid hex>__lock__<seq>`: kazoo's `Lock` and `WriteLock`; readers
-    /// `<uuid hex>__rlock__<seq>`, kazoo's `ReadLock`.
-    Kazoo,
-}
-
-/// How long an acquisition waits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Wait {
-    Forever,
-    Until(Instant),
-    /// Not at all: `try_acquire`.
-    Never,
 }
 
 /// Options for a [`Lock`] or an [`RwLock`] on one directory; from

@@ -12,11 +12,11 @@ use std::time::Duration;
 
 use zookeeper_client as zk;
 
-use crate::error::{LockError, Result};
-use crate::lock::Wait;
+use crate::error::{connection_lost, shed, LockError, Result};
 use crate::metrics::Counters;
-use crate::node::{connection_lost, find_by_data, retry, shed, Backoff, Owned, Pending, Target};
-use crate::sequential::{contender_id, ensure_dir};
+use crate::node::{
+    contender_id, ensure_dir, find_by_data, retry, Backoff, Owned, Pending, Target, Wait,
+};
 
 /// The naive engine: the node `<dir>/lock`.
 ///

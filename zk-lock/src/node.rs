@@ -1,45 +1,18 @@
-//! A contender's own node: finding it after a lost create reply, and
-//! deleting it until it is provably gone.
+//! A contender's node: its name ([`Layout`], [`contender_id`]), its
+//! directory, how long its acquisition waits ([`Wait`]), finding it after a
+//! lost create reply, and deleting it until it is provably gone.
 
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use zookeeper_client as zk;
 
-use crate::error::Result;
+use crate::error::{connection_lost, shed, Result};
 
 /// Pause before retrying a call that failed with ConnectionLoss; the client
 /// reconnects on its own meanwhile.
 const RETRY_PAUSE: Duration = Duration::from_millis(10);
-
-/// Whether `err` says the connection failed under a request, which may or
-/// may not have been applied: ConnectionLoss, or the error that ended the
-/// connection, which zookeeper-client 0.11 hands to every request in flight
-/// as `Error::Custom` ("no response from connection in …ms" when replies
-/// stop for 2/5 of the session timeout, or an I/O error). The client
-/// reconnects to the same session afterwards, as after ConnectionLoss.
-/// OPERATIONTIMEOUT (-7), which the Java and C clients report for a request
-/// whose reply did not come in time, is as indefinite, and is retried the
-/// same way (as Curator's `RetryLoop` does); zookeeper-client 0.11 has no
-/// variant for it and reports `UnexpectedErrorCode(-7)`.
-pub(crate) fn connection_lost(err: &zk::Error) -> bool {
-    matches!(
-        err,
-        zk::Error::ConnectionLoss
-            | zk::Error::Custom(_)
-            | zk::Error::Timeout
-            | zk::Error::UnexpectedErrorCode(-7)
-    )
-}
-
-/// Whether the server shed the request without executing it: THROTTLEDOP
-/// (-127), which ZooKeeper 3.7+ answers to a request that waited in its queue
-/// longer than `throttledOpWaitTime` (ZOOKEEPER-3683: "Operation was
-/// throttled and not executed at all. please, retry!"). Unlike
-/// ConnectionLoss this is definite: the same request is sent again, after a
-/// [`Backoff`] pause, as the server is overloaded.
-pub(crate) fn shed(err: &zk::Error) -> bool {
-    matches!(err, zk::Error::Throttled)
-}
 
 /// The pause before resending a shed request: 10 ms, doubling up to 1 s.
 #[derive(Debug)]
@@ -279,5 +252,45 @@ impl Drop for Pending {
                 let _ = cleanup(&client, target).await;
             });
         }
+    }
+}
+
+/// Which ecosystem's node names a sequential lock uses, so that processes
+/// using other clients can share one lock directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Layout {
+    /// `_c_<uuid>-lock-<seq>`: Apache Curator's `InterProcessMutex` and
+    /// `zookeeper_client`'s `LockPrefix::new_curator(dir, "lock-")`. The
+    /// read/write lock's `_c_<uuid>-read-<seq>` / `…-write-<seq>` are this
+    /// crate's own (Curator's `InterProcessReadWriteLock` uses
+    /// `__READ__`/`__WRIT__`).
+    #[default]
+    Curator,
+    /// `<uuid hex>__lock__<seq>`: kazoo's `Lock` and `WriteLock`; readers
+    /// `<uuid hex>__rlock__<seq>`, kazoo's `ReadLock`.
+    Kazoo,
+}
+
+/// How long an acquisition waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wait {
+    Forever,
+    Until(Instant),
+    /// Not at all: `try_acquire`.
+    Never,
+}
+
+/// A fresh per-acquisition id: a random (v4) UUID, hyphenated.
+pub(crate) fn contender_id() -> String {
+    uuid::Uuid::new_v4().hyphenated().to_string()
+}
+
+/// Creates `dir` (and its ancestors) as persistent nodes if missing.
+pub(crate) async fn ensure_dir(client: &zk::Client, dir: &str) -> Result<()> {
+    let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    match retry(client, || client.mkdir(dir, &opts)).await {
+        Ok(()) | Err(zk::Error::NodeExists) => Ok(()),
+        Err(err) => Err(err.into()),
     }
 }

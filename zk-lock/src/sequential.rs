@@ -6,10 +6,11 @@ use std::sync::Arc;
 
 use zookeeper_client as zk;
 
-use crate::error::{LockError, Result};
-use crate::lock::{Layout, Wait};
+use crate::error::{connection_lost, shed, LockError, Result};
 use crate::metrics::Counters;
-use crate::node::{connection_lost, find_protected, retry, shed, Backoff, Owned, Pending, Target};
+use crate::node::{
+    contender_id, ensure_dir, find_protected, retry, Backoff, Layout, Owned, Pending, Target, Wait,
+};
 
 /// What a contender asks for; its name goes into its node's name:
 /// `_c_<uuid>-lock-0000000042` (Curator's `InterProcessMutex` and
@@ -72,11 +73,6 @@ impl Family {
     }
 }
 
-/// A fresh per-acquisition id: a random (v4) UUID, hyphenated.
-pub(crate) fn contender_id() -> String {
-    uuid::Uuid::new_v4().hyphenated().to_string()
-}
-
 /// The sequence number of a node name ending in `name` and a sequence
 /// suffix as ZooKeeper writes it: Java's `%010d` of the parent's i32
 /// cversion, so `0000000042`, and past `2147483647` the counter wraps to
@@ -103,15 +99,6 @@ struct Node {
     name: String,
     /// Whether it excludes readers (exclusive and write nodes).
     excludes_readers: bool,
-}
-
-/// Creates `dir` (and its ancestors) as persistent nodes if missing.
-pub(crate) async fn ensure_dir(client: &zk::Client, dir: &str) -> Result<()> {
-    let opts = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
-    match retry(client, || client.mkdir(dir, &opts)).await {
-        Ok(()) | Err(zk::Error::NodeExists) => Ok(()),
-        Err(err) => Err(err.into()),
-    }
 }
 
 #[derive(Debug)]

@@ -65,8 +65,8 @@ use zookeeper_client as zk;
 use crate::error::RunError;
 use crate::fault::RequestFault;
 use crate::target::History;
-use observer::*;
-use proxy::*;
+use observer::{Known, Observer, OpKind};
+use proxy::Proxies;
 
 /// How the harness starts real ZooKeeper servers (`--target real`): a
 /// 200 ms tick, session timeouts from 400 ms to 10 s (scenarios ask for
@@ -310,6 +310,9 @@ impl RealTarget {
 
 #[cfg(test)]
 mod tests {
+    use super::observer::{attribute, history_of, parent, Who};
+    use super::proxy::{classify, match_rules, next_frame, RequestRule, MAX_FRAME};
+    use super::takeover::{source_for, CLIENTS_PER_SOURCE};
     use super::*;
     use crate::fault::{FaultVerdict, RequestFault};
     use bytes::{Bytes, BytesMut};
@@ -321,7 +324,6 @@ mod tests {
     use zk_mock::client::RawClient;
     use zk_mock::fault::OpFamily;
 
-    use super::takeover::*;
     use zk_mock::codec::frame;
     use zk_mock::proto::{
         Acl, CreateRequest, DeleteRequest, ErrorCode, PathWatchRequest, SetDataRequest,

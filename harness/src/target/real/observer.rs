@@ -12,8 +12,30 @@ use tokio::task::JoinHandle;
 use zk_mock::record::ChangeKind;
 use zookeeper_client as zk;
 
-use super::proxy::*;
 use crate::target::{Change, History};
+use zk_mock::fault::OpFamily;
+
+/// The writes the proxies keep in their ledger (for the history).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OpKind {
+    /// create, create2, createContainer, createTTL.
+    Create,
+    /// delete.
+    Delete,
+    /// closeSession.
+    Close,
+}
+
+impl OpKind {
+    /// The kind of a request op code, if the ledger keeps it.
+    pub(super) fn of(op: i32) -> Option<OpKind> {
+        match OpFamily::of(op)? {
+            OpFamily::Create => Some(OpKind::Create),
+            OpFamily::Delete => Some(OpKind::Delete),
+            _ => None,
+        }
+    }
+}
 
 /// A create, delete or closeSession the server confirmed to a proxied
 /// session: which session, and the zxid of the transaction (from the reply

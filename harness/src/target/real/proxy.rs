@@ -16,8 +16,8 @@ use tokio::task::AbortHandle;
 use zk_mock::codec::Record;
 use zk_mock::proto::{decode_request, ConnectResponse, OpCode, ReplyHeader, RequestHeader};
 
-use super::observer::*;
-use super::takeover::*;
+use super::observer::{Known, OpKind};
+use super::takeover::{connect_from, source_for, takeover};
 use crate::error::RunError;
 use crate::fault::{FaultVerdict, RequestFault};
 use zk_mock::fault::{Match, OpFamily, Tally};
@@ -28,28 +28,6 @@ pub(super) const MAX_FRAME: usize = 64 << 20;
 
 /// How long an expiry by takeover may take.
 pub(super) const TAKEOVER_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The writes the proxies keep in their ledger (for the history).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum OpKind {
-    /// create, create2, createContainer, createTTL.
-    Create,
-    /// delete.
-    Delete,
-    /// closeSession.
-    Close,
-}
-
-impl OpKind {
-    /// The kind of a request op code, if the ledger keeps it.
-    pub(super) fn of(op: i32) -> Option<OpKind> {
-        match OpFamily::of(op)? {
-            OpFamily::Create => Some(OpKind::Create),
-            OpFamily::Delete => Some(OpKind::Delete),
-            _ => None,
-        }
-    }
-}
 
 /// A request fault on the proxies: the shared [`RequestFault`]'s criteria
 /// and verdict, for one client or anyone, with its tally.
@@ -419,11 +397,6 @@ impl Drop for Proxies {
         self.shutdown();
     }
 }
-
-/// How many clients' connections share one source address: ZooKeeper
-/// refuses more than `maxClientCnxns` (60 by default) connections from one
-/// address, and a client may briefly have two (the old one closing).
-pub(super) const CLIENTS_PER_SOURCE: usize = 20;
 
 pub(super) async fn accept_loop(
     listener: TcpListener,

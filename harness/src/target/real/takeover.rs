@@ -10,7 +10,10 @@ use tokio::net::TcpStream;
 use zk_mock::client::RawClient;
 use zk_mock::proto::ConnectRequest;
 
-use super::proxy::CLIENTS_PER_SOURCE;
+/// How many clients' connections share one source address: ZooKeeper
+/// refuses more than `maxClientCnxns` (60 by default) connections from one
+/// address, and a client may briefly have two (the old one closing).
+pub(super) const CLIENTS_PER_SOURCE: usize = 20;
 
 /// The source address of the `index`th proxy's connections to a server on
 /// the loopback: 127.0.0.1 for the first clients, then other loopback
