@@ -479,7 +479,7 @@ struct StepTask {
 
 /// The lock nodes left under `dir`, relative to it.
 async fn lock_nodes_left(admin: &zk::Client, dir: &str) -> Result<Vec<String>, zk::Error> {
-    Ok(crate::target::ephemerals_under(admin, dir)
+    Ok(crate::target::lock_nodes_under(admin, dir)
         .await?
         .into_iter()
         .map(|(p, _)| p[dir.len() + 1..].to_string())
@@ -622,6 +622,46 @@ async fn wait_event(ctx: &Ctx, any: &[crate::scenario::Trigger]) -> usize {
     which
 }
 
+/// Whether the event can no longer come: every client it names is done
+/// (its script ended, or it crashed). An acquisition count can always come.
+fn event_impossible(ctx: &Ctx, on: &crate::scenario::Trigger) -> bool {
+    let Some(sel) = on.holds.as_ref().or(on.waiting.as_ref()) else {
+        return false;
+    };
+    let members = resolve(ctx, sel);
+    let tasks = ctx.tasks.lock();
+    let crashed = ctx.crashed.lock();
+    !members.is_empty()
+        && members
+            .iter()
+            .all(|c| crashed.contains(c) || tasks.get(c).is_some_and(JoinHandle::is_finished))
+}
+
+/// Waits for the event that releases a hold; `None` once none of them can
+/// come (a waiter whose acquisition ended with its session, say, and has
+/// no round left). The hold forces a race between the clients: once the
+/// clients it waits for are done there is no race left, and holding on
+/// would stall the rest for the scenario's sake, not the lock's.
+async fn wait_release(ctx: &Ctx, any: &[crate::scenario::Trigger]) -> Option<usize> {
+    let mut changed = ctx.journal.subscribe();
+    loop {
+        if let Some(i) = any.iter().position(|on| event_ready(ctx, on)) {
+            let settle = ctx.target.settle();
+            if any[i].waiting.is_some() && !settle.is_zero() {
+                tokio::time::sleep(settle).await;
+            }
+            return Some(i);
+        }
+        if any.iter().all(|on| event_impossible(ctx, on)) {
+            return None;
+        }
+        tokio::select! {
+            _ = changed.changed() => {}
+            _ = tokio::time::sleep(Duration::from_millis(5)) => {}
+        }
+    }
+}
+
 async fn run_step(
     ctx: Arc<Ctx>,
     i: usize,
@@ -642,11 +682,14 @@ async fn run_step(
     // comes (the task is dropped if the run ends first; the target's end
     // opens every gate).
     if let (Some(gate), Some(until)) = (gate, step.until()) {
-        let which = wait_event(&ctx, until.triggers()).await;
+        let which = wait_release(&ctx, until.triggers()).await;
         let t = ctx.journal.now();
         ctx.target.open_gate(gate);
         tracing::debug!(step = i + 1, gate, "released");
-        let event = until.triggers()[which].describe();
+        let event = match which {
+            Some(w) => until.triggers()[w].describe(),
+            None => "none: the clients it names were done".into(),
+        };
         ctx.fault_until(t);
         let mut faults = ctx.faults.lock();
         let mut clients = Vec::new();

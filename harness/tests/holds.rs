@@ -159,6 +159,60 @@ invariants:
     );
 }
 
+/// A cleanup held until the expired waiter holds or waits again, and the
+/// waiter's library ends its acquisition with the session (as a correct
+/// lock may) and it has no round left: the event can never come, so the
+/// deletions go once the waiter is done, and the client queued behind its
+/// dead node gets the lock. Holding on would stall everyone for the
+/// scenario's sake and blame the lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hold_whose_clients_are_done_lets_go() {
+    let r = play(
+        "server: {session_timeout: 1s}
+lock: {recipe: predecessor}
+clients:
+  - name: holder
+    hold: 300ms
+  - name: waiter
+    on_stampede: true
+    on_expiry: stop
+  - name: later
+    on_stampede: true
+    hold: 1ms
+timeline:
+  - on: {holds: holder}
+    stampede: waiter
+  - on: {waiting: waiter}
+    stampede: later
+  - on: {waiting: later}
+    expire: waiter
+    cleanup_until: [{holds: waiter}, {waiting: waiter}]
+invariants:
+  liveness: 5s
+deadline: 10s
+",
+    )
+    .await;
+    assert!(
+        !r.journal
+            .iter()
+            .any(|e| e.client == "waiter" && matches!(e.event, Event::Acquired { .. })),
+        "the expired waiter must not hold: {:#?}",
+        r.journal
+    );
+    first(&r, "later", |e| matches!(e, Event::Acquired { .. }));
+    let release = r
+        .faults
+        .iter()
+        .find(|f| f.action == "release")
+        .expect("the cleanup's release");
+    assert!(
+        release.argument.contains("the clients it names were done"),
+        "{}",
+        release.argument
+    );
+}
+
 /// The new fields are checked like the rest, with the file's line.
 #[test]
 fn hold_and_cleanup_until_errors_name_the_field_and_line() {

@@ -17,11 +17,13 @@ use mock::MockTarget;
 pub use real::real_zookeeper;
 use real::RealTarget;
 
-/// The ephemeral nodes under `dir` (three levels deep: a semaphore keeps its
-/// leases in a subdirectory), with their Stat, by absolute path, sorted.
+/// The lock nodes under `dir`: every ephemeral node, and every sequential
+/// leaf (a lock node a library made persistent by mistake), three levels
+/// deep (a semaphore keeps its leases in a subdirectory), with their Stat,
+/// by absolute path, sorted.
 /// Directories a library made (persistent or container nodes) are walked,
 /// not listed. A node that goes while it is walked is skipped.
-pub(crate) async fn ephemerals_under(
+pub(crate) async fn lock_nodes_under(
     c: &zookeeper_client::Client,
     dir: &str,
 ) -> Result<Vec<(String, zookeeper_client::Stat)>, zookeeper_client::Error> {
@@ -45,6 +47,9 @@ pub(crate) async fn ephemerals_under(
             let p = format!("{d}/{child}");
             match c.check_stat(&p).await? {
                 Some(st) if st.ephemeral_owner != 0 => found.push((p, st)),
+                // A lock's node that is not ephemeral (a library's mistake)
+                // outlives its session: a sequential leaf counts too.
+                Some(st) if st.num_children == 0 && sequential_name(&child) => found.push((p, st)),
                 Some(st) if st.num_children > 0 && depth < 2 => dirs.push((p, depth + 1)),
                 _ => {}
             }
@@ -52,6 +57,17 @@ pub(crate) async fn ephemerals_under(
     }
     found.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(found)
+}
+
+/// Whether `name` ends with a sequence suffix as ZooKeeper writes it: Java's
+/// `%010d` of the parent's i32 counter (`0000000042`, and past the wrap
+/// `-000000005`).
+fn sequential_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    b.len() >= 10 && {
+        let tail = &b[b.len() - 10..];
+        tail[1..].iter().all(u8::is_ascii_digit) && (tail[0].is_ascii_digit() || tail[0] == b'-')
+    }
 }
 
 /// The session timeout the harness's own session asks for.
@@ -427,5 +443,21 @@ impl Target {
             Target::Mock(_) => Duration::ZERO,
             Target::Real(_) => Duration::from_millis(200),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sequential_name;
+
+    #[test]
+    fn sequential_names_are_told_from_directories() {
+        assert!(sequential_name("_c_1a2b-lock-0000000042"));
+        assert!(sequential_name("4f3e__lock__0000000000"));
+        assert!(sequential_name("lock--000000005"));
+        assert!(!sequential_name("leases"));
+        assert!(!sequential_name("lock"));
+        assert!(!sequential_name("lock-12"));
+        assert!(!sequential_name("000000012"));
     }
 }

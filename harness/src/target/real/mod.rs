@@ -284,7 +284,7 @@ impl RealTarget {
             }
         }
         // A walk of `dir`, for creates whose replies were lost.
-        crate::target::ephemerals_under(c, dir)
+        crate::target::lock_nodes_under(c, dir)
             .await
             .ok()?
             .into_iter()

@@ -1,0 +1,596 @@
+//! Tidy: the workspace's modules import one way (ARCHITECTURE.md).
+//!
+//! Each crate's source files are parsed (syn) and every `use` and every
+//! `crate::`/`super::`/`self::` path outside `#[cfg(test)]` code becomes an
+//! edge from its file's module to the module that defines the item (a
+//! re-export is followed to its origin). The test fails on:
+//!
+//! - an edge that points up the crate's layer order (a lower layer naming a
+//!   higher one);
+//! - a cycle among files (two files that import each other, even through
+//!   others, or a parent module and its child);
+//! - an entry of `KNOWN` that no longer exists (the list only shrinks: delete
+//!   the entry).
+//!
+//! `KNOWN` lists the edges that still break the rules, each one to remove.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use syn::visit::Visit;
+
+/// A module, as its path from the crate root (`dispatch::txn`; the root is "").
+type Module = String;
+
+struct Crate {
+    name: &'static str,
+    /// `src/`, relative to the workspace.
+    src: &'static str,
+    /// Layers from the bottom: a module may name modules of its own layer or
+    /// below. A module's layer is that of its longest listed prefix; the
+    /// crate root is the top.
+    layers: &'static [&'static [&'static str]],
+    /// Edges (`from -> to`) that still break the rules.
+    known: &'static [&'static str],
+    /// Whether a module may name its ancestors' items (a parent module that
+    /// holds its children's shared types, the common Rust idiom): such an
+    /// edge is left out of the cycle check.
+    children_name_parents: bool,
+}
+
+const ZK_MOCK: Crate = Crate {
+    name: "zk-mock",
+    src: "zk-mock/lib/src",
+    layers: &[
+        // The leaves: the wire, the data tree, and what each session and rule is.
+        &[
+            "hash", "compact", "error", "proto", "codec", "tree", "acl", "clock", "fault",
+            "session", "compat",
+        ],
+        &["watch"],
+        &["dispatch::txn", "dispatch::reply"],
+        &["ensemble"],
+        &["record"],
+        &["observe"],
+        &["outbox"],
+        &["snapshot"],
+        // The core: the state, prep, apply, connect, lifecycle, inspect.
+        &["state", "dispatch"],
+        // What calls the core: connections, then the API.
+        &["handler", "server", "tls", "four_letter", "client", "real"],
+        &["mock::guards"],
+        &["mock::control"],
+        &["mock::metrics"],
+        &["mock::handle"],
+        &["mock::builder", "mock::servers", "mock", "admin", "fuzzing"],
+    ],
+    known: ZK_MOCK_KNOWN,
+    children_name_parents: false,
+};
+
+const ZK_MOCK_KNOWN: &[&str] = &[
+    // The state is still the hub the layers below reach back into.
+    "dispatch::reply -> state",
+    "dispatch::txn -> state",
+    "ensemble -> state",
+    "outbox -> state",
+    "record -> state",
+    "snapshot -> state",
+    // The recorder's view reaches up to observe and snapshot; the watch
+    // manager and the error type name the recorder's types.
+    "record -> observe",
+    "record -> snapshot",
+    "watch -> record",
+    "error -> record",
+    // The API's files name each other both ways.
+    "mock::control -> mock::handle",
+    "mock::guards -> mock::handle",
+    "mock::handle -> mock::builder",
+    "mock::metrics -> mock::builder",
+    "mock::metrics -> mock::handle",
+];
+
+const ZK_LOCK: Crate = Crate {
+    name: "zk-lock",
+    src: "zk-lock/src",
+    layers: &[
+        &["error", "metrics"],
+        &["node"],
+        &["naive", "sequential", "guard"],
+        &["lock"],
+    ],
+    known: &[],
+    children_name_parents: false,
+};
+
+const HARNESS: Crate = Crate {
+    name: "harness",
+    src: "harness/src",
+    // One layer: the harness is checked for cycles only.
+    layers: &[],
+    known: HARNESS_KNOWN,
+    children_name_parents: true,
+};
+
+const HARNESS_KNOWN: &[&str] = &[
+    // A driver process goes back to the pool that lent it.
+    "implementation::driver -> implementation::pool",
+];
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("workspace root")
+}
+
+/// The module of a file under `src` (`dispatch/mod.rs` → `dispatch`).
+fn module_of(rel: &Path) -> Module {
+    let mut parts: Vec<String> = rel
+        .with_extension("")
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod" || p == "lib") {
+        parts.pop();
+    }
+    parts.join("::")
+}
+
+fn join(m: &str, name: &str) -> Module {
+    if m.is_empty() {
+        name.to_string()
+    } else {
+        format!("{m}::{name}")
+    }
+}
+
+fn parent(m: &str) -> Module {
+    m.rsplit_once("::")
+        .map(|(p, _)| p.to_string())
+        .unwrap_or_default()
+}
+
+fn is_test_only(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg")
+            && a.parse_args::<syn::Meta>()
+                .is_ok_and(|m| m.path().is_ident("test"))
+    })
+}
+
+/// One file's names: the paths it uses, and the names its `use` items bind
+/// (for following re-exports through it).
+#[derive(Default)]
+struct FileNames {
+    /// Absolute paths (from the crate root) the file names.
+    used: Vec<Vec<String>>,
+    /// A name bound by a `use` item → the absolute path it stands for.
+    binds: BTreeMap<String, Vec<String>>,
+}
+
+struct Collector<'a> {
+    module: &'a str,
+    /// The file's child modules (`mod x;`), which a bare `x::…` names.
+    children: &'a BTreeSet<String>,
+    /// The inline modules (`mod x { … }`) the visit is in.
+    inline: Vec<String>,
+    out: FileNames,
+}
+
+impl Collector<'_> {
+    /// The absolute form of a path written in this file, if it is the
+    /// crate's own.
+    fn absolute(&self, segs: &[String]) -> Option<Vec<String>> {
+        let first = segs.first()?;
+        let mut base: Vec<String> = if self.module.is_empty() {
+            Vec::new()
+        } else {
+            self.module.split("::").map(String::from).collect()
+        };
+        base.extend(self.inline.iter().cloned());
+        let mut rest = segs;
+        match first.as_str() {
+            "crate" => {
+                base.clear();
+                rest = &segs[1..];
+            }
+            "self" => rest = &segs[1..],
+            "super" => {
+                while rest.first().is_some_and(|s| s == "super") {
+                    base.pop();
+                    rest = &rest[1..];
+                }
+            }
+            name if self.children.contains(name) => {}
+            _ => return None,
+        }
+        base.extend(rest.iter().cloned());
+        Some(base)
+    }
+
+    fn use_tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree) {
+        match tree {
+            syn::UseTree::Path(p) => {
+                prefix.push(p.ident.to_string());
+                self.use_tree(prefix, &p.tree);
+                prefix.pop();
+            }
+            syn::UseTree::Name(n) => {
+                let name = n.ident.to_string();
+                let mut full = prefix.clone();
+                if name != "self" {
+                    full.push(name.clone());
+                }
+                let bound = if name == "self" {
+                    prefix.last().cloned().unwrap_or_default()
+                } else {
+                    name
+                };
+                self.bind(bound, &full);
+            }
+            syn::UseTree::Rename(r) => {
+                let mut full = prefix.clone();
+                if r.ident != "self" {
+                    full.push(r.ident.to_string());
+                }
+                self.bind(r.rename.to_string(), &full);
+            }
+            syn::UseTree::Glob(_) => {
+                if let Some(abs) = self.absolute(prefix) {
+                    self.out.used.push(abs);
+                }
+            }
+            syn::UseTree::Group(g) => {
+                for t in &g.items {
+                    self.use_tree(prefix, t);
+                }
+            }
+        }
+    }
+
+    fn bind(&mut self, name: String, full: &[String]) {
+        if let Some(abs) = self.absolute(full) {
+            self.out.used.push(abs.clone());
+            self.out.binds.insert(name, abs);
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Collector<'_> {
+    fn visit_item_mod(&mut self, i: &'ast syn::ItemMod) {
+        if !is_test_only(&i.attrs) {
+            self.inline.push(i.ident.to_string());
+            syn::visit::visit_item_mod(self, i);
+            self.inline.pop();
+        }
+    }
+    fn visit_item_fn(&mut self, i: &'ast syn::ItemFn) {
+        if !is_test_only(&i.attrs) {
+            syn::visit::visit_item_fn(self, i);
+        }
+    }
+    fn visit_item_impl(&mut self, i: &'ast syn::ItemImpl) {
+        if !is_test_only(&i.attrs) {
+            syn::visit::visit_item_impl(self, i);
+        }
+    }
+    fn visit_item_use(&mut self, i: &'ast syn::ItemUse) {
+        if !is_test_only(&i.attrs) {
+            self.use_tree(&mut Vec::new(), &i.tree);
+        }
+    }
+    fn visit_path(&mut self, p: &'ast syn::Path) {
+        let segs: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
+        if segs.len() > 1 && matches!(segs[0].as_str(), "crate" | "super" | "self") {
+            if let Some(abs) = self.absolute(&segs) {
+                self.out.used.push(abs);
+            }
+        }
+        syn::visit::visit_path(self, p);
+    }
+}
+
+struct Graph {
+    modules: BTreeSet<Module>,
+    edges: BTreeSet<(Module, Module)>,
+}
+
+fn graph(krate: &Crate) -> Graph {
+    let src = workspace().join(krate.src);
+    let mut files: BTreeMap<Module, syn::File> = BTreeMap::new();
+    for entry in walk(&src) {
+        let rel = entry.strip_prefix(&src).unwrap().to_path_buf();
+        // Binaries are crates of their own, which use this one by name.
+        if rel == Path::new("main.rs") || rel.starts_with("bin") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&entry).unwrap();
+        let file = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", entry.display()));
+        files.insert(module_of(&rel), file);
+    }
+    let modules: BTreeSet<Module> = files.keys().cloned().collect();
+    let mut names: BTreeMap<Module, FileNames> = BTreeMap::new();
+    for (m, file) in &files {
+        let children: BTreeSet<String> = modules
+            .iter()
+            .filter(|c| parent(c) == *m && !c.is_empty() && *c != m)
+            .map(|c| c.rsplit("::").next().unwrap().to_string())
+            .collect();
+        let mut c = Collector {
+            module: m,
+            children: &children,
+            inline: Vec::new(),
+            out: FileNames::default(),
+        };
+        c.visit_file(file);
+        names.insert(m.clone(), c.out);
+    }
+    // The module that defines what `path` names, following re-exports.
+    let resolve = |path: &[String]| -> Module {
+        let mut path = path.to_vec();
+        for _ in 0..8 {
+            let mut m = String::new();
+            let mut i = 0;
+            while i < path.len() && modules.contains(&join(&m, &path[i])) {
+                m = join(&m, &path[i]);
+                i += 1;
+            }
+            match path.get(i).and_then(|name| names[&m].binds.get(name)) {
+                Some(target) if target.as_slice() != path.as_slice() => {
+                    let mut next = target.clone();
+                    next.extend(path[i + 1..].iter().cloned());
+                    path = next;
+                }
+                _ => return m,
+            }
+        }
+        String::new()
+    };
+    let mut edges = BTreeSet::new();
+    for (m, n) in &names {
+        for used in &n.used {
+            let to = resolve(used);
+            if to != *m {
+                edges.insert((m.clone(), to));
+            }
+        }
+    }
+    Graph { modules, edges }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
+
+fn layer(krate: &Crate, m: &str) -> usize {
+    if m.is_empty() {
+        return krate.layers.len();
+    }
+    let mut best: Option<(usize, usize)> = None;
+    for (i, layer) in krate.layers.iter().enumerate() {
+        for prefix in *layer {
+            if (m == *prefix || m.starts_with(&format!("{prefix}::")))
+                && best.is_none_or(|(len, _)| prefix.len() > len)
+            {
+                best = Some((prefix.len(), i));
+            }
+        }
+    }
+    match best {
+        Some((_, i)) => i,
+        None if krate.layers.is_empty() => 0,
+        None => panic!(
+            "{}: module {m} is in no layer of tests/tidy.rs: give it one",
+            krate.name
+        ),
+    }
+}
+
+/// The files that take part in a cycle, one group per cycle (Tarjan).
+fn cycles(modules: &BTreeSet<Module>, edges: &BTreeSet<(Module, Module)>) -> Vec<Vec<Module>> {
+    let index: BTreeMap<&str, usize> = modules
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m.as_str(), i))
+        .collect();
+    let names: Vec<&str> = modules.iter().map(String::as_str).collect();
+    let mut adj = vec![Vec::new(); names.len()];
+    for (a, b) in edges {
+        if let (Some(&a), Some(&b)) = (index.get(a.as_str()), index.get(b.as_str())) {
+            adj[a].push(b);
+        }
+    }
+    struct T<'a> {
+        adj: &'a [Vec<usize>],
+        idx: Vec<Option<usize>>,
+        low: Vec<usize>,
+        on: Vec<bool>,
+        stack: Vec<usize>,
+        next: usize,
+        out: Vec<Vec<usize>>,
+    }
+    fn strong(t: &mut T<'_>, v: usize) {
+        t.idx[v] = Some(t.next);
+        t.low[v] = t.next;
+        t.next += 1;
+        t.stack.push(v);
+        t.on[v] = true;
+        for &w in &t.adj[v] {
+            match t.idx[w] {
+                None => {
+                    strong(t, w);
+                    t.low[v] = t.low[v].min(t.low[w]);
+                }
+                Some(i) if t.on[w] => t.low[v] = t.low[v].min(i),
+                _ => {}
+            }
+        }
+        if Some(t.low[v]) == t.idx[v] {
+            let mut group = Vec::new();
+            loop {
+                let w = t.stack.pop().unwrap();
+                t.on[w] = false;
+                group.push(w);
+                if w == v {
+                    break;
+                }
+            }
+            if group.len() > 1 {
+                t.out.push(group);
+            }
+        }
+    }
+    let n = names.len();
+    let mut t = T {
+        adj: &adj,
+        idx: vec![None; n],
+        low: vec![0; n],
+        on: vec![false; n],
+        stack: Vec::new(),
+        next: 0,
+        out: Vec::new(),
+    };
+    for v in 0..n {
+        if t.idx[v].is_none() {
+            strong(&mut t, v);
+        }
+    }
+    t.out
+        .into_iter()
+        .map(|g| {
+            let mut g: Vec<Module> = g.into_iter().map(|i| names[i].to_string()).collect();
+            g.sort();
+            g
+        })
+        .collect()
+}
+
+fn shown(m: &str) -> &str {
+    if m.is_empty() {
+        "(root)"
+    } else {
+        m
+    }
+}
+
+fn check(krate: &Crate) {
+    let g = graph(krate);
+    let known: BTreeSet<(Module, Module)> = krate
+        .known
+        .iter()
+        .map(|e| {
+            let (a, b) = e.split_once(" -> ").expect("`from -> to`");
+            let root = |s: &str| {
+                if s == "(root)" {
+                    String::new()
+                } else {
+                    s.to_string()
+                }
+            };
+            (root(a), root(b))
+        })
+        .collect();
+    let mut problems = Vec::new();
+    for (a, b) in &known {
+        if !g.edges.contains(&(a.clone(), b.clone())) {
+            problems.push(format!(
+                "{} -> {} is gone: delete it from KNOWN",
+                shown(a),
+                shown(b)
+            ));
+        }
+    }
+    for (a, b) in &g.edges {
+        if known.contains(&(a.clone(), b.clone())) {
+            continue;
+        }
+        if !krate.layers.is_empty() && layer(krate, b) > layer(krate, a) {
+            problems.push(format!(
+                "{} -> {} points up a layer (layer {} names layer {})",
+                shown(a),
+                shown(b),
+                layer(krate, a),
+                layer(krate, b)
+            ));
+        }
+    }
+    let is_ancestor = |a: &str, b: &str| b.is_empty() || a.starts_with(&format!("{b}::"));
+    let kept: BTreeSet<(Module, Module)> = g
+        .edges
+        .difference(&known)
+        .filter(|(a, b)| !(krate.children_name_parents && is_ancestor(a, b)))
+        .cloned()
+        .collect();
+    for group in cycles(&g.modules, &kept) {
+        let inside: Vec<String> = kept
+            .iter()
+            .filter(|(a, b)| group.contains(a) && group.contains(b))
+            .map(|(a, b)| format!("{} -> {}", shown(a), shown(b)))
+            .collect();
+        problems.push(format!("a cycle: {}", inside.join(", ")));
+    }
+    assert!(
+        problems.is_empty(),
+        "{}: the imports break the layering (ARCHITECTURE.md):\n  {}",
+        krate.name,
+        problems.join("\n  ")
+    );
+}
+
+#[test]
+fn zk_mock_imports_point_down() {
+    check(&ZK_MOCK);
+}
+
+#[test]
+fn zk_lock_imports_point_down() {
+    check(&ZK_LOCK);
+}
+
+#[test]
+fn harness_has_no_import_cycles() {
+    check(&HARNESS);
+}
+
+/// The checker itself: it sees an upward edge, a cycle and a re-export.
+#[test]
+fn the_checker_sees_what_it_must() {
+    let file = syn::parse_file(
+        "use crate::a::Thing; use super::b; fn f() { crate::c::g(); } \
+         #[cfg(test)] mod tests { use crate::d::X; }",
+    )
+    .unwrap();
+    let children = BTreeSet::new();
+    let mut c = Collector {
+        module: "x::y",
+        children: &children,
+        inline: Vec::new(),
+        out: FileNames::default(),
+    };
+    c.visit_file(&file);
+    let used: BTreeSet<String> = c.out.used.iter().map(|p| p.join("::")).collect();
+    assert_eq!(
+        used,
+        ["a::Thing", "x::b", "c::g"]
+            .into_iter()
+            .map(String::from)
+            .collect()
+    );
+    let modules: BTreeSet<Module> = ["a", "b", "c"].into_iter().map(String::from).collect();
+    let edges: BTreeSet<(Module, Module)> = [("a", "b"), ("b", "c"), ("c", "a")]
+        .into_iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    assert_eq!(cycles(&modules, &edges), vec![vec!["a", "b", "c"]]);
+}
