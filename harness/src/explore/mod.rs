@@ -548,11 +548,22 @@ fn first_words(s: &str) -> String {
 
 /// A file name for a signature: `kazoo-liveness-no-orphans`.
 pub fn slug(s: &Signature) -> String {
+    // A driver's command line: its program's name, past `env`, its
+    // variables, the interpreter and options (`env BUG=x python3
+    // /tmp/minilock/driver.py` → `driver`).
+    const RUNNERS: [&str; 9] = [
+        "env", "python", "python3", "java", "node", "ruby", "sh", "bash", "exec",
+    ];
     let imp = s
         .implementation
         .split_whitespace()
-        .next()
-        .unwrap_or("lock")
+        .find(|t| !t.contains('=') && !t.starts_with('-') && !RUNNERS.contains(t))
+        .map(|t| {
+            let base = t.rsplit('/').next().unwrap_or(t);
+            base.split('.').next().unwrap_or(base).to_string()
+        })
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| "lock".into())
         .to_lowercase();
     let mut out = imp;
     for v in &s.violated {
@@ -641,4 +652,28 @@ pub fn report(e: &Exploration) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{slug, Signature};
+
+    fn named(implementation: &str) -> String {
+        slug(&Signature {
+            implementation: implementation.into(),
+            violated: vec!["mutual_exclusion".into()],
+            faults: vec![],
+        })
+    }
+
+    #[test]
+    fn a_finding_is_named_after_its_program() {
+        assert_eq!(named("kazoo"), "kazoo-mutual-exclusion");
+        assert_eq!(
+            named("env MY_BUG=x python3 /tmp/minilock/driver.py --fast"),
+            "driver-mutual-exclusion"
+        );
+        assert_eq!(named("./my-driver"), "my-driver-mutual-exclusion");
+        assert_eq!(named(""), "lock-mutual-exclusion");
+    }
 }
