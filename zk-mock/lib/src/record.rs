@@ -38,22 +38,7 @@ use crate::SessionId;
 /// Default number of records of each kind kept before the oldest are dropped.
 pub const DEFAULT_CAPACITY: usize = 100_000;
 
-/// Which watch fired or was registered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum WatchKind {
-    /// getData's one-shot watch (or exists' on an existing node).
-    Data,
-    /// exists' one-shot watch on a node that did not exist.
-    Exist,
-    /// getChildren's one-shot watch.
-    Child,
-    /// addWatch mode 0.
-    Persistent,
-    /// addWatch mode 1.
-    PersistentRecursive,
-}
+pub use crate::watch::WatchKind;
 
 /// One request as the server saw it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

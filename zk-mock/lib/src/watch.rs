@@ -2,6 +2,8 @@
 //! (getData, exists — even on a missing node) and a child table (getChildren),
 //! at most one entry per (connection, path, table), one-shot.
 
+use serde::Serialize;
+
 use crate::hash::Map;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -9,10 +11,26 @@ use std::sync::Arc;
 use crate::compact::Sparse;
 use crate::proto::event_type::*;
 use crate::proto::Acl;
-use crate::record::WatchKind;
 use crate::session::ConnId;
 use crate::tree::{path, DataTree, TreeEvent};
 use crate::Compat;
+
+/// Which watch fired or was registered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum WatchKind {
+    /// getData's one-shot watch (or exists' on an existing node).
+    Data,
+    /// exists' one-shot watch on a node that did not exist.
+    Exist,
+    /// getChildren's one-shot watch.
+    Child,
+    /// addWatch mode 0.
+    Persistent,
+    /// addWatch mode 1.
+    PersistentRecursive,
+}
 
 /// Which server-side table a watch lives in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -44,8 +44,8 @@ const ZK_MOCK: Crate = Crate {
     layers: &[
         // The leaves: the wire, the data tree, and what each session and rule is.
         &[
-            "hash", "compact", "error", "proto", "codec", "tree", "acl", "clock", "fault",
-            "session", "compat",
+            "hash", "compact", "proto", "codec", "tree", "acl", "clock", "fault", "session",
+            "compat",
         ],
         &["watch"],
         &["dispatch::txn", "dispatch::reply"],
@@ -57,7 +57,15 @@ const ZK_MOCK: Crate = Crate {
         // The core: the state, prep, apply, connect, lifecycle, inspect.
         &["state", "dispatch"],
         // What calls the core: connections, then the API.
-        &["handler", "server", "tls", "four_letter", "client", "real"],
+        &[
+            "error",
+            "handler",
+            "server",
+            "tls",
+            "four_letter",
+            "client",
+            "real",
+        ],
         &["mock::guards"],
         &["mock::control"],
         &["mock::metrics"],
@@ -76,12 +84,9 @@ const ZK_MOCK_KNOWN: &[&str] = &[
     "outbox -> state",
     "record -> state",
     "snapshot -> state",
-    // The recorder's view reaches up to observe and snapshot; the watch
-    // manager and the error type name the recorder's types.
+    // The recorder's view reaches up to observe and snapshot.
     "record -> observe",
     "record -> snapshot",
-    "watch -> record",
-    "error -> record",
     // The API's files name each other both ways.
     "mock::control -> mock::handle",
     "mock::guards -> mock::handle",
