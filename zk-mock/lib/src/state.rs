@@ -23,7 +23,7 @@ use tokio::sync::{mpsc, watch, Notify};
 
 use crate::clock::Clock;
 use crate::codec::{frame, Record};
-use crate::dispatch::{Txn, TxnOp};
+use crate::dispatch::{Reply, Txn, TxnOp, TxnSettings};
 use crate::ensemble::Replica;
 use crate::observe::{NotificationSeen, Observers};
 use crate::proto::{
@@ -73,6 +73,16 @@ pub(crate) struct Settings {
     pub(crate) read_only_after_ms: u64,
     /// `localSessionsEnabled`: what lets a read-only server create sessions.
     pub(crate) local_sessions: bool,
+}
+
+impl Settings {
+    /// What applying a txn needs of them.
+    pub(crate) fn txn(&self) -> TxnSettings {
+        TxnSettings {
+            compat: self.compat,
+            extended_types: self.extended_types,
+        }
+    }
 }
 
 /// The replicas (tree and watches), the sessions, the connections' outboxes
@@ -270,6 +280,12 @@ impl State {
             ReplyHeader { xid, zxid, err: 0 }.encode(b);
             body.encode(b);
         });
+        self.send_framed(conn, frame);
+    }
+
+    /// Queues a successful reply.
+    pub(crate) fn send_reply(&mut self, conn: ConnId, xid: i32, zxid: i64, reply: Reply) {
+        let frame = self.replies.framed(|b| reply.encode(xid, zxid, b));
         self.send_framed(conn, frame);
     }
 

@@ -78,8 +78,6 @@ const ZK_MOCK: Crate = Crate {
 
 const ZK_MOCK_KNOWN: &[&str] = &[
     // The state is still the hub the layers below reach back into.
-    "dispatch::reply -> state",
-    "dispatch::txn -> state",
     "ensemble -> state",
     "outbox -> state",
     "record -> state",

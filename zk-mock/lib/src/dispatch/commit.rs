@@ -57,7 +57,7 @@ impl State {
         let mut events = std::mem::take(&mut self.events);
         let outcome = execute(
             &mut self.servers[server].tree,
-            &self.settings,
+            self.settings.txn(),
             txn,
             &mut events,
         );
@@ -88,7 +88,7 @@ impl State {
     /// Queues a txn's answer.
     pub(super) fn send_outcome(&mut self, conn: ConnId, xid: i32, zxid: i64, outcome: Outcome) {
         match outcome {
-            Outcome::Reply(r) => r.send(self, conn, xid, zxid),
+            Outcome::Reply(r) => self.send_reply(conn, xid, zxid, r),
             Outcome::Multi(resp, _) => self.reply(conn, xid, zxid, &resp),
             Outcome::Silent => {}
             Outcome::Failed(e) => self.reply_header(conn, xid, zxid, e.code()),

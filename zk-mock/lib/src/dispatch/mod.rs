@@ -26,8 +26,8 @@ mod txn;
 mod watch;
 mod write;
 
-pub(super) use reply::Reply;
-pub(crate) use txn::{Txn, TxnOp};
+pub(crate) use reply::Reply;
+pub(crate) use txn::{Txn, TxnOp, TxnSettings};
 
 use crate::ensemble::Replica;
 
@@ -444,7 +444,7 @@ impl State {
     ) -> Applied {
         match result {
             Ok(r) => {
-                r.send(self, conn, xid, zxid);
+                self.send_reply(conn, xid, zxid, r);
                 Applied { err: 0, zxid }
             }
             Err(e) => {

@@ -1,10 +1,9 @@
-//! [`Reply`]: a successful reply body, and how it goes out.
+//! [`Reply`]: a successful reply body, as data, and its encoding.
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
+use crate::codec::Record;
 use crate::proto::*;
-use crate::session::ConnId;
-use crate::state::State;
 
 /// A successful reply body.
 #[derive(Debug)]
@@ -25,35 +24,22 @@ pub(crate) enum Reply {
 }
 
 impl Reply {
-    pub(crate) fn send(self, st: &mut State, conn: ConnId, xid: i32, zxid: i64) {
+    /// Appends the reply, its header and its body, to a frame's contents.
+    pub(crate) fn encode(self, xid: i32, zxid: i64, b: &mut BytesMut) {
+        ReplyHeader { xid, zxid, err: 0 }.encode(b);
         match self {
-            Reply::None => st.reply_header(conn, xid, zxid, 0),
-            Reply::Path(path) => st.reply(conn, xid, zxid, &CreateResponse { path }),
-            Reply::PathStat(path, stat) => {
-                st.reply(conn, xid, zxid, &Create2Response { path, stat })
-            }
-            Reply::Stat(stat) => st.reply(conn, xid, zxid, &StatResponse { stat }),
-            Reply::Data(data, stat) => st.reply(conn, xid, zxid, &GetDataResponse { data, stat }),
-            Reply::Children(children) => {
-                st.reply(conn, xid, zxid, &GetChildrenResponse { children })
-            }
-            Reply::Children2(children, stat) => {
-                st.reply(conn, xid, zxid, &GetChildren2Response { children, stat })
-            }
-            Reply::Acl(acl, stat) => st.reply(conn, xid, zxid, &GetAclResponse { acl, stat }),
-            Reply::Ephemerals(ephemerals) => {
-                st.reply(conn, xid, zxid, &GetEphemeralsResponse { ephemerals })
-            }
-            Reply::AddWatch => st.reply(conn, xid, zxid, &ErrorResponse { err: 0 }),
-            Reply::WhoAmI(client_info) => {
-                st.reply(conn, xid, zxid, &WhoAmIResponse { client_info })
-            }
-            Reply::Count(total_number) => st.reply(
-                conn,
-                xid,
-                zxid,
-                &GetAllChildrenNumberResponse { total_number },
-            ),
+            Reply::None => {}
+            Reply::Path(path) => CreateResponse { path }.encode(b),
+            Reply::PathStat(path, stat) => Create2Response { path, stat }.encode(b),
+            Reply::Stat(stat) => StatResponse { stat }.encode(b),
+            Reply::Data(data, stat) => GetDataResponse { data, stat }.encode(b),
+            Reply::Children(children) => GetChildrenResponse { children }.encode(b),
+            Reply::Children2(children, stat) => GetChildren2Response { children, stat }.encode(b),
+            Reply::Acl(acl, stat) => GetAclResponse { acl, stat }.encode(b),
+            Reply::Ephemerals(ephemerals) => GetEphemeralsResponse { ephemerals }.encode(b),
+            Reply::AddWatch => ErrorResponse { err: 0 }.encode(b),
+            Reply::WhoAmI(client_info) => WhoAmIResponse { client_info }.encode(b),
+            Reply::Count(total_number) => GetAllChildrenNumberResponse { total_number }.encode(b),
         }
     }
 }

@@ -9,11 +9,10 @@ use bytes::Bytes;
 
 use crate::proto::*;
 use crate::session::ConnId;
-use crate::state::Settings;
 use crate::tree::{Caller, CreateArgs, CreateMode, DataTree, TreeEvent};
 use crate::Compat;
 
-use super::Reply;
+use super::reply::Reply;
 
 /// `EphemeralType.TTL`'s largest ttl (40 bits of ms).
 const MAX_TTL: i64 = 0xFF_FFFF_FFFF;
@@ -91,10 +90,19 @@ impl From<Result<Reply, ErrorCode>> for Outcome {
     }
 }
 
+/// What applying a txn needs of the server's settings.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TxnSettings {
+    /// Which release's behaviour to follow where 3.8 and 3.9 differ.
+    pub(crate) compat: Compat,
+    /// `zookeeper.extendedTypesEnabled`: TTL nodes allowed.
+    pub(crate) extended_types: bool,
+}
+
 /// Applies `txn` to a replica, collecting the watch events it causes.
 pub(crate) fn execute(
     tree: &mut DataTree,
-    settings: &Settings,
+    settings: TxnSettings,
     txn: &Txn,
     events: &mut Vec<TreeEvent>,
 ) -> Outcome {
@@ -139,7 +147,7 @@ pub(crate) fn execute(
 /// One txn being applied to one replica.
 struct Writer<'a> {
     tree: &'a mut DataTree,
-    settings: &'a Settings,
+    settings: TxnSettings,
     zxid: i64,
     time: i64,
     caller: Caller<'a>,
