@@ -36,7 +36,6 @@ use tracing::Instrument;
 
 use crate::codec::{split_frame, Record};
 use crate::four_letter;
-use crate::outbox::Outboxes;
 use crate::proto::{ConnectRequest, RequestHeader};
 use crate::session::ConnId;
 use crate::state::{lock, Flow, Gate, Outgoing, Shared};
@@ -108,7 +107,7 @@ const READ_BUFFER: usize = 1024;
 
 /// What the state queued for a connection: its channel, and what was taken
 /// from it or handed over directly (the task's own replies, see
-/// [`Outboxes::serve`]) and is still to be written, in order.
+/// `State::serve`) and is still to be written, in order.
 struct Inbox {
     rx: mpsc::UnboundedReceiver<Outgoing>,
     taken: VecDeque<Outgoing>,
@@ -431,9 +430,7 @@ impl Reader {
             let flow = match inbox {
                 None => st.process(conn, h.xid, h.op_type, req),
                 Some(inbox) => {
-                    let flow = Outboxes::serve(&mut st, conn, |st| {
-                        st.process(conn, h.xid, h.op_type, req)
-                    });
+                    let flow = st.serve(conn, |st| st.process(conn, h.xid, h.op_type, req));
                     if st.out.has_direct() {
                         // What the channel holds was queued before.
                         while let Ok(m) = inbox.rx.try_recv() {
@@ -465,7 +462,7 @@ impl Reader {
     fn release(&mut self, inbox: &mut Inbox) -> Step {
         let conn = self.conn;
         let mut st = lock(&self.shared);
-        let flow = Outboxes::serve(&mut st, conn, |st| st.release_request(conn));
+        let flow = st.serve(conn, |st| st.release_request(conn));
         if st.out.has_direct() {
             while let Ok(m) = inbox.rx.try_recv() {
                 inbox.taken.push_back(m);

@@ -96,7 +96,7 @@ pub(crate) struct Outboxes {
     /// Connections closed because their outbox passed `max_outbox`.
     pub(crate) slow_readers_closed: u64,
     /// The connection whose task holds the state's lock to apply its own
-    /// requests ([`Outboxes::serve`]): what is queued for it goes to
+    /// requests ([`Outboxes::begin_serving`]): what is queued for it goes to
     /// `direct`, which that task takes before it lets the lock go, instead
     /// of through its channel, which would wake the task that is running.
     serving: Option<ConnId>,
@@ -117,33 +117,32 @@ impl Outboxes {
         }
     }
 
-    /// Runs `f` (the connection's task applying its requests) with what is
-    /// queued for `conn` meanwhile kept apart, for [`Outboxes::take_direct`]:
-    /// the task writes it after whatever its channel already held, which
-    /// came before (every send happens under the state's lock, as `f` runs).
-    pub(crate) fn serve<T>(
-        state: &mut crate::state::State,
-        conn: ConnId,
-        f: impl FnOnce(&mut crate::state::State) -> T,
-    ) -> T {
-        let before = state.out.serving.replace(conn);
-        let t = f(state);
-        state.out.serving = before;
-        t
+    /// Keeps what is queued for `conn` apart, for [`Outboxes::take_direct`],
+    /// while that connection's task applies its requests (the state's
+    /// `serve`): the task writes it after whatever its channel already
+    /// held, which came before (every send happens under the state's lock).
+    /// Returns the connection served before, for [`Outboxes::end_serving`].
+    pub(crate) fn begin_serving(&mut self, conn: ConnId) -> Option<ConnId> {
+        self.serving.replace(conn)
     }
 
-    /// Whether [`Outboxes::serve`] kept anything apart.
+    /// Ends [`Outboxes::begin_serving`].
+    pub(crate) fn end_serving(&mut self, before: Option<ConnId>) {
+        self.serving = before;
+    }
+
+    /// Whether [`Outboxes::begin_serving`] kept anything apart.
     pub(crate) fn has_direct(&self) -> bool {
         !self.direct.is_empty()
     }
 
-    /// Moves what [`Outboxes::serve`] kept apart to the end of `into`.
+    /// Moves what [`Outboxes::begin_serving`] kept apart to the end of `into`.
     pub(crate) fn take_direct(&mut self, into: &mut std::collections::VecDeque<Outgoing>) {
         into.extend(self.direct.drain(..));
     }
 
     /// Hands a message to a connection's task: directly, if that task is
-    /// the one applying (see [`Outboxes::serve`]), else through its channel.
+    /// the one applying (see [`Outboxes::begin_serving`]), else through its channel.
     fn post(&mut self, conn: ConnId, m: Outgoing) {
         if self.serving == Some(conn) {
             self.direct.push(m);

@@ -283,6 +283,16 @@ impl State {
         self.send_framed(conn, frame);
     }
 
+    /// Runs `f`, the connection `conn`'s task applying its own requests,
+    /// with what is queued for `conn` meanwhile kept apart for that task to
+    /// write itself (see [`Outboxes::begin_serving`]).
+    pub(crate) fn serve<T>(&mut self, conn: ConnId, f: impl FnOnce(&mut State) -> T) -> T {
+        let before = self.out.begin_serving(conn);
+        let t = f(self);
+        self.out.end_serving(before);
+        t
+    }
+
     /// Queues a successful reply.
     pub(crate) fn send_reply(&mut self, conn: ConnId, xid: i32, zxid: i64, reply: Reply) {
         let frame = self.replies.framed(|b| reply.encode(xid, zxid, b));

@@ -79,7 +79,6 @@ const ZK_MOCK: Crate = Crate {
 const ZK_MOCK_KNOWN: &[&str] = &[
     // The state is still the hub the layers below reach back into.
     "ensemble -> state",
-    "outbox -> state",
     "record -> state",
     "snapshot -> state",
     // The recorder's view reaches up to observe and snapshot.
