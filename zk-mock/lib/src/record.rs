@@ -689,7 +689,7 @@ impl<'a> RecordView<'a> {
     /// The tree, sessions and watches as they stand, as an owned copy
     /// (as [`ZkMock::snapshot`](crate::ZkMock::snapshot)).
     pub fn snapshot(&self) -> crate::snapshot::Snapshot {
-        crate::snapshot::Snapshot::of(self.state)
+        self.state.snapshot()
     }
 
     /// The live sessions, in id order.

@@ -7,10 +7,8 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::proto::{Acl, Stat};
-use crate::record::WatchKind;
-use crate::state::State;
-use crate::watch::Table;
-use crate::SessionId;
+use crate::session::SessionId;
+use crate::watch::WatchKind;
 
 /// Everything at one instant.
 #[derive(Debug, Clone, Serialize)]
@@ -112,75 +110,6 @@ fn acl_text<S: serde::Serializer>(acl: &[Acl], s: S) -> Result<S::Ok, S::Error> 
 }
 
 impl Snapshot {
-    pub(crate) fn of(st: &State) -> Snapshot {
-        let tree = st
-            .tree()
-            .iter()
-            .map(|(p, n)| {
-                (
-                    p.to_string(),
-                    NodeSnapshot {
-                        data: n.data.as_ref().map(|d| d.to_vec()),
-                        stat: n.stat(),
-                        acl: n.acl.to_vec(),
-                    },
-                )
-            })
-            .collect();
-        let mut watches: BTreeMap<String, Vec<WatchSnapshot>> = BTreeMap::new();
-        for (table, path, conn, kind) in st.all_watches() {
-            // Persistent watches sit in both tables; list them once.
-            if table == Table::Child
-                && matches!(kind, WatchKind::Persistent | WatchKind::PersistentRecursive)
-            {
-                continue;
-            }
-            let session = SessionId(st.out.conns.get(&conn).and_then(|c| c.session).unwrap_or(0));
-            watches
-                .entry(path.to_string())
-                .or_default()
-                .push(WatchSnapshot { session, kind });
-        }
-        let sessions = st
-            .sessions
-            .iter()
-            .map(|s| {
-                let mut w: Vec<SessionWatch> = watches
-                    .iter()
-                    .flat_map(|(p, ws)| {
-                        ws.iter()
-                            .filter(|w| w.session == s.id)
-                            .map(move |w| SessionWatch {
-                                path: p.clone(),
-                                kind: w.kind,
-                            })
-                    })
-                    .collect();
-                w.sort();
-                (
-                    SessionId(s.id),
-                    SessionSnapshot {
-                        id: SessionId(s.id),
-                        timeout: s.timeout,
-                        last_active_ms: s.last_active,
-                        expires_at_ms: s.deadline,
-                        connected: s.conn.is_some(),
-                        stalled: st.stalled.contains(&s.id),
-                        ephemerals: st.tree().ephemerals_of(s.id).map(str::to_string).collect(),
-                        watches: w,
-                    },
-                )
-            })
-            .collect();
-        Snapshot {
-            seed: st.seed,
-            last_zxid: st.tree().last_zxid(),
-            tree,
-            sessions,
-            watches,
-        }
-    }
-
     /// The number of watches, all sessions and paths together.
     pub fn watch_count(&self) -> usize {
         self.watches.values().map(Vec::len).sum()

@@ -31,9 +31,11 @@ use crate::proto::{
     XID_NOTIFICATION,
 };
 use crate::record::{ChangeKind, Recorder, SessionEvent};
-use crate::session::{ConnId, SessionManager};
+use crate::session::{ConnId, SessionId, SessionManager};
+use crate::snapshot::{NodeSnapshot, SessionSnapshot, SessionWatch, Snapshot, WatchSnapshot};
 use crate::tree::{DataTree, TreeEvent};
 use crate::watch::Notification;
+use crate::watch::{Table, WatchKind};
 use crate::Compat;
 
 pub(crate) use crate::outbox::{Conn, Gate, Outboxes, Outgoing, Sent};
@@ -281,6 +283,78 @@ impl State {
             body.encode(b);
         });
         self.send_framed(conn, frame);
+    }
+
+    /// An owned copy of the tree, the sessions and the watches.
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        let st = self;
+        let tree = st
+            .tree()
+            .iter()
+            .map(|(p, n)| {
+                (
+                    p.to_string(),
+                    NodeSnapshot {
+                        data: n.data.as_ref().map(|d| d.to_vec()),
+                        stat: n.stat(),
+                        acl: n.acl.to_vec(),
+                    },
+                )
+            })
+            .collect();
+        let mut watches: std::collections::BTreeMap<String, Vec<WatchSnapshot>> =
+            std::collections::BTreeMap::new();
+        for (table, path, conn, kind) in st.all_watches() {
+            // Persistent watches sit in both tables; list them once.
+            if table == Table::Child
+                && matches!(kind, WatchKind::Persistent | WatchKind::PersistentRecursive)
+            {
+                continue;
+            }
+            let session = SessionId(st.out.conns.get(&conn).and_then(|c| c.session).unwrap_or(0));
+            watches
+                .entry(path.to_string())
+                .or_default()
+                .push(WatchSnapshot { session, kind });
+        }
+        let sessions = st
+            .sessions
+            .iter()
+            .map(|s| {
+                let mut w: Vec<SessionWatch> = watches
+                    .iter()
+                    .flat_map(|(p, ws)| {
+                        ws.iter()
+                            .filter(|w| w.session == s.id)
+                            .map(move |w| SessionWatch {
+                                path: p.clone(),
+                                kind: w.kind,
+                            })
+                    })
+                    .collect();
+                w.sort();
+                (
+                    SessionId(s.id),
+                    SessionSnapshot {
+                        id: SessionId(s.id),
+                        timeout: s.timeout,
+                        last_active_ms: s.last_active,
+                        expires_at_ms: s.deadline,
+                        connected: s.conn.is_some(),
+                        stalled: st.stalled.contains(&s.id),
+                        ephemerals: st.tree().ephemerals_of(s.id).map(str::to_string).collect(),
+                        watches: w,
+                    },
+                )
+            })
+            .collect();
+        Snapshot {
+            seed: st.seed,
+            last_zxid: st.tree().last_zxid(),
+            tree,
+            sessions,
+            watches,
+        }
     }
 
     /// Runs `f`, the connection `conn`'s task applying its own requests,

@@ -48,12 +48,13 @@ const ZK_MOCK: Crate = Crate {
             "compat",
         ],
         &["watch"],
+        // Owned copies of the state, for tests and tools.
+        &["snapshot"],
         &["dispatch::txn", "dispatch::reply"],
         &["ensemble"],
         &["record"],
         &["observe"],
         &["outbox"],
-        &["snapshot"],
         // The core: the state, prep, apply, connect, lifecycle, inspect.
         &["state", "dispatch"],
         // What calls the core: connections, then the API.
@@ -80,10 +81,8 @@ const ZK_MOCK_KNOWN: &[&str] = &[
     // The state is still the hub the layers below reach back into.
     "ensemble -> state",
     "record -> state",
-    "snapshot -> state",
-    // The recorder's view reaches up to observe and snapshot.
+    // The recorder's view reaches up to observe.
     "record -> observe",
-    "record -> snapshot",
     // The API's files name each other both ways.
     "mock::control -> mock::handle",
     "mock::guards -> mock::handle",

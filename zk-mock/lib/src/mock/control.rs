@@ -349,7 +349,7 @@ impl Control {
 
     /// As [`ZkMock::snapshot`].
     pub fn snapshot(&self) -> Snapshot {
-        Snapshot::of(&self.state())
+        self.state().snapshot()
     }
 
     /// As [`ZkMock::inspect`].
