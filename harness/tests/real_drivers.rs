@@ -2,7 +2,9 @@
 //! 2.11: `cargo test -p harness --features kazoo --test real_drivers`):
 //! a test driver with one planted bug (a release that ignores connection
 //! loss) is caught, kazoo's own Lock is caught by the kazoo-732 scenario,
-//! and zk-lock passes it.
+//! and zk-lock passes it; minilock, a lock on kazoo's raw calls written from
+//! the protocol's documentation, passes the library as written and is
+//! caught with each planted bug.
 #![cfg(feature = "kazoo")]
 
 use std::path::{Path, PathBuf};
@@ -84,4 +86,65 @@ async fn kazoo_732_is_found_in_kazoo_and_not_in_zk_lock() {
     )
     .await;
     assert_eq!(o.status, Status::Passed, "{}", failure_details(&o));
+}
+
+/// minilock (harness/drivers/testing/minilock), with one of its planted
+/// bugs, or none.
+fn minilock(bug: Option<&str>) -> Implementation {
+    let mut command = vec![
+        "python3".to_string(),
+        drivers_dir()
+            .join("testing/minilock/driver.py")
+            .display()
+            .to_string(),
+    ];
+    if let Some(b) = bug {
+        command.extend(["--bug".to_string(), b.to_string()]);
+    }
+    Implementation::Driver {
+        name: format!("minilock-{}", bug.unwrap_or("correct")),
+        command,
+    }
+}
+
+/// A correct lock that ends a waiter's acquisition when its session
+/// expires passes the CURATOR-604 scenario: the expiry's held deletions go
+/// once that waiter is done, instead of stalling everyone behind its node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn minilock_passes_what_a_correct_lock_passes() {
+    for file in [
+        "field/curator-604-waiter-expires.yaml",
+        "waiter-expires.yaml",
+        "crash-everyone.yaml",
+    ] {
+        let o = play(file, minilock(None)).await;
+        assert_eq!(o.status, Status::Passed, "{file}: {}", failure_details(&o));
+    }
+}
+
+/// Lock nodes created persistent outlive their crashed clients: orphans,
+/// though no session owns them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn minilock_with_persistent_nodes_leaves_orphans() {
+    let o = play("crash-everyone.yaml", minilock(Some("persistent"))).await;
+    assert_eq!(o.status, Status::Failed, "{}", failure_details(&o));
+    assert!(
+        violated(&o).contains(&"no_orphans"),
+        "{}",
+        failure_details(&o)
+    );
+}
+
+/// A waiter that takes the lock when its predecessor goes, without listing
+/// again, enters beside the holder when the predecessor was a waiter that
+/// expired.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn minilock_without_relisting_breaks_mutual_exclusion() {
+    let o = play("waiter-expires.yaml", minilock(Some("no-relist"))).await;
+    assert_eq!(o.status, Status::Failed, "{}", failure_details(&o));
+    assert!(
+        violated(&o).contains(&"mutual_exclusion"),
+        "{}",
+        failure_details(&o)
+    );
 }

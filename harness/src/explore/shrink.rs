@@ -683,6 +683,17 @@ fn boost_candidates(d: &Draft) -> Vec<Draft> {
                 out.push(c);
             }
         }
+        // A delay at its extreme: the reply never comes (a delay that
+        // outlasts the client's patience is, to it, a lost reply; how long
+        // that patience is depends on the machine's load).
+        if let Some(Value::Object(spec)) = step.get("delay") {
+            let mut lost = spec.clone();
+            lost.remove("for");
+            let mut c = d.clone();
+            c.timeline[i].remove("delay");
+            c.timeline[i].insert("lose_reply".into(), Value::Object(lost));
+            out.push(c);
+        }
         for key in ["lose_reply", "drop_request", "fail", "delay"] {
             if let Some(Value::Object(spec)) = step.get(key) {
                 let times = spec.get("times").and_then(Value::as_u64).unwrap_or(1);

@@ -22,48 +22,12 @@
 //! or a connection: they cannot change what a client sees except through a
 //! verdict.
 
-use crate::hash::Map;
-use std::collections::{BTreeMap, VecDeque};
-use std::hash::Hash;
-use std::sync::Arc;
-
 use rand::rngs::SmallRng;
 use tokio::sync::watch;
 
-use crate::compact::Sparse;
 use crate::fault::{RequestView, RuleSet, Verdict};
-use crate::record::{
-    ChangeKind, Counters, Recorder, Recording, SessionEvent, WatchKind, RETAINED_ENDED,
-};
-use crate::SessionId;
-
-/// A request as the core answered it (or dropped, or faulted).
-#[derive(Debug)]
-pub(crate) struct RequestSeen {
-    pub(crate) at_ms: u64,
-    pub(crate) session: i64,
-    pub(crate) xid: i32,
-    pub(crate) op: i32,
-    pub(crate) path: Option<String>,
-    pub(crate) err: i32,
-    pub(crate) zxid: i64,
-    /// The fault verdict played, if a rule matched.
-    pub(crate) verdict: Option<String>,
-    /// The server it came through.
-    pub(crate) server: usize,
-}
-
-/// A notification as a server queued it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct NotificationSeen<'a> {
-    pub(crate) at_ms: u64,
-    pub(crate) session: i64,
-    pub(crate) path: &'a str,
-    pub(crate) kind: WatchKind,
-    pub(crate) event_type: i32,
-    pub(crate) zxid: i64,
-    pub(crate) server: usize,
-}
+use crate::record::{ChangeKind, Recorder, Recording, SessionEvent, Tally, WatchKind};
+pub(crate) use crate::record::{NotificationSeen, RequestSeen};
 
 /// Everything that watches the pipeline: the fault rules, the counters,
 /// the log and the change signal.
@@ -162,127 +126,7 @@ impl Observers {
 
     /// An owned copy of the log and the counters.
     pub(crate) fn recording(&self, seed: u64) -> Recording {
-        let mut r = self.log.snapshot(seed);
-        r.per_session = self
-            .tally
-            .per_session
-            .iter()
-            .map(|(id, c)| (SessionId(*id), *c))
-            .collect();
-        r.per_path = self.tally.per_path_sorted();
-        r.total = self.tally.total;
-        r
-    }
-}
-
-/// The counters: totals, per session and per path. Unbounded for what is
-/// live; of what ended (sessions closed or expired, paths deleted) only the
-/// last [`RETAINED_ENDED`] keep theirs.
-///
-/// Every request, watch and notification counts against its path, so the
-/// path table is a hash map (one hash and one comparison per count, where
-/// an ordered map compared the path against a dozen others); it is sorted
-/// only when a [`Recording`] is taken.
-#[derive(Debug, Default)]
-pub(crate) struct Tally {
-    pub(crate) total: Counters,
-    pub(crate) per_session: BTreeMap<i64, Counters>,
-    pub(crate) per_path: Map<Box<str>, Counters>,
-    ended_sessions: Ended<i64>,
-    deleted_paths: Ended<Arc<str>>,
-}
-
-impl Tally {
-    fn count(&mut self, session: i64, path: Option<&str>, f: impl Fn(&mut Counters)) {
-        f(&mut self.total);
-        f(self.per_session.entry(session).or_default());
-        if let Some(p) = path {
-            match self.per_path.get_mut(p) {
-                Some(c) => f(c),
-                None => f(self.per_path.entry(p.into()).or_default()),
-            }
-        }
-    }
-
-    fn session_ended(&mut self, session: i64) {
-        let per_session = &mut self.per_session;
-        self.ended_sessions.end(session, |old| {
-            per_session.remove(old);
-        });
-    }
-
-    fn path_changed(&mut self, path: &str, kind: ChangeKind) {
-        match kind {
-            ChangeKind::Deleted => {
-                let per_path = &mut self.per_path;
-                self.deleted_paths.end(path.into(), |old| {
-                    per_path.remove(&**old);
-                    per_path.shrink_if_sparse();
-                });
-            }
-            ChangeKind::Created => self.deleted_paths.revive(path),
-            ChangeKind::DataChanged => {}
-        }
-    }
-
-    /// The path counters, in path order.
-    pub(crate) fn per_path_sorted(&self) -> BTreeMap<String, Counters> {
-        self.per_path
-            .iter()
-            .map(|(p, c)| (p.to_string(), *c))
-            .collect()
-    }
-}
-
-/// Keys (sessions, paths) that ended, oldest first: their counters are kept
-/// for the last [`RETAINED_ENDED`] of them, so a long-running server's
-/// counters stay bounded by what is live. A key that comes back (a path
-/// created again) is live again and keeps its counters.
-#[derive(Debug)]
-struct Ended<K> {
-    order: VecDeque<(K, u64)>,
-    /// Each key's latest end, by its number in `order`, while it has ended.
-    latest: Map<K, u64>,
-    next: u64,
-}
-
-impl<K> Default for Ended<K> {
-    fn default() -> Self {
-        Ended {
-            order: VecDeque::new(),
-            latest: Map::default(),
-            next: 0,
-        }
-    }
-}
-
-impl<K: Hash + Eq + Clone> Ended<K> {
-    /// `key` ended; the key that ended [`RETAINED_ENDED`] ends ago is
-    /// `forget`ten (its counters go), unless it ended again since or came
-    /// back.
-    fn end(&mut self, key: K, forget: impl FnOnce(&K)) {
-        self.next += 1;
-        self.latest.insert(key.clone(), self.next);
-        self.order.push_back((key, self.next));
-        if self.order.len() > RETAINED_ENDED {
-            if let Some((old, n)) = self.order.pop_front() {
-                if self.latest.get(&old) == Some(&n) {
-                    self.latest.remove(&old);
-                    self.latest.shrink_if_sparse();
-                    forget(&old);
-                }
-            }
-        }
-    }
-
-    /// `key` is live again: its counters stay.
-    fn revive<Q: Hash + Eq + ?Sized>(&mut self, key: &Q)
-    where
-        K: std::borrow::Borrow<Q>,
-    {
-        if self.latest.remove(key).is_some() {
-            self.latest.shrink_if_sparse();
-        }
+        Recording::of(&self.log, &self.tally, seed)
     }
 }
 
@@ -290,6 +134,7 @@ impl<K: Hash + Eq + Clone> Ended<K> {
 mod tests {
     use super::*;
     use crate::record::tests::req;
+    use crate::record::RETAINED_ENDED;
 
     #[test]
     fn counters_of_ended_sessions_and_deleted_paths_are_bounded() {

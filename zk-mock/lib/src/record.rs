@@ -27,18 +27,50 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
+use std::hash::Hash;
+use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::compact::Sparse;
 use crate::fault::OpFamily;
-use crate::observe::{NotificationSeen, Observers, RequestSeen};
+use crate::hash::Map;
 use crate::proto::{ErrorCode, EventType, OpCode};
+use crate::snapshot::Snapshot;
 use crate::SessionId;
 
 /// Default number of records of each kind kept before the oldest are dropped.
 pub const DEFAULT_CAPACITY: usize = 100_000;
 
 pub use crate::watch::WatchKind;
+
+/// A request as the core answered it (or dropped, or faulted).
+#[derive(Debug)]
+pub(crate) struct RequestSeen {
+    pub(crate) at_ms: u64,
+    pub(crate) session: i64,
+    pub(crate) xid: i32,
+    pub(crate) op: i32,
+    pub(crate) path: Option<String>,
+    pub(crate) err: i32,
+    pub(crate) zxid: i64,
+    /// The fault verdict played, if a rule matched.
+    pub(crate) verdict: Option<String>,
+    /// The server it came through.
+    pub(crate) server: usize,
+}
+
+/// A notification as a server queued it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NotificationSeen<'a> {
+    pub(crate) at_ms: u64,
+    pub(crate) session: i64,
+    pub(crate) path: &'a str,
+    pub(crate) kind: WatchKind,
+    pub(crate) event_type: i32,
+    pub(crate) zxid: i64,
+    pub(crate) server: usize,
+}
 
 /// One request as the server saw it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -665,93 +697,104 @@ impl<'a, I: Iterator<Item = &'a NotificationRecord>> NotificationQuery<'a> for I
 /// over it without copying it. The server is paused meanwhile.
 #[derive(Clone, Copy)]
 pub struct RecordView<'a> {
-    state: &'a crate::state::State,
-    observers: &'a Observers,
+    live: &'a dyn Live,
+    log: &'a Recorder,
+    tally: &'a Tally,
+    seed: u64,
+}
+
+/// What a [`RecordView`] shows of the live server besides the log: the
+/// core provides it.
+pub(crate) trait Live {
+    /// The tree, sessions and watches, as an owned copy.
+    fn snapshot(&self) -> Snapshot;
+    /// The live sessions, in id order.
+    fn session_ids(&self) -> Vec<SessionId>;
 }
 
 impl fmt::Debug for RecordView<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RecordView")
-            .field("requests", &self.observers.log.requests.len())
-            .field("notifications", &self.observers.log.notifications.len())
+            .field("requests", &self.log.requests.len())
+            .field("notifications", &self.log.notifications.len())
             .finish_non_exhaustive()
     }
 }
 
 impl<'a> RecordView<'a> {
-    pub(crate) fn new(state: &'a crate::state::State) -> RecordView<'a> {
+    pub(crate) fn new(
+        live: &'a dyn Live,
+        log: &'a Recorder,
+        tally: &'a Tally,
+        seed: u64,
+    ) -> RecordView<'a> {
         RecordView {
-            state,
-            observers: &state.observers,
+            live,
+            log,
+            tally,
+            seed,
         }
     }
 
     /// The tree, sessions and watches as they stand, as an owned copy
     /// (as [`ZkMock::snapshot`](crate::ZkMock::snapshot)).
-    pub fn snapshot(&self) -> crate::snapshot::Snapshot {
-        self.state.snapshot()
+    pub fn snapshot(&self) -> Snapshot {
+        self.live.snapshot()
     }
 
     /// The live sessions, in id order.
     pub fn session_ids(&self) -> Vec<SessionId> {
-        let mut ids: Vec<SessionId> = self
-            .state
-            .sessions
-            .iter()
-            .map(|s| SessionId(s.id))
-            .collect();
-        ids.sort_unstable();
-        ids
+        self.live.session_ids()
     }
 
     /// Requests, oldest first.
     pub fn requests(&self) -> impl DoubleEndedIterator<Item = &'a RequestRecord> + Clone {
-        self.observers.log.requests.iter()
+        self.log.requests.iter()
     }
 
     /// Watch registrations, oldest first.
     pub fn watches(&self) -> impl DoubleEndedIterator<Item = &'a WatchRecord> + Clone {
-        self.observers.log.watches.iter()
+        self.log.watches.iter()
     }
 
     /// Notifications, oldest first.
     pub fn notifications(&self) -> impl DoubleEndedIterator<Item = &'a NotificationRecord> + Clone {
-        self.observers.log.notifications.iter()
+        self.log.notifications.iter()
     }
 
     /// Session lifecycle events, oldest first.
     pub fn sessions(&self) -> impl DoubleEndedIterator<Item = &'a SessionRecord> + Clone {
-        self.observers.log.sessions.iter()
+        self.log.sessions.iter()
     }
 
     /// Changes to the tree, oldest first.
     pub fn changes(&self) -> impl DoubleEndedIterator<Item = &'a ChangeRecord> + Clone {
-        self.observers.log.changes.iter()
+        self.log.changes.iter()
     }
 
     /// Totals for the whole server.
     pub fn total(&self) -> Counters {
-        self.observers.tally.total
+        self.tally.total
     }
 
     /// A session's totals (see [`Recording::per_session`]).
     pub fn per_session(&self, id: impl Into<SessionId>) -> Option<Counters> {
-        self.observers.tally.per_session.get(&id.into().0).copied()
+        self.tally.per_session.get(&id.into().0).copied()
     }
 
     /// A path's totals (see [`Recording::per_path`]).
     pub fn per_path(&self, path: &str) -> Option<Counters> {
-        self.observers.tally.per_path.get(path).copied()
+        self.tally.per_path.get(path).copied()
     }
 
     /// Records dropped because the log was full.
     pub fn dropped(&self) -> u64 {
-        self.observers.log.dropped
+        self.log.dropped
     }
 
     /// An owned copy of all of it.
     pub fn to_recording(&self) -> Recording {
-        self.observers.recording(self.state.seed)
+        Recording::of(self.log, self.tally, self.seed)
     }
 }
 
@@ -807,9 +850,136 @@ impl<'a> IntoIterator for &'a Notifications {
     }
 }
 
+impl Recording {
+    /// An owned copy of the log and the counters.
+    pub(crate) fn of(log: &Recorder, tally: &Tally, seed: u64) -> Recording {
+        let mut r = log.snapshot(seed);
+        r.per_session = tally
+            .per_session
+            .iter()
+            .map(|(id, c)| (SessionId(*id), *c))
+            .collect();
+        r.per_path = tally.per_path_sorted();
+        r.total = tally.total;
+        r
+    }
+}
+
+/// The counters: totals, per session and per path. Unbounded for what is
+/// live; of what ended (sessions closed or expired, paths deleted) only the
+/// last [`RETAINED_ENDED`] keep theirs.
+///
+/// Every request, watch and notification counts against its path, so the
+/// path table is a hash map (one hash and one comparison per count, where
+/// an ordered map compared the path against a dozen others); it is sorted
+/// only when a [`Recording`] is taken.
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    pub(crate) total: Counters,
+    pub(crate) per_session: BTreeMap<i64, Counters>,
+    pub(crate) per_path: Map<Box<str>, Counters>,
+    ended_sessions: Ended<i64>,
+    deleted_paths: Ended<Arc<str>>,
+}
+
+impl Tally {
+    pub(crate) fn count(&mut self, session: i64, path: Option<&str>, f: impl Fn(&mut Counters)) {
+        f(&mut self.total);
+        f(self.per_session.entry(session).or_default());
+        if let Some(p) = path {
+            match self.per_path.get_mut(p) {
+                Some(c) => f(c),
+                None => f(self.per_path.entry(p.into()).or_default()),
+            }
+        }
+    }
+
+    pub(crate) fn session_ended(&mut self, session: i64) {
+        let per_session = &mut self.per_session;
+        self.ended_sessions.end(session, |old| {
+            per_session.remove(old);
+        });
+    }
+
+    pub(crate) fn path_changed(&mut self, path: &str, kind: ChangeKind) {
+        match kind {
+            ChangeKind::Deleted => {
+                let per_path = &mut self.per_path;
+                self.deleted_paths.end(path.into(), |old| {
+                    per_path.remove(&**old);
+                    per_path.shrink_if_sparse();
+                });
+            }
+            ChangeKind::Created => self.deleted_paths.revive(path),
+            ChangeKind::DataChanged => {}
+        }
+    }
+
+    /// The path counters, in path order.
+    pub(crate) fn per_path_sorted(&self) -> BTreeMap<String, Counters> {
+        self.per_path
+            .iter()
+            .map(|(p, c)| (p.to_string(), *c))
+            .collect()
+    }
+}
+
+/// Keys (sessions, paths) that ended, oldest first: their counters are kept
+/// for the last [`RETAINED_ENDED`] of them, so a long-running server's
+/// counters stay bounded by what is live. A key that comes back (a path
+/// created again) is live again and keeps its counters.
+#[derive(Debug)]
+struct Ended<K> {
+    order: VecDeque<(K, u64)>,
+    /// Each key's latest end, by its number in `order`, while it has ended.
+    latest: Map<K, u64>,
+    next: u64,
+}
+
+impl<K> Default for Ended<K> {
+    fn default() -> Self {
+        Ended {
+            order: VecDeque::new(),
+            latest: Map::default(),
+            next: 0,
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone> Ended<K> {
+    /// `key` ended; the key that ended [`RETAINED_ENDED`] ends ago is
+    /// `forget`ten (its counters go), unless it ended again since or came
+    /// back.
+    fn end(&mut self, key: K, forget: impl FnOnce(&K)) {
+        self.next += 1;
+        self.latest.insert(key.clone(), self.next);
+        self.order.push_back((key, self.next));
+        if self.order.len() > RETAINED_ENDED {
+            if let Some((old, n)) = self.order.pop_front() {
+                if self.latest.get(&old) == Some(&n) {
+                    self.latest.remove(&old);
+                    self.latest.shrink_if_sparse();
+                    forget(&old);
+                }
+            }
+        }
+    }
+
+    /// `key` is live again: its counters stay.
+    fn revive<Q: Hash + Eq + ?Sized>(&mut self, key: &Q)
+    where
+        K: std::borrow::Borrow<Q>,
+    {
+        if self.latest.remove(key).is_some() {
+            self.latest.shrink_if_sparse();
+        }
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::observe::Observers;
 
     pub(crate) fn req(
         session: i64,

@@ -30,7 +30,7 @@ use crate::proto::{
     ConnectRequest, ConnectResponse, ReplyHeader, WatcherEvent, STATE_SYNC_CONNECTED,
     XID_NOTIFICATION,
 };
-use crate::record::{ChangeKind, Recorder, SessionEvent};
+use crate::record::{ChangeKind, Live, RecordView, Recorder, SessionEvent};
 use crate::session::{ConnId, SessionId, SessionManager};
 use crate::snapshot::{NodeSnapshot, SessionSnapshot, SessionWatch, Snapshot, WatchSnapshot};
 use crate::tree::{DataTree, TreeEvent};
@@ -355,6 +355,11 @@ impl State {
             sessions,
             watches,
         }
+    }
+
+    /// The recorder's live view, for `inspect` and `wait_until`.
+    pub(crate) fn record_view(&self) -> RecordView<'_> {
+        RecordView::new(self, &self.observers.log, &self.observers.tally, self.seed)
     }
 
     /// Runs `f`, the connection `conn`'s task applying its own requests,
@@ -1065,5 +1070,17 @@ impl State {
     /// Tells waiters that something was recorded.
     pub(crate) fn changed(&self) {
         self.observers.changed();
+    }
+}
+
+impl Live for State {
+    fn snapshot(&self) -> Snapshot {
+        State::snapshot(self)
+    }
+
+    fn session_ids(&self) -> Vec<SessionId> {
+        let mut ids: Vec<SessionId> = self.sessions.iter().map(|s| SessionId(s.id)).collect();
+        ids.sort_unstable();
+        ids
     }
 }

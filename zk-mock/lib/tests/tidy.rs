@@ -80,9 +80,6 @@ const ZK_MOCK: Crate = Crate {
 const ZK_MOCK_KNOWN: &[&str] = &[
     // The state is still the hub the layers below reach back into.
     "ensemble -> state",
-    "record -> state",
-    // The recorder's view reaches up to observe.
-    "record -> observe",
     // The API's files name each other both ways.
     "mock::control -> mock::handle",
     "mock::guards -> mock::handle",

@@ -103,7 +103,7 @@ impl Control {
     fn with_view<T>(&self, f: impl FnOnce(RecordView<'_>) -> T) -> T {
         let st = self.state();
         let _inside = Inspecting::enter();
-        f(RecordView::new(&st))
+        f(st.record_view())
     }
 
     /// As [`ZkMock::last_zxid`].
