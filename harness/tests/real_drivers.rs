@@ -137,10 +137,41 @@ async fn minilock_with_persistent_nodes_leaves_orphans() {
 
 /// A waiter that takes the lock when its predecessor goes, without listing
 /// again, enters beside the holder when the predecessor was a waiter that
-/// expired.
+/// expired. The queue's order is forced: `first` queues behind the holder,
+/// `second` behind `first`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn minilock_without_relisting_breaks_mutual_exclusion() {
-    let o = play("waiter-expires.yaml", minilock(Some("no-relist"))).await;
+    let text = "server: {session_timeout: 1s}
+lock: {kind: exclusive}
+clients:
+  - name: holder
+    hold: 500ms
+  - name: first
+    on_stampede: true
+    hold: 20ms
+  - name: second
+    on_stampede: true
+    hold: 20ms
+timeline:
+  - on: {holds: holder}
+    stampede: first
+  - on: {waiting: first}
+    stampede: second
+  - on: {waiting: second}
+    expire: first
+";
+    let loaded = harness::scenario::parse(Path::new("no-relist.yaml"), text).unwrap();
+    let o = run(
+        &loaded,
+        &RunOptions {
+            target: TargetSpec::Mock,
+            seed: Some(21),
+            implementation: minilock(Some("no-relist")),
+            progress: None,
+            pool: None,
+        },
+    )
+    .await;
     assert_eq!(o.status, Status::Failed, "{}", failure_details(&o));
     assert!(
         violated(&o).contains(&"mutual_exclusion"),
