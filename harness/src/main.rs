@@ -173,7 +173,7 @@ struct ExploreArgs {
     #[arg(long, default_value_t = 5)]
     tries: usize,
     /// Shrinking: at most this long per finding.
-    #[arg(long, value_parser = humantime::parse_duration, default_value = "3m")]
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "5m")]
     shrink_budget: std::time::Duration,
     /// Shrinking: start no new shrink after this long in all (default: as
     /// long as the exploration's budget, 2m with --runs); the findings left

@@ -401,8 +401,33 @@ pub async fn shrink(
         }
     }
 
-    // The reproduction rate, and the file.
-    let rate = tester.trial(&best, opts.rate_runs, 1000).await;
+    // The reproduction rate. Under 19 of 20, and with time left, boost once
+    // more, judging each candidate over as many runs as the rate (ten runs
+    // that all failed by luck stopped the first pass too soon), and measure
+    // again.
+    let mut rate = tester.trial(&best, opts.rate_runs, 1000).await;
+    if rate.failed * 20 < opts.rate_runs * 19 && !out_of_time() {
+        let mut base = rate.failed;
+        let mut improved = None;
+        for c in boost_candidates(&best) {
+            if out_of_time() || base >= opts.rate_runs {
+                break;
+            }
+            let t = tester.trial(&c, opts.rate_runs, 1000).await;
+            if t.failed > base {
+                base = t.failed;
+                improved = Some((c, t));
+            }
+        }
+        if let Some((c, t)) = improved {
+            best = c;
+            if t.record.is_some() {
+                record = t.record;
+            }
+            // Measured afresh: the best of several trials flatters itself.
+            rate = tester.trial(&best, opts.rate_runs, 1000).await;
+        }
+    }
     let expect = expected(&rate.violated, &job.violated);
     let reproduced = rate
         .violated
@@ -667,8 +692,8 @@ fn boost_candidates(d: &Draft) -> Vec<Draft> {
                 }
             }
         }
-        // A stall or a delay that lasts twice as long; a request fault that
-        // hits more requests.
+        // A stall or a delay that lasts longer; a request fault that hits
+        // more requests.
         for key in ["stall", "delay"] {
             if let Some(f) = step
                 .get(key)
@@ -676,11 +701,15 @@ fn boost_candidates(d: &Draft) -> Vec<Draft> {
                 .and_then(dur)
                 .filter(|f| *f <= Duration::from_secs(5))
             {
-                let mut c = d.clone();
-                if let Some(Value::Object(m)) = c.timeline[i].get_mut(key) {
-                    m.insert("for".into(), ms(round10(f * 2)));
+                // Twice as long, and a quarter longer: a delay that must
+                // outlast the client's patience but not its session.
+                for longer in [f * 2, f * 5 / 4] {
+                    let mut c = d.clone();
+                    if let Some(Value::Object(m)) = c.timeline[i].get_mut(key) {
+                        m.insert("for".into(), ms(round10(longer)));
+                    }
+                    out.push(c);
                 }
-                out.push(c);
             }
         }
         // A delay at its extreme: the reply never comes (a delay that
