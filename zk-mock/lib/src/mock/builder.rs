@@ -94,6 +94,13 @@ impl Default for ZkMockBuilder {
     }
 }
 
+impl ZkMock {
+    /// A builder for non-default settings.
+    pub fn builder() -> ZkMockBuilder {
+        ZkMockBuilder::default()
+    }
+}
+
 impl ZkMockBuilder {
     /// An ensemble of `n` servers (at least 1, the default): `n` client
     /// ports, one connect string naming them all, one session space and one

@@ -1,4 +1,4 @@
-//! [`Control`]: the same controls as [`ZkMock`]'s, for other tasks and threads.
+//! [`Control`]: the same controls as [`ZkMock`](crate::ZkMock)'s, for other tasks and threads.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -35,8 +35,6 @@ impl Drop for Inspecting {
     }
 }
 
-#[cfg(doc)]
-use super::ZkMock;
 use super::{HoldGate, Refusal, RuleGuard, Stall};
 
 /// The controls of a running server: fault rules and verbs, the session
@@ -54,17 +52,17 @@ pub struct Control {
 }
 
 impl Control {
-    /// As [`ZkMock::addr`].
+    /// As [`ZkMock::addr`](crate::ZkMock::addr).
     pub fn addr(&self) -> SocketAddr {
         self.addrs[0]
     }
 
-    /// As [`ZkMock::addrs`].
+    /// As [`ZkMock::addrs`](crate::ZkMock::addrs).
     pub fn addrs(&self) -> Vec<SocketAddr> {
         self.addrs.to_vec()
     }
 
-    /// As [`ZkMock::connect_string`].
+    /// As [`ZkMock::connect_string`](crate::ZkMock::connect_string).
     pub fn connect_string(&self) -> String {
         self.addrs
             .iter()
@@ -73,17 +71,17 @@ impl Control {
             .join(",")
     }
 
-    /// As [`ZkMock::secure_addr`].
+    /// As [`ZkMock::secure_addr`](crate::ZkMock::secure_addr).
     pub fn secure_addr(&self) -> Option<SocketAddr> {
         self.secure_addr
     }
 
-    /// As [`ZkMock::secure_connect_string`].
+    /// As [`ZkMock::secure_connect_string`](crate::ZkMock::secure_connect_string).
     pub fn secure_connect_string(&self) -> Option<String> {
         self.secure_addr.map(|a| a.to_string())
     }
 
-    /// As [`ZkMock::seed`].
+    /// As [`ZkMock::seed`](crate::ZkMock::seed).
     pub fn seed(&self) -> u64 {
         self.seed
     }
@@ -106,12 +104,12 @@ impl Control {
         f(st.record_view())
     }
 
-    /// As [`ZkMock::last_zxid`].
+    /// As [`ZkMock::last_zxid`](crate::ZkMock::last_zxid).
     pub fn last_zxid(&self) -> i64 {
         self.state().tree().last_zxid()
     }
 
-    /// As [`ZkMock::session_ids`].
+    /// As [`ZkMock::session_ids`](crate::ZkMock::session_ids).
     pub fn session_ids(&self) -> Vec<SessionId> {
         let st = self.state();
         let mut ids: Vec<SessionId> = st.sessions.iter().map(|s| SessionId(s.id)).collect();
@@ -119,7 +117,7 @@ impl Control {
         ids
     }
 
-    /// As [`ZkMock::ephemerals`].
+    /// As [`ZkMock::ephemerals`](crate::ZkMock::ephemerals).
     pub fn ephemerals(&self, session: impl Into<SessionId>) -> Vec<(String, i64)> {
         let st = self.state();
         let mut v: Vec<(String, i64)> = st
@@ -131,19 +129,19 @@ impl Control {
         v
     }
 
-    /// As [`ZkMock::set_expiry_cleanup_delay`].
+    /// As [`ZkMock::set_expiry_cleanup_delay`](crate::ZkMock::set_expiry_cleanup_delay).
     pub fn set_expiry_cleanup_delay(&self, delay: Duration) {
         self.state().settings.expiry_cleanup_delay_ms = delay.as_millis() as u64;
     }
 
-    /// As [`ZkMock::connection_count`].
+    /// As [`ZkMock::connection_count`](crate::ZkMock::connection_count).
     pub fn connection_count(&self) -> usize {
         self.state().out.conns.len()
     }
 
     // ---- faults -------------------------------------------------------------
 
-    /// As [`ZkMock::rule`].
+    /// As [`ZkMock::rule`](crate::ZkMock::rule).
     pub fn rule(&self, rule: Rule) -> RuleGuard {
         match self.try_rule(rule) {
             Ok(g) => g,
@@ -151,7 +149,7 @@ impl Control {
         }
     }
 
-    /// As [`ZkMock::try_rule`].
+    /// As [`ZkMock::try_rule`](crate::ZkMock::try_rule).
     pub fn try_rule(&self, rule: Rule) -> Result<RuleGuard, String> {
         rule.validate()?;
         let mut st = self.state();
@@ -173,22 +171,22 @@ impl Control {
         })
     }
 
-    /// As [`ZkMock::remove_rule`].
+    /// As [`ZkMock::remove_rule`](crate::ZkMock::remove_rule).
     pub fn remove_rule(&self, id: u64) -> bool {
         self.state().observers.rules.remove(id)
     }
 
-    /// As [`ZkMock::rules`].
+    /// As [`ZkMock::rules`](crate::ZkMock::rules).
     pub fn rules(&self) -> Vec<(u64, Rule, u64)> {
         self.state().observers.rules.list()
     }
 
-    /// As [`ZkMock::expire_session`].
+    /// As [`ZkMock::expire_session`](crate::ZkMock::expire_session).
     pub fn expire_session(&self, id: impl Into<SessionId>) -> bool {
         self.state().expire(id.into().0)
     }
 
-    /// As [`ZkMock::gate`].
+    /// As [`ZkMock::gate`](crate::ZkMock::gate).
     #[must_use = "dropping the gate opens it at once; HoldGate::forget keeps it closed"]
     pub fn gate(&self) -> HoldGate {
         let id = self.state().new_gate();
@@ -199,12 +197,12 @@ impl Control {
         }
     }
 
-    /// As [`ZkMock::open_gate`].
+    /// As [`ZkMock::open_gate`](crate::ZkMock::open_gate).
     pub fn open_gate(&self, gate: crate::fault::GateId) -> bool {
         self.state().open_gate(gate.0)
     }
 
-    /// As [`ZkMock::expire_session_until`].
+    /// As [`ZkMock::expire_session_until`](crate::ZkMock::expire_session_until).
     pub fn expire_session_until(
         &self,
         id: impl Into<SessionId>,
@@ -213,12 +211,12 @@ impl Control {
         self.state().expire_until(id.into().0, gate.0)
     }
 
-    /// As [`ZkMock::expire_all`].
+    /// As [`ZkMock::expire_all`](crate::ZkMock::expire_all).
     pub fn expire_all(&self) -> usize {
         self.state().expire_all()
     }
 
-    /// As [`ZkMock::disconnect`].
+    /// As [`ZkMock::disconnect`](crate::ZkMock::disconnect).
     pub fn disconnect(&self, id: impl Into<SessionId>) -> bool {
         let mut st = self.state();
         match st.sessions.get(id.into().0).and_then(|s| s.conn) {
@@ -230,7 +228,7 @@ impl Control {
         }
     }
 
-    /// As [`ZkMock::disconnect_all`].
+    /// As [`ZkMock::disconnect_all`](crate::ZkMock::disconnect_all).
     pub fn disconnect_all(&self) -> usize {
         let mut st = self.state();
         let conns: Vec<_> = st.out.conns.keys().copied().collect();
@@ -240,7 +238,7 @@ impl Control {
         conns.len()
     }
 
-    /// As [`ZkMock::stall`].
+    /// As [`ZkMock::stall`](crate::ZkMock::stall).
     #[must_use = "dropping the guard resumes the session at once; Stall::forget keeps it stalled"]
     pub fn stall(&self, id: impl Into<SessionId>) -> Option<Stall> {
         let id = id.into();
@@ -251,12 +249,12 @@ impl Control {
         })
     }
 
-    /// As [`ZkMock::resume`].
+    /// As [`ZkMock::resume`](crate::ZkMock::resume).
     pub fn resume(&self, id: impl Into<SessionId>) -> bool {
         self.state().resume(id.into().0)
     }
 
-    /// As [`ZkMock::refuse_connections`].
+    /// As [`ZkMock::refuse_connections`](crate::ZkMock::refuse_connections).
     pub fn refuse_connections(&self) -> Refusal {
         self.state().refusing = true;
         Refusal {
@@ -264,17 +262,17 @@ impl Control {
         }
     }
 
-    /// As [`ZkMock::reset`].
+    /// As [`ZkMock::reset`](crate::ZkMock::reset).
     pub fn reset(&self) {
         self.state().reset();
     }
 
-    /// As [`ZkMock::accept_connections`].
+    /// As [`ZkMock::accept_connections`](crate::ZkMock::accept_connections).
     pub fn accept_connections(&self) {
         self.state().refusing = false;
     }
 
-    /// As [`ZkMock::set_sequence_counter`].
+    /// As [`ZkMock::set_sequence_counter`](crate::ZkMock::set_sequence_counter).
     pub fn set_sequence_counter(&self, parent: &str, next: i32) -> bool {
         let mut st = self.state();
         // Every replica, so followers hand out the same numbers.
@@ -291,7 +289,7 @@ impl Control {
 
     // ---- clock --------------------------------------------------------------
 
-    /// As [`ZkMock::advance`].
+    /// As [`ZkMock::advance`](crate::ZkMock::advance).
     pub fn advance(&self, by: Duration) {
         let mut st = self.state();
         st.clock.advance(by);
@@ -299,65 +297,65 @@ impl Control {
         st.check_containers_due();
     }
 
-    /// As [`ZkMock::clock_ms`].
+    /// As [`ZkMock::clock_ms`](crate::ZkMock::clock_ms).
     pub fn clock_ms(&self) -> u64 {
         self.state().clock.now_ms()
     }
 
-    /// As [`ZkMock::check_containers`].
+    /// As [`ZkMock::check_containers`](crate::ZkMock::check_containers).
     pub fn check_containers(&self) -> usize {
         self.state().check_containers()
     }
 
-    /// As [`ZkMock::compat`].
+    /// As [`ZkMock::compat`](crate::ZkMock::compat).
     pub fn compat(&self) -> Compat {
         self.state().settings.compat
     }
 
-    /// As [`ZkMock::clock_mode`].
+    /// As [`ZkMock::clock_mode`](crate::ZkMock::clock_mode).
     pub fn clock_mode(&self) -> ClockMode {
         self.state().clock.mode()
     }
 
     // ---- introspection ------------------------------------------------------
 
-    /// As [`ZkMock::recorded`].
+    /// As [`ZkMock::recorded`](crate::ZkMock::recorded).
     pub fn recorded(&self) -> Recording {
         let st = self.state();
         st.observers.recording(st.seed)
     }
 
-    /// As [`ZkMock::requests`].
+    /// As [`ZkMock::requests`](crate::ZkMock::requests).
     pub fn requests(&self) -> Requests {
         self.state().observers.log.requests()
     }
 
-    /// As [`ZkMock::notifications`].
+    /// As [`ZkMock::notifications`](crate::ZkMock::notifications).
     pub fn notifications(&self) -> Notifications {
         self.state().observers.log.notifications()
     }
 
-    /// As [`ZkMock::changes`].
+    /// As [`ZkMock::changes`](crate::ZkMock::changes).
     pub fn changes(&self) -> Vec<crate::record::ChangeRecord> {
         self.state().observers.log.changes()
     }
 
-    /// As [`ZkMock::clear_recording`].
+    /// As [`ZkMock::clear_recording`](crate::ZkMock::clear_recording).
     pub fn clear_recording(&self) {
         self.state().observers.clear();
     }
 
-    /// As [`ZkMock::snapshot`].
+    /// As [`ZkMock::snapshot`](crate::ZkMock::snapshot).
     pub fn snapshot(&self) -> Snapshot {
         self.state().snapshot()
     }
 
-    /// As [`ZkMock::inspect`].
+    /// As [`ZkMock::inspect`](crate::ZkMock::inspect).
     pub fn inspect<T>(&self, f: impl FnOnce(RecordView<'_>) -> T) -> T {
         self.with_view(f)
     }
 
-    /// As [`ZkMock::wait_until`].
+    /// As [`ZkMock::wait_until`](crate::ZkMock::wait_until).
     pub async fn wait_until(
         &self,
         timeout: Duration,

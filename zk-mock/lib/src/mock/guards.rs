@@ -5,8 +5,6 @@ use std::sync::{Mutex, Weak};
 
 use crate::state::{lock, State};
 use crate::SessionId;
-#[cfg(doc)]
-use crate::ZkMock;
 
 /// Uninstalls its fault rule when dropped, after checking its
 /// [`expect`](Self::expect)ation, if it has one.
@@ -199,7 +197,7 @@ impl Drop for RuleGuard {
     }
 }
 
-/// Holds a session's traffic ([`ZkMock::stall`]) until dropped.
+/// Holds a session's traffic ([`ZkMock::stall`](crate::ZkMock::stall)) until dropped.
 #[derive(Debug)]
 #[must_use = "dropping the guard resumes the session at once"]
 pub struct Stall {
@@ -214,7 +212,7 @@ impl Stall {
         self.session
     }
 
-    /// Leaves the session stalled: until [`ZkMock::resume`], or until it
+    /// Leaves the session stalled: until [`ZkMock::resume`](crate::ZkMock::resume), or until it
     /// expires.
     pub fn forget(mut self) {
         self.keep = true;
@@ -247,10 +245,10 @@ impl Drop for Refusal {
     }
 }
 
-/// A gate ([`ZkMock::gate`]): hold rules
+/// A gate ([`ZkMock::gate`](crate::ZkMock::gate)): hold rules
 /// ([`Match::hold_reply`](crate::fault::Match::hold_reply),
 /// [`Match::hold_request`](crate::fault::Match::hold_request)) and
-/// [`ZkMock::expire_session_until`] hold what they hold until it opens.
+/// [`ZkMock::expire_session_until`](crate::ZkMock::expire_session_until) hold what they hold until it opens.
 /// It opens with [`open`](Self::open), or when dropped; once open it stays
 /// open.
 #[derive(Debug)]
@@ -277,7 +275,7 @@ impl HoldGate {
     }
 
     /// Keeps the gate closed when the guard goes: until
-    /// [`ZkMock::open_gate`] (or the server's [`reset`](ZkMock::reset)).
+    /// [`ZkMock::open_gate`](crate::ZkMock::open_gate) (or the server's [`reset`](crate::ZkMock::reset)).
     pub fn forget(mut self) {
         self.keep = true;
     }

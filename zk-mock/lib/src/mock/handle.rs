@@ -16,7 +16,7 @@ use crate::Compat;
 use crate::record::RecordView;
 use crate::{SessionId, WaitTimeout};
 
-use super::{Control, HoldGate, Metrics, Refusal, RuleGuard, Stall, ZkMockBuilder};
+use super::{Control, HoldGate, Metrics, Refusal, RuleGuard, Stall};
 
 /// A running in-process ZooKeeper server.
 ///
@@ -72,11 +72,6 @@ impl ZkMock {
             .start()
             .await
             .expect("zk-mock failed to start")
-    }
-
-    /// A builder for non-default settings.
-    pub fn builder() -> ZkMockBuilder {
-        ZkMockBuilder::default()
     }
 
     /// A handle on this server's controls for other tasks or threads.

@@ -5,8 +5,6 @@ use serde::Serialize;
 use crate::record::Counters;
 
 use super::Control;
-#[cfg(doc)]
-use super::{ZkMock, ZkMockBuilder};
 
 /// Counters and gauges of a running server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -34,12 +32,12 @@ pub struct Metrics {
     /// Bytes queued for clients and not yet written, all connections.
     pub outbox_bytes: usize,
     /// Connections closed as slow readers (see
-    /// [`ZkMockBuilder::max_outbox_bytes`]).
+    /// [`ZkMockBuilder::max_outbox_bytes`](crate::ZkMockBuilder::max_outbox_bytes)).
     pub slow_readers_closed: u64,
 }
 
 impl Control {
-    /// As [`ZkMock::metrics`].
+    /// As [`ZkMock::metrics`](crate::ZkMock::metrics).
     pub fn metrics(&self) -> Metrics {
         let st = self.state();
         Metrics {
