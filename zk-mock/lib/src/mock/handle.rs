@@ -61,7 +61,7 @@ impl ZkMock {
     }
 
     /// Starts an ensemble of `n` servers on free loopback ports (see
-    /// [`ZkMockBuilder::servers`]); [`connect_string`](Self::connect_string)
+    /// [`ZkMockBuilder::servers`](crate::ZkMockBuilder::servers)); [`connect_string`](Self::connect_string)
     /// names them all.
     ///
     /// # Panics
@@ -134,7 +134,7 @@ impl ZkMock {
     }
 
     /// The seed every random choice of this server comes from; pass it to
-    /// [`ZkMockBuilder::seed`] to replay a run.
+    /// [`ZkMockBuilder::seed`](crate::ZkMockBuilder::seed) to replay a run.
     pub fn seed(&self) -> u64 {
         self.control.seed()
     }
@@ -165,7 +165,7 @@ impl ZkMock {
     }
 
     /// Sets the delay of the ephemeral cleanup of sessions expired from now
-    /// on ([`ZkMockBuilder::expiry_cleanup_delay`]).
+    /// on ([`ZkMockBuilder::expiry_cleanup_delay`](crate::ZkMockBuilder::expiry_cleanup_delay)).
     pub fn set_expiry_cleanup_delay(&self, delay: Duration) {
         self.control.set_expiry_cleanup_delay(delay)
     }
@@ -486,7 +486,7 @@ impl ZkMock {
     }
 
     /// Runs the container check now (as the background check does every
-    /// [`container_check_interval`](ZkMockBuilder::container_check_interval)):
+    /// [`container_check_interval`](crate::ZkMockBuilder::container_check_interval)):
     /// deletes every empty container that once had a child and every
     /// childless TTL node older than its TTL; returns how many it deleted.
     pub fn check_containers(&self) -> usize {
