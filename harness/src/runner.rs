@@ -601,13 +601,22 @@ fn event_ready(ctx: &Ctx, on: &crate::scenario::Trigger) -> bool {
     }
 }
 
-/// Waits until one of the events happens (an `on:` trigger, or a hold's
-/// `until:`); returns which.
+/// Waits until one of the events happens (an `on:` trigger); returns which.
 async fn wait_event(ctx: &Ctx, any: &[crate::scenario::Trigger]) -> usize {
+    // Without giving up the wait ends only with an event.
+    wait_events(ctx, any, false).await.unwrap_or_default()
+}
+
+/// Waits until one of the events happens; returns which, or, with
+/// `give_up`, `None` once none of them can come ([`event_impossible`]).
+async fn wait_events(ctx: &Ctx, any: &[crate::scenario::Trigger], give_up: bool) -> Option<usize> {
     let mut changed = ctx.journal.subscribe();
     let which = loop {
         if let Some(i) = any.iter().position(|on| event_ready(ctx, on)) {
             break i;
+        }
+        if give_up && any.iter().all(|on| event_impossible(ctx, on)) {
+            return None;
         }
         tokio::select! {
             _ = changed.changed() => {}
@@ -619,7 +628,7 @@ async fn wait_event(ctx: &Ctx, any: &[crate::scenario::Trigger]) -> usize {
     if any[which].waiting.is_some() && !settle.is_zero() {
         tokio::time::sleep(settle).await;
     }
-    which
+    Some(which)
 }
 
 /// Whether the event can no longer come: every client it names is done
@@ -635,31 +644,6 @@ fn event_impossible(ctx: &Ctx, on: &crate::scenario::Trigger) -> bool {
         && members
             .iter()
             .all(|c| crashed.contains(c) || tasks.get(c).is_some_and(JoinHandle::is_finished))
-}
-
-/// Waits for the event that releases a hold; `None` once none of them can
-/// come (a waiter whose acquisition ended with its session, say, and has
-/// no round left). The hold forces a race between the clients: once the
-/// clients it waits for are done there is no race left, and holding on
-/// would stall the rest for the scenario's sake, not the lock's.
-async fn wait_release(ctx: &Ctx, any: &[crate::scenario::Trigger]) -> Option<usize> {
-    let mut changed = ctx.journal.subscribe();
-    loop {
-        if let Some(i) = any.iter().position(|on| event_ready(ctx, on)) {
-            let settle = ctx.target.settle();
-            if any[i].waiting.is_some() && !settle.is_zero() {
-                tokio::time::sleep(settle).await;
-            }
-            return Some(i);
-        }
-        if any.iter().all(|on| event_impossible(ctx, on)) {
-            return None;
-        }
-        tokio::select! {
-            _ = changed.changed() => {}
-            _ = tokio::time::sleep(Duration::from_millis(5)) => {}
-        }
-    }
 }
 
 async fn run_step(
@@ -682,7 +666,12 @@ async fn run_step(
     // comes (the task is dropped if the run ends first; the target's end
     // opens every gate).
     if let (Some(gate), Some(until)) = (gate, step.until()) {
-        let which = wait_release(&ctx, until.triggers()).await;
+        // `None` once none of its events can come (a waiter whose
+        // acquisition ended with its session, say, and has no round left):
+        // the hold forces a race between clients, and once the clients it
+        // waits for are done there is none left; holding on would stall the
+        // rest for the scenario's sake, not the lock's.
+        let which = wait_events(&ctx, until.triggers(), true).await;
         let t = ctx.journal.now();
         ctx.target.open_gate(gate);
         tracing::debug!(step = i + 1, gate, "released");

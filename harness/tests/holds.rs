@@ -22,6 +22,17 @@ async fn play(text: &str) -> RunRecord {
     *outcome.record.expect("a record")
 }
 
+/// The run's release of what a step held, whose argument says `why`.
+fn released_on<'a>(r: &'a RunRecord, why: &str) -> &'a harness::record::FaultRecord {
+    let release = r
+        .faults
+        .iter()
+        .find(|f| f.action == "release")
+        .unwrap_or_else(|| panic!("no release in {:#?}", r.faults));
+    assert!(release.argument.contains(why), "{}", release.argument);
+    release
+}
+
 /// When `client` first logged an event matching `what`.
 fn first(r: &RunRecord, client: &str, what: impl Fn(&Event) -> bool) -> f64 {
     r.journal
@@ -64,12 +75,7 @@ timeline:
         actions.contains(&"hold") && actions.contains(&"release"),
         "{actions:?}"
     );
-    let release = r.faults.iter().find(|f| f.action == "release").unwrap();
-    assert!(
-        release.argument.contains("holds waiter"),
-        "{}",
-        release.argument
-    );
+    released_on(&r, "holds waiter");
 }
 
 /// The holder's release request is held unapplied until the late client
@@ -140,16 +146,7 @@ invariants:
         .filter(|c| c.kind == zk_mock::record::ChangeKind::Deleted && c.by_session_end)
         .collect();
     assert_eq!(deleted.len(), 1, "{:#?}", r.history.changes);
-    let release = r
-        .faults
-        .iter()
-        .find(|f| f.action == "release")
-        .expect("the cleanup's release");
-    assert!(
-        release.argument.contains("expiry's deletions"),
-        "{}",
-        release.argument
-    );
+    let release = released_on(&r, "expiry's deletions");
     let expire = r.faults.iter().find(|f| f.action == "expire").unwrap();
     assert!(release.t_ms >= expire.t_ms);
     assert!(
@@ -201,16 +198,7 @@ deadline: 10s
         r.journal
     );
     first(&r, "later", |e| matches!(e, Event::Acquired { .. }));
-    let release = r
-        .faults
-        .iter()
-        .find(|f| f.action == "release")
-        .expect("the cleanup's release");
-    assert!(
-        release.argument.contains("the clients it names were done"),
-        "{}",
-        release.argument
-    );
+    released_on(&r, "the clients it names were done");
 }
 
 /// The new fields are checked like the rest, with the file's line.

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use harness::implementation::{drivers_dir, Implementation};
 use harness::report::{failure_details, Outcome, Status};
 use harness::runner::{run, RunOptions};
+use harness::scenario::Loaded;
 use harness::target::TargetSpec;
 
 fn scenario(rel: &str) -> PathBuf {
@@ -22,8 +23,12 @@ fn scenario(rel: &str) -> PathBuf {
 
 async fn play(file: &str, implementation: Implementation) -> Outcome {
     let loaded = harness::scenario::load(&scenario(file)).unwrap();
+    play_loaded(&loaded, implementation).await
+}
+
+async fn play_loaded(loaded: &Loaded, implementation: Implementation) -> Outcome {
     run(
-        &loaded,
+        loaded,
         &RunOptions {
             target: TargetSpec::Mock,
             seed: Some(21),
@@ -161,17 +166,7 @@ timeline:
     expire: first
 ";
     let loaded = harness::scenario::parse(Path::new("no-relist.yaml"), text).unwrap();
-    let o = run(
-        &loaded,
-        &RunOptions {
-            target: TargetSpec::Mock,
-            seed: Some(21),
-            implementation: minilock(Some("no-relist")),
-            progress: None,
-            pool: None,
-        },
-    )
-    .await;
+    let o = play_loaded(&loaded, minilock(Some("no-relist"))).await;
     assert_eq!(o.status, Status::Failed, "{}", failure_details(&o));
     assert!(
         violated(&o).contains(&"mutual_exclusion"),

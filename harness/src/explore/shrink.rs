@@ -147,6 +147,31 @@ struct Tester<'a> {
 
 impl Tester<'_> {
     /// Plays `d` `n` times (seeds from `salt`), `jobs` at a time.
+    /// Of `d`'s [`boost_candidates`], the one that fails most often over
+    /// `n` runs, if any fails more than `base` of them; stops early once one
+    /// fails every run, or when time is out.
+    async fn best_variant(
+        &self,
+        d: &Draft,
+        n: usize,
+        salt: u64,
+        mut base: usize,
+        out_of_time: &dyn Fn() -> bool,
+    ) -> Option<(Draft, Trial)> {
+        let mut best = None;
+        for c in boost_candidates(d) {
+            if out_of_time() || base >= n {
+                break;
+            }
+            let t = self.trial(&c, n, salt).await;
+            if t.failed > base {
+                base = t.failed;
+                best = Some((c, t));
+            }
+        }
+        best
+    }
+
     async fn trial(&self, d: &Draft, n: usize, salt: u64) -> Trial {
         let mut trial = Trial::default();
         if d.load(&self.file).is_err() {
@@ -381,23 +406,16 @@ pub async fn shrink(
     let boost_runs = (opts.tries * 2).max(10);
     let mut base = tester.trial(&best, boost_runs, 500).await.failed;
     for _ in 0..4 {
-        let mut improved = false;
-        for c in boost_candidates(&best) {
-            if out_of_time() || base >= boost_runs {
-                break;
-            }
-            let t = tester.trial(&c, boost_runs, 500).await;
-            if t.failed > base {
-                best = c;
-                base = t.failed;
-                if t.record.is_some() {
-                    record = t.record;
-                }
-                improved = true;
-            }
-        }
-        if !improved {
+        let Some((c, t)) = tester
+            .best_variant(&best, boost_runs, 500, base, &out_of_time)
+            .await
+        else {
             break;
+        };
+        best = c;
+        base = t.failed;
+        if t.record.is_some() {
+            record = t.record;
         }
     }
 
@@ -407,19 +425,10 @@ pub async fn shrink(
     // again.
     let mut rate = tester.trial(&best, opts.rate_runs, 1000).await;
     if rate.failed * 20 < opts.rate_runs * 19 && !out_of_time() {
-        let mut base = rate.failed;
-        let mut improved = None;
-        for c in boost_candidates(&best) {
-            if out_of_time() || base >= opts.rate_runs {
-                break;
-            }
-            let t = tester.trial(&c, opts.rate_runs, 1000).await;
-            if t.failed > base {
-                base = t.failed;
-                improved = Some((c, t));
-            }
-        }
-        if let Some((c, t)) = improved {
+        if let Some((c, t)) = tester
+            .best_variant(&best, opts.rate_runs, 1000, rate.failed, &out_of_time)
+            .await
+        {
             best = c;
             if t.record.is_some() {
                 record = t.record;

@@ -558,7 +558,8 @@ fn harness_has_no_import_cycles() {
     check(&HARNESS);
 }
 
-/// The checker itself: it sees an upward edge, a cycle and a re-export.
+/// The checker itself: it reads `use`, `super::` and `crate::` paths outside
+/// test code, places a module by its longest listed prefix, and finds a cycle.
 #[test]
 fn the_checker_sees_what_it_must() {
     let file = syn::parse_file(
@@ -588,4 +589,8 @@ fn the_checker_sees_what_it_must() {
         .map(|(a, b)| (a.to_string(), b.to_string()))
         .collect();
     assert_eq!(cycles(&modules, &edges), vec![vec!["a", "b", "c"]]);
+    // `dispatch::txn` is listed below `dispatch`, the core above the watches.
+    assert!(layer(&ZK_MOCK, "dispatch::txn") < layer(&ZK_MOCK, "dispatch::commit"));
+    assert!(layer(&ZK_MOCK, "watch") < layer(&ZK_MOCK, "state"));
+    assert_eq!(layer(&ZK_MOCK, ""), ZK_MOCK.layers.len());
 }
