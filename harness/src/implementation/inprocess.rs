@@ -304,17 +304,34 @@ async fn monitor(
     let session = Some(zk.session_id().0);
     let mut states = zk.state_watcher();
     drop(zk);
-    let state = |s: ConnState| Event::State {
-        client: name.clone(),
-        state: s,
-        session,
+    let say = |word: Word| {
+        sink(match word {
+            Word::Suspended => Event::State {
+                client: name.clone(),
+                state: ConnState::Suspended,
+                session,
+            },
+            Word::Reconnected => Event::State {
+                client: name.clone(),
+                state: ConnState::Reconnected,
+                session,
+            },
+            Word::SessionLost => Event::State {
+                client: name.clone(),
+                state: ConnState::Lost,
+                session,
+            },
+            Word::LockLost => Event::Lock {
+                client: name.clone(),
+                state: "lost".into(),
+            },
+        })
     };
-    let lost = || Event::Lock {
-        client: name.clone(),
-        state: "lost".into(),
-    };
-    let mut suspended = false;
+    let mut reporter = Reporter::default();
     let mut current: Option<GuardMonitor> = guard.borrow_and_update().clone();
+    if let Some(word) = reporter.entry(current.as_ref().map(GuardMonitor::state)) {
+        say(word);
+    }
     loop {
         let guard_changed = async {
             match current.as_mut() {
@@ -322,61 +339,161 @@ async fn monitor(
                 None => std::future::pending().await,
             }
         };
-        tokio::select! {
+        let word = tokio::select! {
             s = states.changed() => {
-                match s {
-                    zk::SessionState::Disconnected if current.is_none() && !suspended => {
-                        suspended = true;
-                        sink(state(ConnState::Suspended));
+                let word = reporter.session(s);
+                if s.is_terminated() {
+                    if let Some(word) = word {
+                        say(word);
                     }
-                    zk::SessionState::SyncConnected if current.is_none() && suspended => {
-                        suspended = false;
-                        sink(state(ConnState::Reconnected));
-                    }
-                    s if s.is_terminated() => {
-                        sink(state(ConnState::Lost));
-                        return;
-                    }
-                    _ => {}
+                    return;
                 }
+                word
             }
             r = guard.changed() => {
                 if r.is_err() {
                     return;
                 }
                 current = guard.borrow_and_update().clone();
-                if let Some(g) = current.as_ref() {
-                    // A new entry starts from what its guard says now.
-                    match g.state() {
-                        GuardState::Held => suspended = false,
-                        GuardState::Suspended => {
-                            suspended = true;
-                            sink(state(ConnState::Suspended));
-                        }
-                        GuardState::Lost => sink(lost()),
-                        _ => {}
-                    }
+                let now = current.as_ref().map(GuardMonitor::state);
+                if matches!(now, Some(GuardState::Lost | GuardState::Released)) {
+                    current = None;
                 }
+                reporter.entry(now)
             }
             now = guard_changed => {
-                match now {
-                    GuardState::Suspended if !suspended => {
-                        suspended = true;
-                        sink(state(ConnState::Suspended));
-                    }
-                    GuardState::Held if suspended => {
-                        suspended = false;
-                        sink(state(ConnState::Reconnected));
-                    }
-                    GuardState::Lost => {
-                        sink(lost());
-                        current = None;
-                    }
-                    // Released: the next entry, if any, comes on `guard`.
-                    GuardState::Released => current = None,
-                    _ => {}
+                if matches!(now, GuardState::Lost | GuardState::Released) {
+                    // Final: the next entry, if any, comes on `guard`.
+                    current = None;
                 }
+                reporter.guard(now)
+            }
+        };
+        if let Some(word) = word {
+            say(word);
+        }
+    }
+}
+
+/// What the monitor tells the harness.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Word {
+    Suspended,
+    Reconnected,
+    SessionLost,
+    LockLost,
+}
+
+/// The monitor's decisions, apart from its channels: what it has said
+/// (suspended or not) and whether a guard speaks for the connection.
+///
+/// Every "suspended" it says is followed by "reconnected" once the library
+/// shows the connection back, whichever source said which: a disconnection
+/// seen between two entries, before the next entry's guard reached the
+/// monitor, is answered by that guard's `Held`.
+#[derive(Debug, Default)]
+struct Reporter {
+    suspended: bool,
+    guarded: bool,
+}
+
+impl Reporter {
+    /// The session's state changed; it speaks only while no guard does.
+    fn session(&mut self, s: zk::SessionState) -> Option<Word> {
+        if s.is_terminated() {
+            return Some(Word::SessionLost);
+        }
+        if self.guarded {
+            return None;
+        }
+        match s {
+            zk::SessionState::Disconnected => self.suspend(),
+            zk::SessionState::SyncConnected => self.resume(),
+            _ => None,
+        }
+    }
+
+    /// A new entry's guard (`None`: no entry), from what it says now.
+    fn entry(&mut self, state: Option<GuardState>) -> Option<Word> {
+        self.guarded = state.is_some();
+        match state? {
+            GuardState::Held => self.resume(),
+            GuardState::Suspended => self.suspend(),
+            GuardState::Lost => {
+                self.guarded = false;
+                Some(Word::LockLost)
+            }
+            _ => {
+                self.guarded = false;
+                None
             }
         }
+    }
+
+    /// The followed guard's state changed.
+    fn guard(&mut self, state: GuardState) -> Option<Word> {
+        match state {
+            GuardState::Suspended => self.suspend(),
+            GuardState::Held => self.resume(),
+            GuardState::Lost => {
+                self.guarded = false;
+                Some(Word::LockLost)
+            }
+            // Released: the session speaks until the next entry.
+            _ => {
+                self.guarded = false;
+                None
+            }
+        }
+    }
+
+    fn suspend(&mut self) -> Option<Word> {
+        (!std::mem::replace(&mut self.suspended, true)).then_some(Word::Suspended)
+    }
+
+    fn resume(&mut self) -> Option<Word> {
+        std::mem::replace(&mut self.suspended, false).then_some(Word::Reconnected)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zk::SessionState::{Disconnected, SyncConnected};
+
+    #[test]
+    fn a_disconnection_between_entries_is_answered_by_the_next_guard() {
+        let mut r = Reporter::default();
+        // Released; the session drops before the next entry's guard arrives.
+        assert_eq!(r.session(Disconnected), Some(Word::Suspended));
+        // The guard arrives held again: the suspension must end.
+        assert_eq!(r.entry(Some(GuardState::Held)), Some(Word::Reconnected));
+        // The session's word no longer counts while the guard speaks.
+        assert_eq!(r.session(Disconnected), None);
+        assert_eq!(r.session(SyncConnected), None);
+    }
+
+    #[test]
+    fn a_guard_speaks_for_the_connection_while_held() {
+        let mut r = Reporter::default();
+        assert_eq!(r.entry(Some(GuardState::Held)), None);
+        assert_eq!(r.guard(GuardState::Suspended), Some(Word::Suspended));
+        assert_eq!(r.entry(Some(GuardState::Suspended)), None, "said once");
+        assert_eq!(r.guard(GuardState::Held), Some(Word::Reconnected));
+        assert_eq!(r.guard(GuardState::Released), None);
+        // Between entries the session speaks again.
+        assert_eq!(r.session(Disconnected), Some(Word::Suspended));
+        assert_eq!(r.session(SyncConnected), Some(Word::Reconnected));
+    }
+
+    #[test]
+    fn a_lost_lock_and_an_ended_session_are_said() {
+        let mut r = Reporter::default();
+        assert_eq!(r.entry(Some(GuardState::Lost)), Some(Word::LockLost));
+        assert_eq!(r.session(Disconnected), Some(Word::Suspended));
+        assert_eq!(
+            r.session(zk::SessionState::Expired),
+            Some(Word::SessionLost)
+        );
     }
 }
