@@ -709,7 +709,7 @@ async fn run_step(
 /// returns the gate that holds, for the step to open on its event.
 async fn act(ctx: &Arc<Ctx>, i: usize, step: &Step) -> Result<Option<u64>, RunError> {
     let t = ctx.journal.now();
-    let (action, arg) = step
+    let (action, mut arg) = step
         .action()
         .into_iter()
         .next()
@@ -844,8 +844,12 @@ async fn act(ctx: &Arc<Ctx>, i: usize, step: &Step) -> Result<Option<u64>, RunEr
         }
     } else if let Some(l) = &step.lag {
         if let Some(i) = server_of(ctx, &l.server, &sessions) {
-            ctx.target.lag(i, l.lag())?;
-            targets.push(format!("server {i}"));
+            if ctx.target.lag(i, l.lag())? {
+                targets.push(format!("server {i}"));
+            } else {
+                // The leader cannot lag: the step names no one it reached.
+                arg = format!("{arg} (refused: server {i} leads)");
+            }
         }
     } else if let Some(window) = step.leader_election {
         ctx.target.leader_election(window.0)?;

@@ -267,13 +267,19 @@ impl Target {
         Ok(())
     }
 
-    /// Sets server `i`'s lag.
-    pub(crate) fn lag(&self, i: usize, lag: zk_mock::Lag) -> Result<(), RunError> {
+    /// Sets server `i`'s lag; false if the server refused it (it leads:
+    /// a leader applies each txn as it commits it).
+    pub(crate) fn lag(&self, i: usize, lag: zk_mock::Lag) -> Result<bool, RunError> {
         let Target::Mock(m) = self else {
             return Err(RunError::MockOnly("lag"));
         };
-        m.zk.server(i).set_lag(lag);
-        Ok(())
+        match m.zk.server(i).set_lag(lag) {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                tracing::warn!(server = i, "lag refused: {e}");
+                Ok(false)
+            }
+        }
     }
 
     /// Leader loss for `window`.

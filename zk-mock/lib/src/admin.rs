@@ -19,7 +19,7 @@
 //! | `GET /metrics` | counters |
 //! | `GET /servers` | each server: index, addr, status, leader, lag, last_zxid, behind, connections |
 //! | `POST /servers/{i}/kill`, `/restart`, `/partition`, `/heal` | one server down or back |
-//! | `POST /servers/{i}/lag` with `{"ms": N}` or `{"txns": N}` (`{}`: none) | a follower's lag |
+//! | `POST /servers/{i}/lag` with `{"ms": N}` or `{"txns": N}` (`{}`: none) | a follower's lag (409 on the leader, which cannot lag) |
 //! | `POST /servers/{i}/catch_up` | apply what it holds back |
 //! | `POST /election` with `{"ms": N}` (window; default the builder's) | leader loss |
 //! | `POST /reset` | back to a new server: sessions expired, tree wiped, rules, stalls, refusal and recording gone ([`ZkMock::reset`]) |
@@ -471,7 +471,9 @@ async fn server_lag(
         (None, None) => crate::Lag::None,
     };
     let server = c.server(i);
-    server.set_lag(lag);
+    server
+        .set_lag(lag)
+        .map_err(|e| ApiError(StatusCode::CONFLICT, e.to_string()))?;
     ok(server.info())
 }
 

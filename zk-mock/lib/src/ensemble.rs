@@ -46,6 +46,24 @@ pub enum Lag {
     Time(Duration),
 }
 
+/// Why [`Server::set_lag`](crate::Server::set_lag) (and the admin
+/// interface's `POST /servers/{i}/lag`) refused a lag.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LagError {
+    /// The server leads. A ZooKeeper leader applies each txn as it commits
+    /// it, so reads through it are never stale: lag a follower instead
+    /// ([`ZkMock::servers`](crate::ZkMock::servers) says which server leads).
+    #[error(
+        "server {0} is the leader: a leader applies each txn as it commits it, so it cannot \
+         lag behind itself; lag a follower (see which server leads in GET /servers)"
+    )]
+    Leader(usize),
+    /// There is no such server.
+    #[error("there is no server {0}")]
+    NoSuchServer(usize),
+}
+
 /// What a server is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -347,15 +365,19 @@ impl State {
         }
     }
 
-    /// Sets a server's lag and applies what the new lag lets through.
-    pub(crate) fn set_lag(&mut self, i: usize, lag: Lag) -> bool {
-        let Some(r) = self.servers.get_mut(i) else {
-            return false;
-        };
-        r.lag = lag;
+    /// Sets a follower's lag and applies what the new lag lets through. The
+    /// leader refuses one: it applies each txn as it commits it.
+    pub(crate) fn set_lag(&mut self, i: usize, lag: Lag) -> Result<(), LagError> {
+        if i >= self.servers.len() {
+            return Err(LagError::NoSuchServer(i));
+        }
+        if i == self.leader && lag != Lag::None {
+            return Err(LagError::Leader(i));
+        }
+        self.servers[i].lag = lag;
         self.settle(i);
         self.lag_wake.notify_one();
-        true
+        Ok(())
     }
 
     /// Leader loss: every server drops its clients and takes none, and
@@ -397,6 +419,13 @@ impl State {
             return false;
         };
         self.leader = leader;
+        if std::mem::take(&mut self.servers[leader].lag) != Lag::None {
+            // It caught up above; as the leader it applies each txn as it commits it.
+            tracing::info!(
+                server = leader,
+                "a lagging follower now leads: its lag is dropped"
+            );
+        }
         // The new leader's epoch: its NEWLEADER zxid is `epoch << 32`, the
         // first txn `(epoch << 32) + 1`; followers keep reporting the old
         // epoch's last zxid until they apply that txn.

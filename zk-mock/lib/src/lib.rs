@@ -113,10 +113,6 @@
 //!   token); reconfig (16) as by a standalone server (RECONFIGDISABLED). TTL
 //!   nodes are off, as on a default ZooKeeper (`extended_types` turns them
 //!   on).
-//! - In an ensemble, a client's connection on a lagging server is closed at
-//!   once when its session expires, and a new session through a lagging
-//!   server is answered at once; ZooKeeper waits until that server applies
-//!   the closeSession or the createSession.
 //!
 //! The guide's chapter on fidelity (`docs/fidelity.md` in the repository)
 //! says how each behaviour is checked against ZooKeeper 3.8.0.
@@ -158,7 +154,7 @@ pub mod tree;
 mod watch;
 
 pub use compat::{Compat, UnknownCompat};
-pub use ensemble::{Lag, ServerInfo, ServerStatus};
+pub use ensemble::{Lag, LagError, ServerInfo, ServerStatus};
 pub use error::{Error, WaitTimeout};
 pub use four_letter::{VERSION, VERSION_3_9};
 pub use mock::{

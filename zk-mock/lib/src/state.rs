@@ -604,17 +604,12 @@ impl State {
         let now = self.clock.now_ms();
         let read_only = req.read_only.map(|_| false);
         if req.session_id == 0 {
+            // createSession is a transaction: it consumes a zxid, and the
+            // handshake is answered when the connection's server applies it
+            // (`FinalRequestProcessor` → `finishSessionInit`): at once on
+            // the leader, later through a lagging follower.
             let s = self.sessions.create(now, timeout, conn).clone();
-            // createSession is a transaction: it consumes a zxid.
             let zxid = self.next_zxid();
-            self.commit(Txn {
-                zxid,
-                time: self.clock.wall_ms(),
-                session: s.id,
-                auth: Arc::from([]),
-                op: TxnOp::CreateSession,
-                origin: None,
-            });
             tracing::debug!(
                 conn,
                 session = format_args!("{:#x}", s.id),
@@ -629,18 +624,22 @@ impl State {
             }
             self.observers
                 .session(now, s.id, SessionEvent::Created, zxid);
-            let passwd = Some(Bytes::copy_from_slice(&s.passwd));
-            self.send(
-                conn,
-                ConnectResponse {
-                    protocol_version: 0,
-                    time_out: timeout,
-                    session_id: s.id,
-                    passwd,
-                    read_only,
-                }
-                .to_bytes(),
-            );
+            let answer = ConnectResponse {
+                protocol_version: 0,
+                time_out: timeout,
+                session_id: s.id,
+                passwd: Some(Bytes::copy_from_slice(&s.passwd)),
+                read_only,
+            }
+            .to_bytes();
+            self.commit(Txn {
+                zxid,
+                time: self.clock.wall_ms(),
+                session: s.id,
+                auth: Arc::from([]),
+                op: TxnOp::CreateSession(answer),
+                origin: Some((conn, 0)),
+            });
             return Flow::Continue;
         }
         // Any other connection of this session on this server is closed
@@ -796,18 +795,27 @@ impl State {
     }
 
     /// Ends a session as a transaction with its own zxid: its ephemerals are
-    /// deleted with that zxid and watchers told (`DataTree.killSession`).
-    /// Returns the zxid, or `None` if the session was already gone.
-    pub(crate) fn close_session(&mut self, session: i64, how: SessionEvent) -> Option<i64> {
-        let s = self.sessions.remove(session)?;
-        let zxid = self.kill(session, how);
-        self.unbind(session, s.conn);
+    /// deleted with that zxid and watchers told (`DataTree.killSession`),
+    /// and each server closes its connections of the session when it
+    /// applies the txn (a lagging follower serves it until then). `asked`:
+    /// the connection and xid of a closeSession request, answered by its
+    /// server when it applies the txn. Returns the zxid, or `None` if the
+    /// session was already gone.
+    pub(crate) fn close_session(
+        &mut self,
+        session: i64,
+        how: SessionEvent,
+        asked: Option<(ConnId, i32)>,
+    ) -> Option<i64> {
+        self.sessions.remove(session)?;
+        let zxid = self.kill(session, how, asked);
+        self.unstall(session, None);
         Some(zxid)
     }
 
     /// The closeSession transaction: a zxid, the session's ephemerals
-    /// deleted with it, watchers told.
-    fn kill(&mut self, session: i64, how: SessionEvent) -> i64 {
+    /// deleted with it, watchers told, its connections closed.
+    fn kill(&mut self, session: i64, how: SessionEvent, asked: Option<(ConnId, i32)>) -> i64 {
         let zxid = self.next_zxid();
         let now = self.clock.now_ms();
         self.observers.session(now, session, how, zxid);
@@ -817,22 +825,27 @@ impl State {
             session,
             auth: Arc::from([]),
             op: TxnOp::CloseSession,
-            origin: None,
+            origin: asked,
         });
         zxid
     }
 
-    /// Unbinds a removed session from its connection and its stall.
+    /// Unbinds a removed session from its connection (which the caller
+    /// closes) and its stall.
     fn unbind(&mut self, session: i64, conn: Option<ConnId>) {
         if let Some(c) = conn.and_then(|c| self.out.conns.get_mut(&c)) {
             c.session = None;
         }
-        // Connections waiting to re-attach a stalled session may go on: they
-        // will be told it expired. The bound connection stays shut, so what it
-        // held is dropped when it is closed.
+        self.unstall(session, conn);
+    }
+
+    /// A removed session's stall ends. Connections waiting to re-attach it
+    /// may go on: they will be told it expired. `bound`, the connection the
+    /// caller closes, stays shut, so what it held is dropped with it.
+    fn unstall(&mut self, session: i64, bound: Option<ConnId>) {
         if self.stalled.remove(&session) {
             for (&id, c) in self.out.conns.iter_mut() {
-                if c.stalled_for == Some(session) && Some(id) != conn {
+                if c.stalled_for == Some(session) && Some(id) != bound {
                     c.stalled_for = None;
                     let _ = c.gate.send(Gate::Open);
                 }
@@ -872,7 +885,7 @@ impl State {
             .partition(|(gate, _)| *gate == id);
         self.held_kills = later;
         for (_, session) in due {
-            let zxid = self.kill(session, SessionEvent::Expired);
+            let zxid = self.kill(session, SessionEvent::Expired, None);
             tracing::info!(
                 session = format_args!("{session:#x}"),
                 zxid,
@@ -917,7 +930,7 @@ impl State {
             .partition(|(at, _)| *at <= now);
         self.pending_kills = later;
         for (_, session) in due {
-            let zxid = self.kill(session, SessionEvent::Expired);
+            let zxid = self.kill(session, SessionEvent::Expired, None);
             tracing::info!(
                 session = format_args!("{session:#x}"),
                 zxid,
@@ -940,14 +953,20 @@ impl State {
             self.unbind(session, s.conn);
             self.pending_kills
                 .push((self.clock.now_ms() + delay, session));
-        } else if self.close_session(session, SessionEvent::Expired).is_none() {
+            tracing::info!(session = format_args!("{session:#x}"), "session expired");
+            if let Some(conn) = conn {
+                self.close_conn(conn);
+            }
+        } else if self
+            .close_session(session, SessionEvent::Expired, None)
+            .is_some()
+        {
+            // Its connection closes when its server applies the closeSession.
+            tracing::info!(session = format_args!("{session:#x}"), "session expired");
+        } else {
             return false;
         }
-        tracing::info!(session = format_args!("{session:#x}"), "session expired");
         self.changed();
-        if let Some(conn) = conn {
-            self.close_conn(conn);
-        }
         true
     }
 

@@ -82,9 +82,9 @@ async fn a_lost_reply_then_an_expiry() -> Result<(), Box<dyn std::error::Error>>
 #[tokio::test]
 async fn a_stale_read_through_a_lagging_follower() -> Result<(), Box<dyn std::error::Error>> {
     let zk = ZkMock::ensemble(3).await; // one connect string naming three servers
-    zk.server(2).set_lag(zk_mock::Lag::Txns(1)); // server 2 applies every commit one write late
     let writer = Client::connect(&zk.server(0).connect_string()).await?;
     let reader = Client::connect(&zk.server(2).connect_string()).await?;
+    zk.server(2).set_lag(zk_mock::Lag::Txns(1))?; // server 2 applies every commit one write late
     let open = CreateMode::Persistent.with_acls(Acls::anyone_all());
     writer.create("/config", b"v1", &open).await?;
     assert!(

@@ -1,4 +1,4 @@
-//! Tidy: the workspace's modules import one way (docs/architecture.md).
+//! Tidy: the workspace's modules import one way (ARCHITECTURE.md).
 //!
 //! Each crate's source files are parsed (syn) and every `use` and every
 //! `crate::`/`super::`/`self::` path outside `#[cfg(test)]` and `#[cfg(doc)]`
@@ -537,7 +537,7 @@ fn check(krate: &Crate) {
     }
     assert!(
         problems.is_empty(),
-        "{}: the imports break the layering (docs/architecture.md):\n  {}",
+        "{}: the imports break the layering (ARCHITECTURE.md):\n  {}",
         krate.name,
         problems.join("\n  ")
     );

@@ -57,11 +57,16 @@ async fn the_binary_serves_an_ensemble_whose_servers_the_admin_interface_kills_l
     assert_eq!(servers[1]["status"], "serving");
     assert_eq!(servers[2]["addr"], hosts[2]);
 
-    // A lagging server 2: its client reads stale data.
-    let (s, v) = http(admin, "POST", "/servers/2/lag", Some(r#"{"txns": 1}"#)).await;
-    assert_eq!((s, &v["lag"]["txns"]), (200, &Value::from(1)));
+    // A lagging server 2: its client reads stale data. (Connected first: a
+    // new session through it waits for it to apply the createSession.)
     let writer = connect_to(hosts[0]).await;
     let reader = connect_to(hosts[2]).await;
+    let (s, v) = http(admin, "POST", "/servers/2/lag", Some(r#"{"txns": 1}"#)).await;
+    assert_eq!((s, &v["lag"]["txns"]), (200, &Value::from(1)));
+    // The leader cannot lag: it says why.
+    let (s, v) = http(admin, "POST", "/servers/0/lag", Some(r#"{"txns": 1}"#)).await;
+    assert_eq!(s, 409, "{v}");
+    assert!(v.to_string().contains("server 0 is the leader"), "{v}");
     writer.create("/lagged", b"", &persistent()).await.unwrap();
     assert!(reader.check_stat("/lagged").await.unwrap().is_none());
     let (_, v) = http(admin, "GET", "/servers", None).await;

@@ -8,7 +8,7 @@ use crate::ensemble::{Lag, Pending};
 use crate::session::ConnId;
 use crate::state::State;
 
-use super::txn::{execute, Outcome, Txn};
+use super::txn::{execute, Outcome, Txn, TxnOp};
 use super::Applied;
 
 impl State {
@@ -82,7 +82,27 @@ impl State {
                 self.send_outcome(conn, xid, txn.zxid, outcome);
             }
         }
+        if matches!(txn.op, TxnOp::CloseSession) {
+            self.close_session_conns(server, txn.session);
+        }
         err
+    }
+
+    /// A server applies a closeSession: it closes its connections of that
+    /// session (`FinalRequestProcessor`: `cnxnFactory.closeSession`), after
+    /// the close request's answer if one of them asked. A lagging server
+    /// keeps serving the session from its replica until then.
+    fn close_session_conns(&mut self, server: usize, session: i64) {
+        let conns: Vec<ConnId> = self
+            .out
+            .conns
+            .iter()
+            .filter(|(_, c)| c.server == server && c.session == Some(session))
+            .map(|(&id, _)| id)
+            .collect();
+        for conn in conns {
+            self.close_conn(conn);
+        }
     }
 
     /// Queues a txn's answer.
@@ -91,6 +111,7 @@ impl State {
             Outcome::Reply(r) => self.send_reply(conn, xid, zxid, r),
             Outcome::Multi(resp, _) => self.reply(conn, xid, zxid, &resp),
             Outcome::Silent => {}
+            Outcome::Handshake(answer) => self.send(conn, answer),
             Outcome::Failed(e) => self.reply_header(conn, xid, zxid, e.code()),
         }
     }

@@ -101,7 +101,9 @@ impl State {
                 return flow;
             }
         } else if !self.sessions.touch(session, now) {
-            return Flow::Continue;
+            if let Some(flow) = self.ending(conn, server, session, xid, op, &req) {
+                return flow;
+            }
         }
         let path = req.as_ref().ok().and_then(|r| r.path().map(str::to_string));
         let verdict = if judge {
@@ -217,6 +219,63 @@ impl State {
         self.close_conn(conn);
         self.changed();
         Some(Flow::Close)
+    }
+
+    /// A request of a session the leader has ended (expired or closed)
+    /// while this connection's server has not applied the closeSession:
+    /// ZooKeeper's follower still knows the session until then
+    /// (`LearnerSessionTracker`), so it answers reads and pings from its
+    /// replica. A write goes to the leader, which fails its session check
+    /// (an error txn, SESSIONEXPIRED); its answer would come after the
+    /// closeSession, which closes the connection first, so none comes. A
+    /// session ended otherwise is dropped, as ZooKeeper drops requests of
+    /// unknown sessions. `None`: serve the request.
+    fn ending(
+        &mut self,
+        conn: ConnId,
+        server: usize,
+        session: i64,
+        xid: i32,
+        op: i32,
+        req: &Result<Request, RequestError>,
+    ) -> Option<Flow> {
+        let closing = self.servers[server]
+            .backlog
+            .iter()
+            .any(|p| p.txn.session == session && matches!(p.txn.op, TxnOp::CloseSession));
+        if !closing {
+            return Some(Flow::Continue);
+        }
+        let code = OpCode::from_i32(op);
+        let local = matches!(req, Ok(Request::Auth(_) | Request::Sasl(_)));
+        if local || !code.is_some_and(|c| c.is_write() || c == OpCode::CloseSession) {
+            // Answered from this server's replica, as before the expiry.
+            return None;
+        }
+        let zxid = self.next_zxid();
+        self.commit(Txn {
+            zxid,
+            time: self.clock.wall_ms(),
+            session,
+            auth: std::sync::Arc::from([]),
+            op: TxnOp::Error(ErrorCode::SessionExpired),
+            origin: Some((conn, xid)),
+        });
+        let path = req.as_ref().ok().and_then(|r| r.path().map(str::to_string));
+        let now = self.clock.now_ms();
+        self.observers.request(RequestSeen {
+            at_ms: now,
+            session,
+            xid,
+            op,
+            path,
+            err: ErrorCode::SessionExpired.code(),
+            zxid,
+            verdict: None,
+            server,
+        });
+        self.changed();
+        Some(Flow::Continue)
     }
 
     fn apply_fault(

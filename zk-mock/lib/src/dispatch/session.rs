@@ -24,12 +24,24 @@ impl State {
                 Applied { err: 0, zxid }
             }
             Request::CloseSession => {
-                let zxid = self
-                    .close_session(session, SessionEvent::Closed)
-                    .unwrap_or_else(|| self.servers[server].last_zxid());
-                self.reply_header(conn, xid, zxid, 0);
-                self.close_conn(conn);
-                return (Flow::Close, Applied { err: 0, zxid });
+                // Answered, and the connection closed, when this server
+                // applies the closeSession: at once on the leader.
+                let zxid =
+                    match self.close_session(session, SessionEvent::Closed, Some((conn, xid))) {
+                        Some(zxid) => zxid,
+                        None => {
+                            let zxid = self.servers[server].last_zxid();
+                            self.reply_header(conn, xid, zxid, 0);
+                            self.close_conn(conn);
+                            zxid
+                        }
+                    };
+                let flow = if self.out.conns.contains_key(&conn) {
+                    Flow::Continue
+                } else {
+                    Flow::Close
+                };
+                return (flow, Applied { err: 0, zxid });
             }
             Request::WhoAmI => self.read(cx, |_| {
                 // `getUserName`: digest ids show the user, the part before ':'.

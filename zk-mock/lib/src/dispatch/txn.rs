@@ -43,8 +43,10 @@ pub(crate) enum TxnOp {
     /// A write that prep failed before the tree (a malformed body, reconfig,
     /// a server-internal op, a multi of reads): it only takes its zxid.
     Error(ErrorCode),
-    /// createSession: only the zxid (sessions are global).
-    CreateSession,
+    /// createSession: only the zxid (sessions are global), and the
+    /// handshake's answer (an encoded `ConnectResponse`), which the
+    /// connection's server sends when it applies the txn.
+    CreateSession(Bytes),
     /// closeSession: the session's ephemerals are deleted.
     CloseSession,
     /// The container manager's delete of an empty container or expired TTL node.
@@ -66,6 +68,8 @@ pub(crate) enum Outcome {
     Multi(MultiResponse, i32),
     /// Nothing at all: 3.8.0 never answers a successful standalone check.
     Silent,
+    /// A new session's handshake answer (a `ConnectResponse`, no header).
+    Handshake(Bytes),
     /// A header with this error.
     Failed(ErrorCode),
 }
@@ -74,7 +78,7 @@ impl Outcome {
     /// The code the recorder keeps.
     pub(crate) fn err(&self) -> i32 {
         match self {
-            Outcome::Reply(_) | Outcome::Silent => 0,
+            Outcome::Reply(_) | Outcome::Silent | Outcome::Handshake(_) => 0,
             Outcome::Multi(_, err) => *err,
             Outcome::Failed(e) => e.code(),
         }
@@ -122,7 +126,7 @@ pub(crate) fn execute(
     match &txn.op {
         TxnOp::Write(req) => w.write(req),
         TxnOp::Error(e) => Outcome::Failed(*e),
-        TxnOp::CreateSession => Outcome::Reply(Reply::None),
+        TxnOp::CreateSession(answer) => Outcome::Handshake(answer.clone()),
         TxnOp::CloseSession => {
             w.tree.kill_session(txn.zxid, txn.session, w.events);
             Outcome::Reply(Reply::None)

@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::ensemble::{Lag, ServerInfo, ServerStatus, Then};
+use crate::ensemble::{Lag, LagError, ServerInfo, ServerStatus, Then};
 use crate::state::lock;
 
 #[cfg(doc)]
@@ -109,7 +109,7 @@ impl Mock {
     /// use std::time::Duration;
     /// let zk = zk_mock::ZkMock::ensemble(3).await;
     /// assert_eq!(zk.connect_string().split(',').count(), 3);
-    /// zk.server(2).set_lag(zk_mock::Lag::Txns(1)); // reads through it are one write behind
+    /// zk.server(2).set_lag(zk_mock::Lag::Txns(1)).expect("a follower"); // one write behind
     /// zk.server(1).kill(); // its clients fail over; sessions survive
     /// zk.server(1).restart();
     /// zk.leader_election(Duration::from_millis(50)); // every client drops for 50 ms
@@ -226,13 +226,21 @@ impl Server {
         self.restart()
     }
 
-    /// Sets how far behind the leader it applies txns: reads through it are
-    /// stale, its watches fire late, and a write through it is answered
-    /// when it applies that write. Mock-only: a real ensemble cannot be made
-    /// to lag on demand. The leader applies every txn as it commits; a lag
-    /// set on it takes effect once it follows.
-    pub fn set_lag(&self, lag: Lag) {
-        self.control.state().set_lag(self.index, lag);
+    /// Sets how far behind the leader this follower applies txns, as
+    /// ZooKeeper's followers do when they fall behind: reads through it are
+    /// stale, its watches fire late, a write through it is answered when it
+    /// applies that write, a new session through it is answered when it
+    /// applies the createSession, and a session's expiry or close reaches
+    /// its connection when it applies the closeSession (until then it
+    /// answers that session's reads and pings). Mock-only: a real ensemble
+    /// cannot be made to lag on demand.
+    ///
+    /// # Errors
+    /// [`LagError::Leader`] if this server leads: a leader applies each txn
+    /// as it commits it. (A lagging follower that wins an election drops
+    /// its lag.) `Lag::None` is always accepted.
+    pub fn set_lag(&self, lag: Lag) -> Result<(), LagError> {
+        self.control.state().set_lag(self.index, lag)
     }
 
     /// Applies every committed txn it has not yet, whatever its lag.

@@ -60,9 +60,9 @@ async fn an_ensemble_names_every_server_and_every_replica_applies_every_write() 
 #[tokio::test]
 async fn a_lagging_follower_serves_stale_reads_and_fires_its_watches_late() {
     let mock = ensemble(3).await;
-    mock.server(1).set_lag(Lag::Txns(1));
     let writer = on(&mock, 0).await;
     let reader = on(&mock, 1).await;
+    mock.server(1).set_lag(Lag::Txns(1)).unwrap();
 
     writer.create("/a", b"", &persistent()).await.unwrap();
     // Server 1 holds /a back: its reader does not see it, and leaves a watch.
@@ -84,9 +84,9 @@ async fn a_lagging_follower_serves_stale_reads_and_fires_its_watches_late() {
 #[tokio::test]
 async fn a_write_through_a_lagging_follower_is_answered_when_that_follower_applies_it() {
     let mock = ensemble(3).await;
-    mock.server(1).set_lag(Lag::Txns(1));
     let leader_client = on(&mock, 0).await;
     let follower_client = on(&mock, 1).await;
+    mock.server(1).set_lag(Lag::Txns(1)).unwrap();
 
     let write = tokio::spawn(async move {
         let r = follower_client.create("/w", b"", &persistent()).await;
@@ -117,9 +117,9 @@ async fn a_write_through_a_lagging_follower_is_answered_when_that_follower_appli
 #[tokio::test]
 async fn sync_brings_a_lagging_follower_up_to_the_leader() {
     let mock = ensemble(3).await;
-    mock.server(2).set_lag(Lag::Txns(100));
     let writer = on(&mock, 0).await;
     let reader = on(&mock, 2).await;
+    mock.server(2).set_lag(Lag::Txns(100)).unwrap();
     writer.create("/s", b"v", &persistent()).await.unwrap();
     assert!(reader.check_stat("/s").await.unwrap().is_none());
     reader.sync("/s").await.unwrap();
@@ -136,9 +136,11 @@ async fn a_time_lag_applies_each_txn_that_long_after_its_commit() {
         .start()
         .await
         .unwrap();
-    mock.server(1).set_lag(Lag::Time(Duration::from_secs(1)));
     let writer = on(&mock, 0).await;
     let reader = on(&mock, 1).await;
+    mock.server(1)
+        .set_lag(Lag::Time(Duration::from_secs(1)))
+        .unwrap();
     writer.create("/t", b"", &persistent()).await.unwrap();
     assert!(reader.check_stat("/t").await.unwrap().is_none());
     mock.advance(Duration::from_millis(999));
@@ -150,13 +152,13 @@ async fn a_time_lag_applies_each_txn_that_long_after_its_commit() {
 #[tokio::test]
 async fn an_expired_sessions_ephemerals_linger_on_a_lagging_follower_curator_498() {
     let mock = ensemble(3).await;
-    mock.server(1).set_lag(Lag::Txns(1));
     let admin = on(&mock, 0).await;
     admin.create("/lock", b"", &persistent()).await.unwrap();
     let holder = on(&mock, 0).await;
     holder.create("/lock/n-1", b"", &ephemeral()).await.unwrap();
     let follower_reader = on(&mock, 1).await;
     follower_reader.sync("/lock").await.unwrap();
+    mock.server(1).set_lag(Lag::Txns(1)).unwrap();
     assert_eq!(
         follower_reader.list_children("/lock").await.unwrap(),
         ["n-1"]
@@ -180,9 +182,130 @@ async fn an_expired_sessions_ephemerals_linger_on_a_lagging_follower_curator_498
 }
 
 #[tokio::test]
+async fn an_expired_session_keeps_its_connection_on_a_lagging_follower_until_it_applies_the_close()
+{
+    let mock = ensemble(3).await;
+    let admin = on(&mock, 0).await;
+    let client = on(&mock, 1).await;
+    admin.create("/e", b"v", &persistent()).await.unwrap();
+    client.sync("/e").await.unwrap();
+    mock.server(1).set_lag(Lag::Txns(1)).unwrap();
+    let mut states = client.state_watcher();
+
+    // The leader expires the session; server 1 holds the closeSession back
+    // and serves the session from its replica as before.
+    assert!(mock.expire_session(client.session_id().0));
+    assert_eq!(mock.servers()[1].behind, 1);
+    assert_eq!(client.get_data("/e").await.unwrap().0, b"v");
+    assert_eq!(client.state(), SessionState::SyncConnected);
+
+    // One more commit: server 1 applies the closeSession and closes the
+    // connection; the client comes back to hear that its session expired.
+    admin.create("/tick", b"", &persistent()).await.unwrap();
+    with_timeout(QUICK, "the expiry, at server 1's pace", async {
+        while states.changed().await != SessionState::Expired {}
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_write_of_an_expired_session_through_a_lagging_follower_is_never_answered() {
+    let mock = ensemble(3).await;
+    let client = on(&mock, 1).await;
+    mock.server(1).set_lag(Lag::Txns(1)).unwrap();
+    let session = client.session_id().0;
+    assert!(mock.expire_session(session));
+    // The leader fails the write (an error txn with its own zxid). That
+    // commit lets server 1 apply the closeSession, which closes the
+    // connection before the write's answer could come.
+    let write = {
+        let client = client.clone();
+        tokio::spawn(async move { client.create("/w", b"", &persistent()).await })
+    };
+    let err = with_timeout(QUICK, "the write's end", write).await.unwrap();
+    assert!(err.is_err(), "{err:?}");
+    mock.inspect(|log| {
+        let write = log
+            .requests()
+            .by_path("/w")
+            .last()
+            .expect("the write reached the server");
+        assert_eq!(write.err, ErrorCode::SessionExpired.code());
+        assert_eq!(write.server, 1);
+    });
+    assert!(mock.servers()[0].last_zxid >= mock.servers()[1].last_zxid);
+}
+
+#[tokio::test]
+async fn a_new_session_through_a_lagging_follower_is_answered_when_it_applies_the_create_session() {
+    let mock = ensemble(3).await;
+    let admin = on(&mock, 0).await;
+    mock.server(1).set_lag(Lag::Txns(1)).unwrap();
+    let connect = {
+        let cluster = mock.server(1).connect_string();
+        tokio::spawn(async move { Client::connect(&cluster).await })
+    };
+    // The leader has made the session (the admin's and this one)...
+    mock.wait_until(QUICK, |log| {
+        log.sessions()
+            .filter(|s| s.event == zk_mock::record::SessionEvent::Created)
+            .count()
+            == 2
+    })
+    .await
+    .unwrap();
+    // ...and server 1 has not applied its createSession: no answer yet.
+    assert_eq!(mock.servers()[1].behind, 1);
+    assert!(
+        !connect.is_finished(),
+        "answered before its server applied it"
+    );
+    admin.create("/tick", b"", &persistent()).await.unwrap();
+    let client = with_timeout(QUICK, "the late handshake", connect)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(client.state(), SessionState::SyncConnected);
+    assert_eq!(mock.server_of(client.session_id().0), Some(1));
+}
+
+#[tokio::test]
+async fn the_leader_refuses_a_lag_and_a_lagging_follower_that_wins_drops_its_lag() {
+    let mock = ensemble(3).await;
+    assert_eq!(
+        mock.server(0).set_lag(Lag::Txns(1)),
+        Err(zk_mock::LagError::Leader(0))
+    );
+    let message = mock
+        .server(0)
+        .set_lag(Lag::Txns(1))
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("server 0 is the leader"), "{message}");
+    mock.server(0).set_lag(Lag::None).unwrap();
+    assert_eq!(mock.servers()[0].lag, Lag::None);
+
+    // Server 2 lags; the leader dies and the highest id wins: server 2.
+    mock.server(2).set_lag(Lag::Txns(5)).unwrap();
+    assert!(mock.server(0).kill());
+    with_timeout(QUICK, "a new leader", async {
+        while mock
+            .servers()
+            .iter()
+            .any(|s| s.status == ServerStatus::Electing)
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert_eq!(mock.leader(), 2);
+    assert_eq!(mock.servers()[2].lag, Lag::None, "a leader does not lag");
+}
+
+#[tokio::test]
 async fn a_server_behind_the_clients_last_zxid_refuses_it() {
     let mock = ensemble(3).await;
-    mock.server(2).set_lag(Lag::Txns(100));
+    mock.server(2).set_lag(Lag::Txns(100)).unwrap();
     let writer = on(&mock, 0).await;
     writer.create("/z", b"", &persistent()).await.unwrap();
     let seen = mock.last_zxid();
@@ -344,7 +467,7 @@ async fn srvr_names_each_servers_mode_and_the_zxid_it_has_applied() {
         out
     }
     let mock = ensemble(3).await;
-    mock.server(2).set_lag(Lag::Txns(1));
+    mock.server(2).set_lag(Lag::Txns(1)).unwrap();
     let client = on(&mock, 0).await;
     client.create("/m", b"", &persistent()).await.unwrap();
     let (leader, follower, lagging) = (
