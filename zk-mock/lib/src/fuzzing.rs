@@ -19,9 +19,9 @@ use tokio::sync::mpsc;
 
 use crate::clock::ClockMode;
 use crate::codec::{split_frame, Record};
+use crate::core::{lock, Outgoing, Shared};
 use crate::handler::Reader;
 use crate::proto::{decode_request, ConnectRequest, RequestHeader};
-use crate::state::{lock, Outgoing, Shared};
 use crate::{Compat, ZkMock};
 
 struct Conn {

@@ -35,10 +35,10 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::codec::{split_frame, Record};
+use crate::core::{lock, Flow, Gate, Outgoing, Shared};
 use crate::four_letter;
 use crate::proto::{ConnectRequest, RequestHeader};
 use crate::session::ConnId;
-use crate::state::{lock, Flow, Gate, Outgoing, Shared};
 
 /// Serves one accepted socket until either side closes it or the server stops.
 pub(crate) async fn serve(

@@ -128,7 +128,7 @@ pub mod clock;
 pub mod codec;
 mod compact;
 mod compat;
-mod dispatch;
+mod core;
 mod ensemble;
 mod error;
 pub mod fault;
@@ -147,10 +147,10 @@ pub mod record;
 mod server;
 mod session;
 pub mod snapshot;
-mod state;
 #[cfg(feature = "tls")]
 mod tls;
 pub mod tree;
+mod txn;
 mod watch;
 
 pub use compat::{Compat, UnknownCompat};

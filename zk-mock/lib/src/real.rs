@@ -617,7 +617,7 @@ impl RealZk {
 
     /// The wrapper's exit status, if it has exited.
     pub fn exited(&self) -> Option<ExitStatus> {
-        let mut c = crate::state::lock(&self.child);
+        let mut c = crate::core::lock(&self.child);
         c.try_wait().ok().flatten()
     }
 

@@ -5,8 +5,8 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::core::{lock, Shared};
 use crate::handler;
-use crate::state::{lock, Shared};
 
 /// What hands a secure-port connection to TLS.
 #[cfg(feature = "tls")]

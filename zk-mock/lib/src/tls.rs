@@ -19,8 +19,8 @@ use tokio::sync::watch;
 use tokio_rustls::rustls;
 use tokio_rustls::TlsAcceptor;
 
+use crate::core::Shared;
 use crate::error::Error;
-use crate::state::Shared;
 
 /// How long a client may take to finish the TLS handshake before the
 /// connection is closed.

@@ -10,11 +10,11 @@ use tokio::sync::watch;
 
 use crate::clock::{Clock, ClockMode};
 use crate::codec::DEFAULT_MAX_PACKET;
+use crate::core::{Settings, Shared, State};
 use crate::error::Error;
 use crate::record::{Recorder, DEFAULT_CAPACITY};
 use crate::server;
 use crate::session::SessionManager;
-use crate::state::{Settings, Shared, State};
 use crate::Compat;
 
 use super::{Control, ZkMock};

@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::ClockMode;
+use crate::core::{lock, Shared, State};
 use crate::fault::Rule;
 use crate::record::{Notifications, Recording, Requests};
 use crate::snapshot::Snapshot;
-use crate::state::{lock, Shared, State};
 use crate::Compat;
 
 use crate::record::RecordView;

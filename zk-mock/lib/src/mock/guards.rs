@@ -3,7 +3,7 @@
 
 use std::sync::{Mutex, Weak};
 
-use crate::state::{lock, State};
+use crate::core::{lock, State};
 use crate::SessionId;
 
 /// Uninstalls its fault rule when dropped, after checking its

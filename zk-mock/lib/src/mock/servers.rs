@@ -5,8 +5,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::core::lock;
 use crate::ensemble::{Lag, LagError, ServerInfo, ServerStatus, Then};
-use crate::state::lock;
 
 #[cfg(doc)]
 use super::ZkMock;

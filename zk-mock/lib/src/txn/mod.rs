@@ -12,7 +12,8 @@ use crate::session::ConnId;
 use crate::tree::{Caller, CreateArgs, CreateMode, DataTree, TreeEvent};
 use crate::Compat;
 
-use super::reply::Reply;
+mod reply;
+pub(crate) use reply::Reply;
 
 /// `EphemeralType.TTL`'s largest ttl (40 bits of ms).
 const MAX_TTL: i64 = 0xFF_FFFF_FFFF;

@@ -4,12 +4,22 @@
 
 use std::sync::Arc;
 
+use bytes::{Bytes, BytesMut};
+
+use crate::codec::{frame, Record};
+use crate::observe::NotificationSeen;
+use crate::proto::{ReplyHeader, WatcherEvent, STATE_SYNC_CONNECTED, XID_NOTIFICATION};
+use crate::record::ChangeKind;
+use crate::tree::TreeEvent;
+use crate::watch::Notification;
+use crate::Compat;
+
+use crate::core::State;
 use crate::ensemble::{Lag, Pending};
 use crate::session::ConnId;
-use crate::state::State;
 
-use super::txn::{execute, Outcome, Txn, TxnOp};
-use super::Applied;
+use super::prep::Applied;
+use crate::txn::{execute, Outcome, Txn, TxnOp};
 
 impl State {
     /// Allocates the next zxid on the leader (every txn takes one, failed
@@ -145,5 +155,112 @@ impl State {
     /// When the next time-lagged txn falls due, on the session clock.
     pub(crate) fn next_lag_due(&self) -> Option<u64> {
         self.servers.iter().filter_map(|r| r.next_due_ms()).min()
+    }
+}
+
+impl State {
+    /// Sends notifications (xid −1, zxid −1 as 3.8 does) to their connections
+    /// and records them with the zxid of the transaction that caused them.
+    pub(crate) fn notify(&mut self, notes: Vec<Notification>, zxid: i64) {
+        let now = self.clock.now_ms();
+        // One event fans out to many watchers: its frame (length prefix
+        // included) is encoded once and shared (a `Bytes` clone is a
+        // reference count, not a copy).
+        let mut last: Option<(i32, Arc<str>, Bytes)> = None;
+        for n in notes {
+            let Some(c) = self.out.conns.get(&n.conn) else {
+                continue;
+            };
+            // The watch fired (and a one-shot one is gone), but a connection
+            // without READ on the node (the parent, for NodeChildrenChanged)
+            // is not told (`NIOServerCnxn.process`, CVE-2024-23944; Debian's
+            // 3.8.0 carries the fix).
+            if let Some(acl) = &n.acl {
+                if crate::acl::check(acl, crate::proto::perms::READ, &c.auth).is_err() {
+                    continue;
+                }
+            }
+            let session = c.session.unwrap_or(0);
+            self.observers.notification(NotificationSeen {
+                at_ms: now,
+                session,
+                path: &n.path,
+                kind: n.kind,
+                event_type: n.event_type,
+                zxid,
+                server: c.server,
+            });
+            // 3.9 sends the zxid of the change (ZOOKEEPER-4655); SetWatches
+            // replays (zxid 0 here) carry −1 there too.
+            let wire_zxid = if self.settings.compat == Compat::V3_9 && zxid > 0 {
+                zxid
+            } else {
+                -1
+            };
+            let frame = match &last {
+                Some((t, p, f)) if *t == n.event_type && Arc::ptr_eq(p, &n.path) => f.clone(),
+                _ => {
+                    let mut b = BytesMut::with_capacity(32 + n.path.len());
+                    ReplyHeader {
+                        xid: XID_NOTIFICATION,
+                        zxid: wire_zxid,
+                        err: 0,
+                    }
+                    .encode(&mut b);
+                    WatcherEvent {
+                        event_type: n.event_type,
+                        state: STATE_SYNC_CONNECTED,
+                        path: n.path.to_string(),
+                    }
+                    .encode(&mut b);
+                    let f = frame(&b);
+                    last = Some((n.event_type, n.path.clone(), f.clone()));
+                    f
+                }
+            };
+            self.send_framed(n.conn, frame);
+        }
+    }
+
+    /// Records a transaction's changes (once, as the leader applies it).
+    pub(crate) fn record_changes(&mut self, events: &[TreeEvent], zxid: i64, session: i64) {
+        let now = self.clock.now_ms();
+        for e in events {
+            let kind = match e {
+                TreeEvent::Created { .. } => ChangeKind::Created,
+                TreeEvent::Deleted { .. } => ChangeKind::Deleted,
+                TreeEvent::DataChanged { .. } => ChangeKind::DataChanged,
+            };
+            self.observers.change(now, zxid, session, e.path(), kind);
+        }
+    }
+
+    /// Fires one server's watches for a transaction's events.
+    pub(crate) fn fire_on(&mut self, server: usize, events: &[TreeEvent], zxid: i64) {
+        if events.is_empty() {
+            return;
+        }
+        let mut notes = Vec::new();
+        self.servers[server].watches.fire(events, &mut notes);
+        self.notify(notes, zxid);
+    }
+
+    /// Records the watches registered since the last call.
+    pub(crate) fn record_watches(&mut self, conn: ConnId) {
+        let server = self.server_of(conn);
+        let registered = self.servers[server].watches.take_registered();
+        if registered.is_empty() {
+            return;
+        }
+        let now = self.clock.now_ms();
+        let session = self
+            .out
+            .conns
+            .get(&conn)
+            .and_then(|c| c.session)
+            .unwrap_or(0);
+        for (path, kind) in registered {
+            self.observers.watch(now, session, &path, kind);
+        }
     }
 }

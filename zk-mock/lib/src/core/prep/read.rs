@@ -2,9 +2,9 @@
 //! getEphemerals, getAllChildrenNumber. Each answers with the last
 //! processed zxid.
 
+use crate::core::{Flow, State};
 use crate::proto::*;
 use crate::record::WatchKind;
-use crate::state::{Flow, State};
 use crate::watch::Table;
 
 use super::{Applied, Ctx, Reply};

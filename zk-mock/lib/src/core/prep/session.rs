@@ -1,8 +1,8 @@
 //! Session ops: ping, closeSession, whoAmI, auth and SASL.
 
+use crate::core::{Flow, State};
 use crate::proto::*;
 use crate::record::SessionEvent;
-use crate::state::{Flow, State};
 
 use super::{Applied, Ctx, Reply};
 

@@ -10,24 +10,21 @@
 //! (watch management) and [`session`] (ping, close, auth). [`reply`] sends
 //! a successful reply body.
 
+use crate::core::{Flow, State};
 use crate::fault::{RequestView, Verdict};
 use crate::observe::RequestSeen;
 use crate::proto::*;
 use crate::session::ConnId;
-use crate::state::{Flow, State};
 use crate::tree::Caller;
+use std::sync::Arc;
 
-mod commit;
 mod multi;
 mod read;
-mod reply;
 mod session;
-mod txn;
 mod watch;
 mod write;
 
-pub(crate) use reply::Reply;
-pub(crate) use txn::{Txn, TxnOp, TxnSettings};
+use crate::txn::{Reply, Txn, TxnOp};
 
 use crate::ensemble::Replica;
 
@@ -53,6 +50,44 @@ pub(super) struct Ctx<'a> {
 }
 
 impl State {
+    /// Makes a txn and commits it: the next zxid, the time, the session
+    /// and its authInfo, what it does, and the connection and xid to answer
+    /// when that connection's server applies it (`PrepRequestProcessor`,
+    /// then the leader's commit). The only place a [`Txn`] is made: for a
+    /// client's write, and for the server's own createSession,
+    /// closeSession, container deletions and reset.
+    pub(crate) fn prep(
+        &mut self,
+        session: i64,
+        auth: Arc<[Id]>,
+        op: TxnOp,
+        origin: Option<(ConnId, i32)>,
+    ) -> Applied {
+        let zxid = self.next_zxid();
+        self.prep_at(zxid, session, auth, op, origin)
+    }
+
+    /// [`prep`](Self::prep) with a zxid taken already ([`next_zxid`](Self::next_zxid)),
+    /// for a txn whose making needs it (a reconfig's config version) or
+    /// whose session event is recorded first.
+    pub(crate) fn prep_at(
+        &mut self,
+        zxid: i64,
+        session: i64,
+        auth: Arc<[Id]>,
+        op: TxnOp,
+        origin: Option<(ConnId, i32)>,
+    ) -> Applied {
+        self.commit(Txn {
+            zxid,
+            time: self.clock.wall_ms(),
+            session,
+            auth,
+            op,
+            origin,
+        })
+    }
+
     /// Handles one request (after the handshake), decoded by the caller
     /// before it took the lock: drops it if the session is gone, lets the
     /// fault rules judge it, applies it and records what happened.
@@ -121,7 +156,7 @@ impl State {
         if let Some(Verdict::HoldRequest(gate)) = verdict {
             if let Some(open) = self.gate_state(gate.0) {
                 tracing::debug!(conn, session = format_args!("{session:#x}"), op, path, %gate, "holding a request");
-                self.hold_request(conn, crate::state::HeldRequest { xid, op, req, open });
+                self.hold_request(conn, crate::core::HeldRequest { xid, op, req, open });
                 self.changed();
                 return Flow::Continue;
             }
@@ -184,14 +219,13 @@ impl State {
         }
         let zxid = if write {
             let zxid = self.next_zxid();
-            self.commit(Txn {
+            self.prep_at(
                 zxid,
-                time: self.clock.wall_ms(),
                 session,
-                auth: std::sync::Arc::from([]),
-                op: TxnOp::Error(ErrorCode::SessionMoved),
-                origin: None,
-            });
+                std::sync::Arc::from([]),
+                TxnOp::Error(ErrorCode::SessionMoved),
+                None,
+            );
             zxid
         } else {
             self.servers[server].last_zxid()
@@ -253,14 +287,13 @@ impl State {
             return None;
         }
         let zxid = self.next_zxid();
-        self.commit(Txn {
+        self.prep_at(
             zxid,
-            time: self.clock.wall_ms(),
             session,
-            auth: std::sync::Arc::from([]),
-            op: TxnOp::Error(ErrorCode::SessionExpired),
-            origin: Some((conn, xid)),
-        });
+            std::sync::Arc::from([]),
+            TxnOp::Error(ErrorCode::SessionExpired),
+            Some((conn, xid)),
+        );
         let path = req.as_ref().ok().and_then(|r| r.path().map(str::to_string));
         let now = self.clock.now_ms();
         self.observers.request(RequestSeen {

@@ -2,9 +2,9 @@
 //! (A multi (14) is a write: see `write.rs` and `txn.rs`.)
 
 use crate::codec::Record;
+use crate::core::{Flow, State};
 use crate::ensemble::Replica;
 use crate::proto::*;
-use crate::state::{Flow, State};
 use crate::tree::Caller;
 
 use super::{Applied, Ctx};

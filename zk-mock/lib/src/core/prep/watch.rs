@@ -1,7 +1,7 @@
 //! Watch management: checkWatches, removeWatches, addWatch, setWatches(2).
 
+use crate::core::{Flow, State};
 use crate::proto::*;
-use crate::state::{Flow, State};
 use crate::watch::Notification;
 
 use super::{Applied, Ctx, Reply};

@@ -4,12 +4,12 @@
 //! [`Txn`] with its own zxid, as `PrepRequestProcessor` makes them, and is
 //! committed: applied by every replica, answered by the connection's server.
 
+use crate::core::{Flow, State};
 use crate::proto::*;
-use crate::state::{Flow, State};
 use crate::Compat;
 
-use super::txn::{Txn, TxnOp};
 use super::{Applied, Ctx};
+use crate::txn::TxnOp;
 
 impl State {
     /// Prepares and commits one request of this family.
@@ -33,14 +33,13 @@ impl State {
                     Ok(data) => TxnOp::SetConfig(data),
                     Err(e) => TxnOp::Error(e),
                 };
-                let applied = self.commit(Txn {
+                let applied = self.prep_at(
                     zxid,
-                    time: self.clock.wall_ms(),
-                    session: cx.session,
-                    auth: cx.auth.clone(),
+                    cx.session,
+                    cx.auth.clone(),
                     op,
-                    origin: Some((cx.conn, cx.xid)),
-                });
+                    Some((cx.conn, cx.xid)),
+                );
                 if applied.err == 0 {
                     self.after_reconfig();
                 }
@@ -65,15 +64,6 @@ impl State {
 
     /// Prep's last step for a client's request: a zxid, then commit.
     pub(super) fn submit(&mut self, cx: Ctx<'_>, op: TxnOp) -> Applied {
-        let zxid = self.next_zxid();
-        let txn = Txn {
-            zxid,
-            time: self.clock.wall_ms(),
-            session: cx.session,
-            auth: cx.auth.clone(),
-            op,
-            origin: Some((cx.conn, cx.xid)),
-        };
-        self.commit(txn)
+        self.prep(cx.session, cx.auth.clone(), op, Some((cx.conn, cx.xid)))
     }
 }

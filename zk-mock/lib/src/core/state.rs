@@ -1,0 +1,297 @@
+//! The server's shared state, behind one `std::sync::Mutex`: each server's
+//! replica (tree and watches, `ensemble.rs`), the global sessions, the
+//! connections' outboxes ([`Outboxes`], in `outbox.rs`) and the
+//! [`Observers`] (`observe.rs`: fault rules, counters, the log), each apart
+//! from the others.
+//!
+//! Everything that must be totally ordered — applying a request, queueing the
+//! notifications it causes and queueing its reply — happens under that one
+//! lock, like ZooKeeper's single `FinalRequestProcessor` thread. The lock is
+//! never held across an `.await`: outboxes are unbounded channels, so queueing
+//! never waits. They are not lossy: a notification is either queued or its
+//! connection is closed.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use bytes::Bytes;
+use rand::rngs::SmallRng;
+use tokio::sync::{watch, Notify};
+
+use crate::clock::Clock;
+use crate::codec::{frame, Record};
+use crate::ensemble::Replica;
+use crate::observe::Observers;
+use crate::proto::ReplyHeader;
+use crate::record::Recorder;
+use crate::session::{ConnId, SessionManager};
+use crate::tree::DataTree;
+use crate::txn::{Reply, TxnSettings};
+use crate::Compat;
+
+use crate::outbox::{Outboxes, Sent};
+
+/// Server settings that requests consult.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) tick_time: u64,
+    pub(crate) max_packet: usize,
+    /// `zookeeper.DigestAuthenticationProvider.superDigest`, as `user:hash`.
+    pub(crate) super_digest: Option<String>,
+    /// For the `conf` four-letter word.
+    pub(crate) client_port: u16,
+    pub(crate) min_session_timeout: i32,
+    pub(crate) max_session_timeout: i32,
+    /// Which release's behaviour to follow where 3.8 and 3.9 differ.
+    pub(crate) compat: Compat,
+    /// `znode.container.checkIntervalMs`, on the session clock.
+    pub(crate) container_check_interval_ms: u64,
+    /// `zookeeper.extendedTypesEnabled`: TTL nodes allowed.
+    pub(crate) extended_types: bool,
+    /// `reconfigEnabled`: changes only reconfig's error code.
+    pub(crate) reconfig_enabled: bool,
+    /// A connection with more than this many bytes queued is a slow
+    /// reader and is closed rather than buffered without limit.
+    pub(crate) max_outbox: usize,
+    /// Server-side expiry removes the session at once but applies its
+    /// closeSession transaction (deleting its ephemerals) this much later,
+    /// on the session clock: what a client sees of a server that has not
+    /// applied the expiry yet (CURATOR-604). 0: at once, as ZooKeeper does.
+    pub(crate) expiry_cleanup_delay_ms: u64,
+    /// How long an ensemble that lost its leader goes without one.
+    pub(crate) election_window_ms: u64,
+    /// `readonlymode.enabled`: a server cut off from the quorum serves
+    /// read-only clients, this long after it lost the quorum.
+    pub(crate) read_only_mode: bool,
+    pub(crate) read_only_after_ms: u64,
+    /// `localSessionsEnabled`: what lets a read-only server create sessions.
+    pub(crate) local_sessions: bool,
+}
+
+impl Settings {
+    /// What applying a txn needs of them.
+    pub(crate) fn txn(&self) -> TxnSettings {
+        TxnSettings {
+            compat: self.compat,
+            extended_types: self.extended_types,
+        }
+    }
+}
+
+/// The replicas (tree and watches), the sessions, the connections' outboxes
+/// and the observers.
+#[derive(Debug)]
+pub(crate) struct State {
+    /// Each server's replica and watches; an ensemble of one is a single server.
+    pub(crate) servers: Vec<Replica>,
+    /// The server whose replica prep judges writes against.
+    pub(crate) leader: usize,
+    /// Global, as a quorum's sessions are (the leader's `SessionTracker`).
+    pub(crate) sessions: SessionManager,
+    /// The connections and their outboxes, apart from the data model.
+    pub(crate) out: Outboxes,
+    pub(crate) clock: Clock,
+    pub(crate) settings: Settings,
+    /// The fault rules, the counters, the log and the change signal: they
+    /// watch the pipeline and keep nothing of the data model.
+    pub(crate) observers: Observers,
+    pub(crate) rng: SmallRng,
+    pub(crate) seed: u64,
+    /// Sessions stalled by a fault: nothing moves on their connections.
+    pub(crate) stalled: BTreeSet<i64>,
+    /// When the next container check is due, in session-clock ms.
+    pub(crate) next_container_check: u64,
+    /// Expired sessions whose closeSession transaction is still to come
+    /// (`expiry_cleanup_delay_ms`): when, and which.
+    pub(crate) pending_kills: Vec<(u64, i64)>,
+    /// Gates ([`ZkMock::gate`](crate::ZkMock::gate)) by id: true once open.
+    /// An open gate stays here, so a rule that names it holds nothing.
+    pub(crate) gates: std::collections::BTreeMap<u64, watch::Sender<bool>>,
+    /// Requests a `HoldRequest` verdict holds unapplied, by connection
+    /// (one at most: nothing more is read from it meanwhile).
+    pub(crate) held_requests: crate::hash::Map<ConnId, HeldRequest>,
+    /// Expired sessions whose closeSession transaction waits for a gate
+    /// ([`ZkMock::expire_session_until`](crate::ZkMock::expire_session_until)):
+    /// the gate, and the session.
+    pub(crate) held_kills: Vec<(u64, i64)>,
+    /// While true, new connections are closed as soon as they are accepted.
+    pub(crate) refusing: bool,
+    /// No leader (an election, or no quorum): no server takes clients.
+    /// The leader a reconfig that removed the old one designated: it wins
+    /// the election that follows (`Leader.getDesignatedLeader`).
+    pub(crate) designated: Option<usize>,
+    pub(crate) electing: bool,
+    /// An ensemble's membership (`/zookeeper/config`); `None` standalone.
+    pub(crate) quorum: Option<crate::ensemble::QuorumConfig>,
+    /// Wakes the task that applies time-lagged txns when one is committed.
+    pub(crate) lag_wake: Arc<Notify>,
+    /// Where replies are encoded (no allocation per reply).
+    pub(crate) replies: crate::codec::Arena,
+    /// A txn's tree events, kept between txns for its allocation.
+    pub(crate) events: Vec<crate::tree::TreeEvent>,
+}
+
+/// A request held unapplied by a `HoldRequest` verdict until its gate opens.
+#[derive(Debug)]
+pub(crate) struct HeldRequest {
+    pub(crate) xid: i32,
+    pub(crate) op: i32,
+    pub(crate) req: Result<crate::proto::Request, crate::proto::RequestError>,
+    /// Whether the gate is open.
+    pub(crate) open: watch::Receiver<bool>,
+}
+
+/// The handle every task holds.
+pub(crate) type Shared = Arc<Mutex<State>>;
+
+/// Locks a mutex of the crate (the state, a child process). A panic while
+/// holding the lock is a bug in the mock; the data is still the best we
+/// have, so keep serving rather than cascading. (The one poison-ignoring
+/// helper of the crate: parking_lot, which has no poisoning, would take the
+/// default build past its 45-crate budget.)
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// What the connection's reader should do next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flow {
+    /// Keep reading requests.
+    Continue,
+    /// Stop reading; the writer has been told to close.
+    Close,
+}
+
+impl State {
+    pub(crate) fn new(
+        clock: Clock,
+        sessions: SessionManager,
+        settings: Settings,
+        recorder: Recorder,
+        seed: u64,
+        rng: SmallRng,
+        servers: usize,
+    ) -> State {
+        let settings_check_interval = settings.container_check_interval_ms.max(1);
+        let mut replicas: Vec<Replica> = (0..servers.max(1))
+            .map(|_| Replica::new(settings.compat))
+            .collect();
+        if replicas.len() > 1 {
+            // A quorum's first leader starts epoch 1 (NEWLEADER zxid
+            // 0x100000000; the first txn is 0x100000001); its followers
+            // report 0 until they apply a txn. A standalone server starts at 0.
+            replicas[0].tree.advance_to(1 << 32);
+        }
+        State {
+            servers: replicas,
+            leader: 0,
+            sessions,
+            out: Outboxes::new(settings.max_outbox),
+            clock,
+            settings,
+            observers: Observers::new(recorder),
+            rng,
+            seed,
+            stalled: BTreeSet::new(),
+            next_container_check: settings_check_interval,
+            pending_kills: Vec::new(),
+            gates: std::collections::BTreeMap::new(),
+            held_requests: crate::hash::Map::default(),
+            held_kills: Vec::new(),
+            refusing: false,
+            electing: false,
+            designated: None,
+            quorum: None,
+            lag_wake: Arc::new(Notify::new()),
+            replies: crate::codec::Arena::default(),
+            events: Vec::new(),
+        }
+    }
+
+    /// The leader's replica: the newest state, what prep judges against.
+    pub(crate) fn tree(&self) -> &DataTree {
+        &self.servers[self.leader].tree
+    }
+
+    /// The server a connection is on (the leader if it is gone).
+    pub(crate) fn server_of(&self, conn: ConnId) -> usize {
+        self.out.conns.get(&conn).map_or(self.leader, |c| c.server)
+    }
+
+    /// Every watch of every server.
+    pub(crate) fn all_watches(
+        &self,
+    ) -> impl Iterator<Item = (crate::watch::Table, &str, ConnId, crate::record::WatchKind)> + '_
+    {
+        self.servers.iter().flat_map(|r| r.watches.entries())
+    }
+
+    /// Queues a frame to a connection (no-op if it is gone or muted).
+    pub(crate) fn send(&mut self, conn: ConnId, body: Bytes) {
+        self.send_framed(conn, frame(&body));
+    }
+
+    /// [`send`](Self::send) for a frame that already has its length prefix
+    /// (one notification frame is shared by every watcher it goes to).
+    pub(crate) fn send_framed(&mut self, conn: ConnId, framed: Bytes) {
+        let sent = self.out.send_framed(conn, framed);
+        self.after_send(conn, sent);
+    }
+
+    /// Hands bytes to a connection's writer (see [`Outboxes::enqueue`]).
+    pub(crate) fn enqueue(&mut self, conn: ConnId, bytes: Bytes) {
+        let sent = self.out.enqueue(conn, bytes);
+        self.after_send(conn, sent);
+    }
+
+    /// A slow reader's connection is closed.
+    fn after_send(&mut self, conn: ConnId, sent: Sent) {
+        if sent == Sent::SlowReader {
+            self.close_conn(conn);
+        }
+    }
+
+    /// Queues a pause before whatever is queued next on `conn`.
+    pub(crate) fn pause(&mut self, conn: ConnId, d: Duration) {
+        self.out.pause(conn, d);
+    }
+
+    /// Queues a reply: header, then `body` when the request succeeded.
+    pub(crate) fn reply<R: Record>(&mut self, conn: ConnId, xid: i32, zxid: i64, body: &R) {
+        let frame = self.replies.framed(|b| {
+            ReplyHeader { xid, zxid, err: 0 }.encode(b);
+            body.encode(b);
+        });
+        self.send_framed(conn, frame);
+    }
+
+    /// Runs `f`, the connection `conn`'s task applying its own requests,
+    /// with what is queued for `conn` meanwhile kept apart for that task to
+    /// write itself (see [`Outboxes::begin_serving`]).
+    pub(crate) fn serve<T>(&mut self, conn: ConnId, f: impl FnOnce(&mut State) -> T) -> T {
+        let before = self.out.begin_serving(conn);
+        let t = f(self);
+        self.out.end_serving(before);
+        t
+    }
+
+    /// Queues a successful reply.
+    pub(crate) fn send_reply(&mut self, conn: ConnId, xid: i32, zxid: i64, reply: Reply) {
+        let frame = self.replies.framed(|b| reply.encode(xid, zxid, b));
+        self.send_framed(conn, frame);
+    }
+
+    /// Queues a reply that is only a header (errors, and ops with no body).
+    pub(crate) fn reply_header(&mut self, conn: ConnId, xid: i32, zxid: i64, err: i32) {
+        let frame = self
+            .replies
+            .framed(|b| ReplyHeader { xid, zxid, err }.encode(b));
+        self.send_framed(conn, frame);
+    }
+
+    /// Tells waiters that something was recorded.
+    pub(crate) fn changed(&self) {
+        self.observers.changed();
+    }
+}
