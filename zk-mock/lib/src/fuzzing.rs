@@ -109,12 +109,7 @@ impl Server {
 
     /// Moves the session clock: sessions expire, containers are reaped.
     pub fn advance(&mut self, ms: u64) {
-        {
-            let mut st = lock(&self.shared);
-            st.clock.advance(Duration::from_millis(ms));
-            st.expire_due();
-            st.check_containers_due();
-        }
+        lock(&self.shared).advance_clock(Duration::from_millis(ms));
     }
 
     /// Takes what the server queued for clients (counted in `sent`). A
@@ -140,7 +135,8 @@ impl Server {
     pub fn check(&self) {
         let st = lock(&self.shared);
         let last = st.tree().last_zxid();
-        let live: std::collections::BTreeSet<i64> = st.sessions.iter().map(|s| s.id).collect();
+        let live: std::collections::BTreeSet<i64> =
+            st.live_session_ids().into_iter().map(|s| s.0).collect();
         for (path, node) in st.tree().iter() {
             let stat = node.stat();
             assert_eq!(stat.num_children as usize, node.children.len(), "{path}");

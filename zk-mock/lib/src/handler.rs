@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
@@ -36,7 +36,6 @@ use tracing::Instrument;
 
 use crate::codec::{split_frame, Record};
 use crate::core::{lock, Flow, Gate, Outgoing, Shared};
-use crate::four_letter;
 use crate::proto::{ConnectRequest, RequestHeader};
 use crate::session::ConnId;
 
@@ -70,7 +69,7 @@ pub(crate) async fn serve_io<R, W>(
     let (conn, gate, queued, max_packet) = {
         let mut st = lock(&shared);
         let (conn, gate, queued) = st.register(tx, peer, server);
-        (conn, gate, queued, st.settings.max_packet)
+        (conn, gate, queued, st.settings().max_packet)
     };
     let span = tracing::debug_span!("conn", id = conn, %peer);
     let reader = Reader {
@@ -393,17 +392,9 @@ impl Reader {
     /// socket's task), the replies to it come straight back into it.
     fn next_frame(&mut self, inbox: Option<&mut Inbox>) -> Step {
         let conn = self.conn;
-        if !self.handshaken && four_letter::is_command(&self.buf) {
+        if !self.handshaken && crate::core::is_four_letter_word(&self.buf) {
             let word = self.buf.split_to(4);
-            let mut st = lock(&self.shared);
-            if let Some(c) = st.out.conns.get_mut(&conn) {
-                c.four_letter = true;
-                c.received += 1;
-            }
-            let server = st.server_of(conn);
-            let text = four_letter::answer(&st, server, &word);
-            st.enqueue(conn, Bytes::from(text));
-            st.close_conn(conn);
+            lock(&self.shared).four_letter_word(conn, &word);
             return Step::Close;
         }
         if !self.handshaken {
@@ -431,21 +422,17 @@ impl Reader {
                 None => st.process(conn, h.xid, h.op_type, req),
                 Some(inbox) => {
                     let flow = st.serve(conn, |st| st.process(conn, h.xid, h.op_type, req));
-                    if st.out.has_direct() {
+                    if st.has_direct() {
                         // What the channel holds was queued before.
                         while let Ok(m) = inbox.rx.try_recv() {
                             inbox.taken.push_back(m);
                         }
-                        st.out.take_direct(&mut inbox.taken);
+                        st.take_direct(&mut inbox.taken);
                     }
                     flow
                 }
             };
-            let held = if st.held_requests.is_empty() {
-                None
-            } else {
-                st.held_request_gate(conn)
-            };
+            let held = st.held_request_gate(conn);
             (flow, held)
         };
         tracing::trace!(xid = h.xid, op = h.op_type, "request");
@@ -463,11 +450,11 @@ impl Reader {
         let conn = self.conn;
         let mut st = lock(&self.shared);
         let flow = st.serve(conn, |st| st.release_request(conn));
-        if st.out.has_direct() {
+        if st.has_direct() {
             while let Ok(m) = inbox.rx.try_recv() {
                 inbox.taken.push_back(m);
             }
-            st.out.take_direct(&mut inbox.taken);
+            st.take_direct(&mut inbox.taken);
         }
         match flow {
             Flow::Continue => Step::Frame,
@@ -500,7 +487,7 @@ impl Reader {
 
     /// A reader for a connection registered without a socket (fuzzing).
     pub(crate) fn detached(shared: Shared, conn: ConnId, gate: watch::Receiver<Gate>) -> Reader {
-        let max_packet = lock(&shared).settings.max_packet;
+        let max_packet = lock(&shared).settings().max_packet;
         Reader {
             shared,
             conn,

@@ -67,13 +67,17 @@
 //! - [`codec`]: framing and Jute primitives (nom over bytes, no `unsafe`).
 //! - [`proto`]: the records, one file per family, and request decoding.
 //! - [`tree`]: the data tree and every write/read rule in ZooKeeper's check order.
-//! - `session`, `watch`, `state`, `dispatch`, `ensemble`: sessions, watches,
-//!   and the pipeline ZooKeeper has (prep → committed txn → each server's
-//!   apply) under one lock; `outbox` keeps the connections' channels and
-//!   gates apart from the data model; `observe` is what watches the pipeline
-//!   without being part of it (the fault rules, the counters behind
-//!   [`Metrics`], the [`record`] log, `wait_until`'s signal); `handler` and
-//!   `server` are the async shell.
+//! - `session`, `watch`, `txn`, `ensemble`: sessions, watches, the
+//!   transaction and how a replica applies it, each server's replica.
+//! - `core/`: the pipeline ZooKeeper has (prep → committed txn → each
+//!   server's apply) on one `State` under one lock, with connections,
+//!   sessions' ends, the ensemble's controls and the four-letter words; no
+//!   other module touches the state but through its methods. `outbox` keeps
+//!   the connections' channels and gates apart from the data model;
+//!   `observe` is what watches the pipeline without being part of it (the
+//!   fault rules, the counters behind [`Metrics`], the [`record`] log,
+//!   `wait_until`'s signal); `handler` and `server` are the async shell.
+//!   `ARCHITECTURE.md` in the repository has the layers and their rules.
 //! - [`ZkMock`] / [`ZkMockBuilder`]: the test-facing API (`mock/`: the
 //!   handle, its [`Control`] clone, [`Metrics`], the guards, the builder);
 //!   [`fault`], [`record`], [`snapshot`], [`clock`]: what its methods take
@@ -132,7 +136,6 @@ mod core;
 mod ensemble;
 mod error;
 pub mod fault;
-mod four_letter;
 #[doc(hidden)]
 pub mod fuzzing;
 mod handler;
@@ -153,10 +156,10 @@ pub mod tree;
 mod txn;
 mod watch;
 
+pub use crate::core::{VERSION, VERSION_3_9};
 pub use compat::{Compat, UnknownCompat};
 pub use ensemble::{Lag, LagError, ServerInfo, ServerStatus};
 pub use error::{Error, WaitTimeout};
-pub use four_letter::{VERSION, VERSION_3_9};
 pub use mock::{
     Control, HoldGate, Metrics, Refusal, RuleGuard, Server, Stall, Times, ZkMock, ZkMockBuilder,
 };

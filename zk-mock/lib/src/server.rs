@@ -53,12 +53,12 @@ pub(crate) async fn run(
 /// Applies time-lagged txns as they fall due (`Lag::Time`): sleeps until the
 /// next is due, or until a commit wakes it.
 async fn lag_loop(shared: Shared, mut shutdown: watch::Receiver<bool>) {
-    let wake = lock(&shared).lag_wake.clone();
+    let wake = lock(&shared).lag_wake();
     loop {
         let wait = {
             let st = lock(&shared);
             st.next_lag_due()
-                .map(|due| Duration::from_millis(due.saturating_sub(st.clock.now_ms()).max(1)))
+                .map(|due| Duration::from_millis(due.saturating_sub(st.now_ms()).max(1)))
         };
         let sleep = async {
             match wait {
@@ -82,10 +82,10 @@ async fn accept_loop(
     shared: Shared,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let tick = Duration::from_millis(lock(&shared).settings.tick_time.max(1));
+    let tick = Duration::from_millis(lock(&shared).settings().tick_time.max(1));
     let timers = (server == 0).then(|| {
         let check_interval =
-            Duration::from_millis(lock(&shared).settings.container_check_interval_ms.max(1));
+            Duration::from_millis(lock(&shared).settings().container_check_interval_ms.max(1));
         (
             tokio::spawn(expiry_loop(shared.clone(), tick, shutdown.clone())),
             tokio::spawn(container_loop(
@@ -106,7 +106,7 @@ async fn accept_loop(
             Ok((socket, peer)) => {
                 let refused = {
                     let st = lock(&shared);
-                    st.refusing || !st.up(server)
+                    st.refuses(server)
                 };
                 if refused {
                     // A `refuse connections` fault, or a killed server: the

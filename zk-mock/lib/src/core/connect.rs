@@ -141,7 +141,7 @@ impl State {
         // first, even if the password turns out to be wrong
         // (CLIENT_RECONNECT). One on another server of an ensemble stays
         // open: that server does not know yet, and finds out when a request
-        // of it reaches the leader (SESSIONMOVED, see `dispatch::moved`).
+        // of it reaches the leader (SESSIONMOVED, see `prep::moved`).
         if let Some(old) = self.sessions.get(req.session_id).and_then(|s| s.conn) {
             if old != conn && self.server_of(old) == server {
                 self.close_conn(old);

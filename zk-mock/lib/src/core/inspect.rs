@@ -2,7 +2,12 @@
 //! the recorder's live view (through [`Live`]), and what the controls,
 //! metrics and four-letter words report.
 
-use crate::record::{Live, RecordView, WatchKind};
+use serde::Serialize;
+
+use crate::record::Counters;
+use crate::record::{
+    ChangeRecord, Live, Notifications, RecordView, Recording, Requests, WatchKind,
+};
 use crate::session::SessionId;
 use crate::snapshot::{NodeSnapshot, SessionSnapshot, SessionWatch, Snapshot, WatchSnapshot};
 use crate::watch::Table;
@@ -10,6 +15,81 @@ use crate::watch::Table;
 use super::State;
 
 impl State {
+    /// The live sessions' ids, in order.
+    pub(crate) fn live_session_ids(&self) -> Vec<SessionId> {
+        let mut ids: Vec<SessionId> = self.sessions.iter().map(|s| SessionId(s.id)).collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// The connection a session is bound to, and that connection's server.
+    pub(crate) fn server_of_session(&self, session: i64) -> Option<usize> {
+        let conn = self.sessions.get(session)?.conn?;
+        self.out.conns.get(&conn).map(|c| c.server)
+    }
+
+    /// How many connections are open.
+    pub(crate) fn connection_count(&self) -> usize {
+        self.out.conns.len()
+    }
+
+    /// The leader's index.
+    pub(crate) fn leader(&self) -> usize {
+        self.leader
+    }
+
+    /// The last zxid server `i` has applied (`None`: no such server).
+    pub(crate) fn server_zxid(&self, i: usize) -> Option<i64> {
+        self.servers.get(i).map(|r| r.last_zxid())
+    }
+
+    /// An owned copy of the recording and the counters.
+    pub(crate) fn recording(&self) -> Recording {
+        self.observers.recording(self.seed)
+    }
+
+    /// The recorded requests.
+    pub(crate) fn recorded_requests(&self) -> Requests {
+        self.observers.log.requests()
+    }
+
+    /// The recorded notifications.
+    pub(crate) fn recorded_notifications(&self) -> Notifications {
+        self.observers.log.notifications()
+    }
+
+    /// The recorded changes.
+    pub(crate) fn recorded_changes(&self) -> Vec<ChangeRecord> {
+        self.observers.log.changes()
+    }
+
+    /// The counters [`ZkMock::metrics`](crate::ZkMock::metrics) reports.
+    pub(crate) fn metrics(&self) -> Metrics {
+        Metrics {
+            sessions: self.sessions.iter().count(),
+            connections: self.out.conns.len(),
+            znodes: self.tree().node_count(),
+            watches: self.servers.iter().map(|r| r.watches.count()).sum(),
+            ephemerals: self
+                .sessions
+                .iter()
+                .map(|s| self.tree().ephemerals_of(s.id).count())
+                .sum(),
+            last_zxid: self.tree().last_zxid(),
+            packets_received: self.out.packets_received,
+            packets_sent: self.out.packets_sent,
+            totals: self.observers.tally.total,
+            rules: self.observers.rules.list().len(),
+            outbox_bytes: self
+                .out
+                .conns
+                .values()
+                .map(|c| c.queued.load(std::sync::atomic::Ordering::Relaxed))
+                .sum(),
+            slow_readers_closed: self.out.slow_readers_closed,
+        }
+    }
+
     /// An owned copy of the tree, the sessions and the watches.
     pub(crate) fn snapshot(&self) -> Snapshot {
         let st = self;
@@ -98,4 +178,34 @@ impl Live for State {
         ids.sort_unstable();
         ids
     }
+}
+
+/// Counters and gauges of a running server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Metrics {
+    /// Live sessions.
+    pub sessions: usize,
+    /// Open client connections.
+    pub connections: usize,
+    /// Nodes, counted as ZooKeeper does (5 on a fresh server).
+    pub znodes: usize,
+    /// Watches held, (connection, path, table) entries.
+    pub watches: usize,
+    /// Ephemeral nodes.
+    pub ephemerals: usize,
+    /// The last processed zxid.
+    pub last_zxid: i64,
+    /// Frames received after the handshake.
+    pub packets_received: u64,
+    /// Frames queued to clients.
+    pub packets_sent: u64,
+    /// Request, error, watch and notification totals.
+    pub totals: Counters,
+    /// Fault rules installed.
+    pub rules: usize,
+    /// Bytes queued for clients and not yet written, all connections.
+    pub outbox_bytes: usize,
+    /// Connections closed as slow readers (see
+    /// [`ZkMockBuilder::max_outbox_bytes`](crate::ZkMockBuilder::max_outbox_bytes)).
+    pub slow_readers_closed: u64,
 }

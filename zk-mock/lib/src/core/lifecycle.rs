@@ -163,6 +163,9 @@ impl State {
 
     /// The gate a request held on `conn` waits for, if one is held.
     pub(crate) fn held_request_gate(&self, conn: ConnId) -> Option<watch::Receiver<bool>> {
+        if self.held_requests.is_empty() {
+            return None;
+        }
         self.held_requests.get(&conn).map(|h| h.open.clone())
     }
 

@@ -20,7 +20,8 @@
 //! - [`ensemble`]: the servers as a quorum: who serves, elections, kills,
 //!   partitions, lag, reconfig.
 //! - [`inspect`]: read-only views for the layers above: snapshots, the
-//!   recorder's view, metrics, four-letter words, server infos.
+//!   recorder's view, metrics, server infos; [`four_letter`]: the
+//!   four-letter words' answers.
 //!
 //! Nothing outside this module names a field of `State` or adds an `impl
 //! State`: the connections (`handler`, `server`), the four-letter words
@@ -28,11 +29,16 @@
 
 mod apply;
 mod connect;
+mod controls;
 mod ensemble;
+mod four_letter;
 mod inspect;
 mod lifecycle;
 mod prep;
 mod state;
 
-pub(crate) use crate::outbox::{Conn, Gate, Outgoing};
+pub(crate) use crate::outbox::{Gate, Outgoing};
+pub(crate) use four_letter::is_command as is_four_letter_word;
+pub use four_letter::{VERSION, VERSION_3_9};
+pub use inspect::Metrics;
 pub(crate) use state::{lock, Flow, HeldRequest, Settings, Shared, State};

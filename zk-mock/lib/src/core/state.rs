@@ -84,62 +84,62 @@ impl Settings {
 #[derive(Debug)]
 pub(crate) struct State {
     /// Each server's replica and watches; an ensemble of one is a single server.
-    pub(crate) servers: Vec<Replica>,
+    pub(super) servers: Vec<Replica>,
     /// The server whose replica prep judges writes against.
-    pub(crate) leader: usize,
+    pub(super) leader: usize,
     /// Global, as a quorum's sessions are (the leader's `SessionTracker`).
-    pub(crate) sessions: SessionManager,
+    pub(super) sessions: SessionManager,
     /// The connections and their outboxes, apart from the data model.
-    pub(crate) out: Outboxes,
-    pub(crate) clock: Clock,
-    pub(crate) settings: Settings,
+    pub(super) out: Outboxes,
+    pub(super) clock: Clock,
+    pub(super) settings: Settings,
     /// The fault rules, the counters, the log and the change signal: they
     /// watch the pipeline and keep nothing of the data model.
-    pub(crate) observers: Observers,
-    pub(crate) rng: SmallRng,
-    pub(crate) seed: u64,
+    pub(super) observers: Observers,
+    pub(super) rng: SmallRng,
+    pub(super) seed: u64,
     /// Sessions stalled by a fault: nothing moves on their connections.
-    pub(crate) stalled: BTreeSet<i64>,
+    pub(super) stalled: BTreeSet<i64>,
     /// When the next container check is due, in session-clock ms.
-    pub(crate) next_container_check: u64,
+    pub(super) next_container_check: u64,
     /// Expired sessions whose closeSession transaction is still to come
     /// (`expiry_cleanup_delay_ms`): when, and which.
-    pub(crate) pending_kills: Vec<(u64, i64)>,
+    pub(super) pending_kills: Vec<(u64, i64)>,
     /// Gates ([`ZkMock::gate`](crate::ZkMock::gate)) by id: true once open.
     /// An open gate stays here, so a rule that names it holds nothing.
-    pub(crate) gates: std::collections::BTreeMap<u64, watch::Sender<bool>>,
+    pub(super) gates: std::collections::BTreeMap<u64, watch::Sender<bool>>,
     /// Requests a `HoldRequest` verdict holds unapplied, by connection
     /// (one at most: nothing more is read from it meanwhile).
-    pub(crate) held_requests: crate::hash::Map<ConnId, HeldRequest>,
+    pub(super) held_requests: crate::hash::Map<ConnId, HeldRequest>,
     /// Expired sessions whose closeSession transaction waits for a gate
     /// ([`ZkMock::expire_session_until`](crate::ZkMock::expire_session_until)):
     /// the gate, and the session.
-    pub(crate) held_kills: Vec<(u64, i64)>,
+    pub(super) held_kills: Vec<(u64, i64)>,
     /// While true, new connections are closed as soon as they are accepted.
-    pub(crate) refusing: bool,
+    pub(super) refusing: bool,
     /// No leader (an election, or no quorum): no server takes clients.
     /// The leader a reconfig that removed the old one designated: it wins
     /// the election that follows (`Leader.getDesignatedLeader`).
-    pub(crate) designated: Option<usize>,
-    pub(crate) electing: bool,
+    pub(super) designated: Option<usize>,
+    pub(super) electing: bool,
     /// An ensemble's membership (`/zookeeper/config`); `None` standalone.
-    pub(crate) quorum: Option<crate::ensemble::QuorumConfig>,
+    pub(super) quorum: Option<crate::ensemble::QuorumConfig>,
     /// Wakes the task that applies time-lagged txns when one is committed.
-    pub(crate) lag_wake: Arc<Notify>,
+    pub(super) lag_wake: Arc<Notify>,
     /// Where replies are encoded (no allocation per reply).
-    pub(crate) replies: crate::codec::Arena,
+    pub(super) replies: crate::codec::Arena,
     /// A txn's tree events, kept between txns for its allocation.
-    pub(crate) events: Vec<crate::tree::TreeEvent>,
+    pub(super) events: Vec<crate::tree::TreeEvent>,
 }
 
 /// A request held unapplied by a `HoldRequest` verdict until its gate opens.
 #[derive(Debug)]
 pub(crate) struct HeldRequest {
-    pub(crate) xid: i32,
-    pub(crate) op: i32,
-    pub(crate) req: Result<crate::proto::Request, crate::proto::RequestError>,
+    pub(super) xid: i32,
+    pub(super) op: i32,
+    pub(super) req: Result<crate::proto::Request, crate::proto::RequestError>,
     /// Whether the gate is open.
-    pub(crate) open: watch::Receiver<bool>,
+    pub(super) open: watch::Receiver<bool>,
 }
 
 /// The handle every task holds.

@@ -111,10 +111,7 @@ impl Control {
 
     /// As [`ZkMock::session_ids`](crate::ZkMock::session_ids).
     pub fn session_ids(&self) -> Vec<SessionId> {
-        let st = self.state();
-        let mut ids: Vec<SessionId> = st.sessions.iter().map(|s| SessionId(s.id)).collect();
-        ids.sort_unstable();
-        ids
+        self.state().live_session_ids()
     }
 
     /// As [`ZkMock::ephemerals`](crate::ZkMock::ephemerals).
@@ -131,12 +128,12 @@ impl Control {
 
     /// As [`ZkMock::set_expiry_cleanup_delay`](crate::ZkMock::set_expiry_cleanup_delay).
     pub fn set_expiry_cleanup_delay(&self, delay: Duration) {
-        self.state().settings.expiry_cleanup_delay_ms = delay.as_millis() as u64;
+        self.state().set_expiry_cleanup_delay(delay);
     }
 
     /// As [`ZkMock::connection_count`](crate::ZkMock::connection_count).
     pub fn connection_count(&self) -> usize {
-        self.state().out.conns.len()
+        self.state().connection_count()
     }
 
     // ---- faults -------------------------------------------------------------
@@ -152,16 +149,7 @@ impl Control {
     /// As [`ZkMock::try_rule`](crate::ZkMock::try_rule).
     pub fn try_rule(&self, rule: Rule) -> Result<RuleGuard, String> {
         rule.validate()?;
-        let mut st = self.state();
-        if let crate::fault::Verdict::HoldReply(g) | crate::fault::Verdict::HoldRequest(g) =
-            rule.verdict
-        {
-            if !st.gates.contains_key(&g.0) {
-                return Err(format!("{g} is unknown: make one with ZkMock::gate"));
-            }
-        }
-        let id = st.observers.rules.install(rule);
-        drop(st);
+        let id = self.state().install_rule(rule)?;
         Ok(RuleGuard {
             shared: Arc::downgrade(&self.shared),
             id,
@@ -173,12 +161,12 @@ impl Control {
 
     /// As [`ZkMock::remove_rule`](crate::ZkMock::remove_rule).
     pub fn remove_rule(&self, id: u64) -> bool {
-        self.state().observers.rules.remove(id)
+        self.state().remove_rule(id)
     }
 
     /// As [`ZkMock::rules`](crate::ZkMock::rules).
     pub fn rules(&self) -> Vec<(u64, Rule, u64)> {
-        self.state().observers.rules.list()
+        self.state().rules()
     }
 
     /// As [`ZkMock::expire_session`](crate::ZkMock::expire_session).
@@ -218,24 +206,12 @@ impl Control {
 
     /// As [`ZkMock::disconnect`](crate::ZkMock::disconnect).
     pub fn disconnect(&self, id: impl Into<SessionId>) -> bool {
-        let mut st = self.state();
-        match st.sessions.get(id.into().0).and_then(|s| s.conn) {
-            Some(conn) => {
-                st.close_conn(conn);
-                true
-            }
-            None => false,
-        }
+        self.state().disconnect(id.into().0)
     }
 
     /// As [`ZkMock::disconnect_all`](crate::ZkMock::disconnect_all).
     pub fn disconnect_all(&self) -> usize {
-        let mut st = self.state();
-        let conns: Vec<_> = st.out.conns.keys().copied().collect();
-        for c in &conns {
-            st.close_conn(*c);
-        }
-        conns.len()
+        self.state().disconnect_all()
     }
 
     /// As [`ZkMock::stall`](crate::ZkMock::stall).
@@ -256,7 +232,7 @@ impl Control {
 
     /// As [`ZkMock::refuse_connections`](crate::ZkMock::refuse_connections).
     pub fn refuse_connections(&self) -> Refusal {
-        self.state().refusing = true;
+        self.state().set_refusing(true);
         Refusal {
             shared: Arc::downgrade(&self.shared),
         }
@@ -269,37 +245,24 @@ impl Control {
 
     /// As [`ZkMock::accept_connections`](crate::ZkMock::accept_connections).
     pub fn accept_connections(&self) {
-        self.state().refusing = false;
+        self.state().set_refusing(false);
     }
 
     /// As [`ZkMock::set_sequence_counter`](crate::ZkMock::set_sequence_counter).
     pub fn set_sequence_counter(&self, parent: &str, next: i32) -> bool {
-        let mut st = self.state();
-        // Every replica, so followers hand out the same numbers.
-        let leader = st.leader;
-        let mut set = false;
-        for (i, r) in st.servers.iter_mut().enumerate() {
-            let ok = r.tree.set_sequence_counter(parent, next);
-            if i == leader {
-                set = ok;
-            }
-        }
-        set
+        self.state().set_sequence_counter(parent, next)
     }
 
     // ---- clock --------------------------------------------------------------
 
     /// As [`ZkMock::advance`](crate::ZkMock::advance).
     pub fn advance(&self, by: Duration) {
-        let mut st = self.state();
-        st.clock.advance(by);
-        st.expire_due();
-        st.check_containers_due();
+        self.state().advance_clock(by);
     }
 
     /// As [`ZkMock::clock_ms`](crate::ZkMock::clock_ms).
     pub fn clock_ms(&self) -> u64 {
-        self.state().clock.now_ms()
+        self.state().now_ms()
     }
 
     /// As [`ZkMock::check_containers`](crate::ZkMock::check_containers).
@@ -309,40 +272,39 @@ impl Control {
 
     /// As [`ZkMock::compat`](crate::ZkMock::compat).
     pub fn compat(&self) -> Compat {
-        self.state().settings.compat
+        self.state().settings().compat
     }
 
     /// As [`ZkMock::clock_mode`](crate::ZkMock::clock_mode).
     pub fn clock_mode(&self) -> ClockMode {
-        self.state().clock.mode()
+        self.state().clock_mode()
     }
 
     // ---- introspection ------------------------------------------------------
 
     /// As [`ZkMock::recorded`](crate::ZkMock::recorded).
     pub fn recorded(&self) -> Recording {
-        let st = self.state();
-        st.observers.recording(st.seed)
+        self.state().recording()
     }
 
     /// As [`ZkMock::requests`](crate::ZkMock::requests).
     pub fn requests(&self) -> Requests {
-        self.state().observers.log.requests()
+        self.state().recorded_requests()
     }
 
     /// As [`ZkMock::notifications`](crate::ZkMock::notifications).
     pub fn notifications(&self) -> Notifications {
-        self.state().observers.log.notifications()
+        self.state().recorded_notifications()
     }
 
     /// As [`ZkMock::changes`](crate::ZkMock::changes).
     pub fn changes(&self) -> Vec<crate::record::ChangeRecord> {
-        self.state().observers.log.changes()
+        self.state().recorded_changes()
     }
 
     /// As [`ZkMock::clear_recording`](crate::ZkMock::clear_recording).
     pub fn clear_recording(&self) {
-        self.state().observers.clear();
+        self.state().clear_recording();
     }
 
     /// As [`ZkMock::snapshot`](crate::ZkMock::snapshot).
@@ -361,7 +323,7 @@ impl Control {
         timeout: Duration,
         mut done: impl FnMut(RecordView<'_>) -> bool,
     ) -> Result<(), WaitTimeout> {
-        let mut changes = self.state().observers.changes.subscribe();
+        let mut changes = self.state().subscribe_changes();
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             if self.with_view(&mut done) {

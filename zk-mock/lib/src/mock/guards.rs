@@ -108,7 +108,7 @@ impl RuleGuard {
     pub fn fired(&self) -> u64 {
         self.shared
             .upgrade()
-            .and_then(|s| lock(&s).observers.rules.fired(self.id))
+            .and_then(|s| lock(&s).rule_fired(self.id))
             .unwrap_or(0)
     }
 
@@ -148,7 +148,7 @@ impl RuleGuard {
             ));
         };
         let state = lock(&shared);
-        let Some((rule, tally)) = state.observers.rules.get(self.id) else {
+        let Some((rule, tally)) = state.rule(self.id) else {
             return Err(format!(
                 "zk-mock (seed {}): rule #{} was removed before it could be verified",
                 self.seed, self.id
@@ -187,7 +187,7 @@ impl Drop for RuleGuard {
         }
         let verdict = self.verify();
         if let Some(s) = self.shared.upgrade() {
-            lock(&s).observers.rules.remove(self.id);
+            lock(&s).remove_rule(self.id);
         }
         if let Err(message) = verdict {
             if !std::thread::panicking() {
@@ -240,7 +240,7 @@ pub struct Refusal {
 impl Drop for Refusal {
     fn drop(&mut self) {
         if let Some(s) = self.shared.upgrade() {
-            lock(&s).refusing = false;
+            lock(&s).set_refusing(false);
         }
     }
 }

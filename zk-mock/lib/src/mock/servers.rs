@@ -37,19 +37,17 @@ impl Control {
 
     /// As [`ZkMock::server_of`].
     pub fn server_of(&self, session: impl Into<crate::SessionId>) -> Option<usize> {
-        let st = self.state();
-        let conn = st.sessions.get(session.into().0)?.conn?;
-        st.out.conns.get(&conn).map(|c| c.server)
+        self.state().server_of_session(session.into().0)
     }
 
     /// As [`ZkMock::leader`].
     pub fn leader(&self) -> usize {
-        self.state().leader
+        self.state().leader()
     }
 
     /// As [`ZkMock::election_window`].
     pub fn election_window(&self) -> Duration {
-        Duration::from_millis(self.state().settings.election_window_ms)
+        Duration::from_millis(self.state().settings().election_window_ms)
     }
 
     /// As [`ZkMock::leader_election`].
@@ -71,7 +69,7 @@ impl Control {
     fn then(&self, then: Then) -> bool {
         let (window, read_only) = {
             let st = self.state();
-            let s = &st.settings;
+            let s = st.settings();
             (
                 Duration::from_millis(s.election_window_ms),
                 s.read_only_mode
@@ -184,7 +182,10 @@ impl Server {
 
     /// The last zxid it has applied.
     pub fn last_zxid(&self) -> i64 {
-        self.control.state().servers[self.index].last_zxid()
+        self.control
+            .state()
+            .server_zxid(self.index)
+            .expect("the handle's server exists")
     }
 
     /// Kills it: its connections drop (its clients fail over to the other

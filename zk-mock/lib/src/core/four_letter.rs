@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::core::State;
+use super::State;
 use crate::watch::Table;
 
 /// Data-table watches, by the session of the connection holding them.
@@ -195,7 +195,7 @@ pub(crate) fn answer(state: &State, server: usize, word: &[u8]) -> String {
 
 /// The connections as `cons` lists them: the order ZooKeeper's
 /// `ConcurrentHashMap` keeps is unpredictable, so by connection number.
-fn conns_in_order(state: &State) -> Vec<&crate::core::Conn> {
+fn conns_in_order(state: &State) -> Vec<&crate::outbox::Conn> {
     let mut ids: Vec<_> = state.out.conns.keys().copied().collect();
     ids.sort_unstable();
     ids.iter()
@@ -207,7 +207,7 @@ fn conns_in_order(state: &State) -> Vec<&crate::core::Conn> {
 /// and, unless `brief`, for a connection with a session, its session id,
 /// last op, establishment time, timeout, last cxid and zxid, last response
 /// time and latencies (all 0 ms here: requests are served at once).
-fn connection_info(out: &mut String, state: &State, c: &crate::core::Conn, brief: bool) {
+fn connection_info(out: &mut String, state: &State, c: &crate::outbox::Conn, brief: bool) {
     let interest = if c.four_letter { "0" } else { "1" };
     let _ = write!(
         out,
@@ -301,7 +301,7 @@ fn dump(out: &mut String, state: &State) {
     }
     out.push_str("Connections dump:\n");
     // A connection expires with its session; one without a session at once.
-    let mut conns: BTreeMap<u64, Vec<&crate::core::Conn>> = BTreeMap::new();
+    let mut conns: BTreeMap<u64, Vec<&crate::outbox::Conn>> = BTreeMap::new();
     for c in conns_in_order(state) {
         let deadline = c
             .session
@@ -431,5 +431,20 @@ fn mntr(out: &mut String, state: &State, server: usize) {
             _ => "0".into(),
         };
         let _ = writeln!(out, "{key}\t{value}");
+    }
+}
+
+impl State {
+    /// Answers a four-letter word on a connection that sent no handshake,
+    /// then closes it (`NIOServerCnxn.checkFourLetterWord`).
+    pub(crate) fn four_letter_word(&mut self, conn: crate::session::ConnId, word: &[u8]) {
+        if let Some(c) = self.out.conns.get_mut(&conn) {
+            c.four_letter = true;
+            c.received += 1;
+        }
+        let server = self.server_of(conn);
+        let text = answer(self, server, word);
+        self.enqueue(conn, bytes::Bytes::from(text));
+        self.close_conn(conn);
     }
 }
