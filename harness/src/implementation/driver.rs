@@ -25,7 +25,6 @@ use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::oneshot;
 
 use super::inprocess::EventSink;
-use super::pool::HostPool;
 use super::protocol::{Event, Line, LockSpec, Op, OpError, Reply, Request, RunTag, PROTOCOL};
 use super::{Acquired, Mode};
 use crate::error::RunError;
@@ -111,6 +110,18 @@ impl std::fmt::Debug for Process {
     }
 }
 
+/// Where a driver process goes when its run ends: the pool that lent it
+/// ([`super::pool::HostPool`]).
+pub(crate) trait Lender: Send + Sync {
+    /// Takes back a process that may serve another run.
+    fn give_back(
+        &self,
+        process: Arc<Process>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>>;
+    /// Counts a process shut down after its run.
+    fn retire(&self, process: &Process);
+}
+
 /// One run's view of a driver process: the requests it sends are refused
 /// once the run has handed the process back (to its pool or to `shutdown`).
 pub struct Host {
@@ -118,7 +129,7 @@ pub struct Host {
     /// The run of the process this host serves.
     run: u64,
     /// Where the process goes after the run, if it can serve another.
-    pool: Option<Arc<HostPool>>,
+    pool: Option<Arc<dyn Lender>>,
     /// Set when the run ends: the driver's failure then, if it had one.
     ended: Mutex<Option<Option<String>>>,
 }
@@ -145,7 +156,7 @@ impl Host {
     pub(crate) fn serve(
         process: Arc<Process>,
         sink: EventSink,
-        pool: Option<Arc<HostPool>>,
+        pool: Option<Arc<dyn Lender>>,
     ) -> Host {
         let run = {
             let mut st = process.shared.state.lock();

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::driver::{Host, Process};
+use super::driver::{Host, Lender, Process};
 use super::inprocess::EventSink;
 use super::Implementation;
 use crate::error::RunError;
@@ -252,5 +252,18 @@ impl Drop for HostPool {
         if let Some(rt) = self.runtime.lock().take() {
             rt.shutdown_background();
         }
+    }
+}
+
+impl Lender for HostPool {
+    fn give_back(
+        &self,
+        process: Arc<Process>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        Box::pin(HostPool::give_back(self, process))
+    }
+
+    fn retire(&self, process: &Process) {
+        HostPool::retire(self, process);
     }
 }

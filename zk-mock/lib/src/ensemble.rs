@@ -156,6 +156,108 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// The servers as a quorum: each one's replica, who leads, whether an
+/// election is on, and the membership. Plain data with the questions that
+/// need nothing else; what changes them (kills, elections, lag) is the
+/// core's (`core/ensemble.rs`), as it reaches connections and sessions too.
+#[derive(Debug)]
+pub(crate) struct Ensemble {
+    /// Each server's replica and watches; an ensemble of one is a single server.
+    pub(crate) servers: Vec<Replica>,
+    /// The server whose replica prep judges writes against.
+    pub(crate) leader: usize,
+    /// No leader (an election, or no quorum): no server takes clients.
+    pub(crate) electing: bool,
+    /// The leader a reconfig that removed the old one designated: it wins
+    /// the election that follows (`Leader.getDesignatedLeader`).
+    pub(crate) designated: Option<usize>,
+    /// The membership (`/zookeeper/config`); `None` standalone.
+    pub(crate) quorum: Option<QuorumConfig>,
+}
+
+impl Ensemble {
+    /// `n` servers (at least one), server 0 leading. A quorum's first leader
+    /// starts epoch 1 (NEWLEADER zxid 0x100000000; the first txn is
+    /// 0x100000001); its followers report 0 until they apply a txn. A
+    /// standalone server starts at 0.
+    pub(crate) fn new(n: usize, compat: Compat) -> Ensemble {
+        let mut servers: Vec<Replica> = (0..n.max(1)).map(|_| Replica::new(compat)).collect();
+        if servers.len() > 1 {
+            servers[0].tree.advance_to(1 << 32);
+        }
+        Ensemble {
+            servers,
+            leader: 0,
+            electing: false,
+            designated: None,
+            quorum: None,
+        }
+    }
+
+    /// The leader's replica: the newest state, what prep judges against.
+    pub(crate) fn tree(&self) -> &DataTree {
+        &self.servers[self.leader].tree
+    }
+
+    /// Whether server `i` takes clients now (a read-only server does: it
+    /// sorts them out in the handshake).
+    pub(crate) fn serves(&self, i: usize) -> bool {
+        self.servers
+            .get(i)
+            .is_some_and(|r| r.read_only || (!self.electing && r.status == ServerStatus::Serving))
+    }
+
+    /// Whether server `i`'s process is up (serving or not): it accepts
+    /// connections. A killed one does not.
+    pub(crate) fn up(&self, i: usize) -> bool {
+        self.servers
+            .get(i)
+            .is_some_and(|r| r.status != ServerStatus::Killed)
+    }
+
+    /// Whether server `i` is up but cut off from a quorum: partitioned, or
+    /// up while too few others are.
+    pub(crate) fn cut_off(&self, i: usize) -> bool {
+        match self.servers[i].status {
+            ServerStatus::Partitioned => true,
+            ServerStatus::Serving => !self.has_quorum(),
+            _ => false,
+        }
+    }
+
+    /// Whether server `i` votes: a participant of the membership
+    /// (`/zookeeper/config`), rather than an observer or a server the
+    /// membership does not name. Without a membership (one server) it does.
+    pub(crate) fn votes(&self, i: usize) -> bool {
+        self.quorum
+            .as_ref()
+            .is_none_or(|q| q.voters().any(|id| id == i as u64 + 1))
+    }
+
+    /// Whether a majority of the voters is up (not killed or partitioned):
+    /// `QuorumMaj.containsQuorum` over the membership's participants, whom
+    /// a reconfig changes.
+    pub(crate) fn has_quorum(&self) -> bool {
+        let Some(q) = &self.quorum else {
+            return self
+                .servers
+                .iter()
+                .all(|r| r.status == ServerStatus::Serving);
+        };
+        let voters: Vec<u64> = q.voters().collect();
+        let up = voters
+            .iter()
+            .filter(|&&id| {
+                usize::try_from(id - 1)
+                    .ok()
+                    .and_then(|i| self.servers.get(i))
+                    .is_some_and(|s| s.status == ServerStatus::Serving)
+            })
+            .count();
+        up * 2 > voters.len()
+    }
+}
+
 /// One server as [`ZkMock::servers`](crate::ZkMock::servers) reports it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[non_exhaustive]

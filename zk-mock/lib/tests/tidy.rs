@@ -100,10 +100,7 @@ const HARNESS: Crate = Crate {
     children_name_parents: true,
 };
 
-const HARNESS_KNOWN: &[&str] = &[
-    // A driver process goes back to the pool that lent it.
-    "implementation::driver -> implementation::pool",
-];
+const HARNESS_KNOWN: &[&str] = &[];
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

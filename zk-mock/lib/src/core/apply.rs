@@ -25,30 +25,30 @@ impl State {
     /// Allocates the next zxid on the leader (every txn takes one, failed
     /// ones included).
     pub(crate) fn next_zxid(&mut self) -> i64 {
-        let leader = self.leader;
-        self.servers[leader].tree.next_zxid()
+        let leader = self.ensemble.leader;
+        self.ensemble.servers[leader].tree.next_zxid()
     }
 
     /// Commits a prepared txn: the leader applies it at once, and each
     /// follower when its lag allows. Returns the outcome as the leader saw
     /// it, which every replica repeats.
     pub(crate) fn commit(&mut self, txn: Txn) -> Applied {
-        let leader = self.leader;
+        let leader = self.ensemble.leader;
         let err = self.apply_txn(leader, &txn, true);
         let applied = Applied {
             err,
             zxid: txn.zxid,
         };
-        if self.servers.len() > 1 {
+        if self.ensemble.servers.len() > 1 {
             let now = self.clock.now_ms();
             let txn = Arc::new(txn);
             let mut timed = false;
-            for i in (0..self.servers.len()).filter(|&i| i != leader) {
-                self.servers[i].backlog.push_back(Pending {
+            for i in (0..self.ensemble.servers.len()).filter(|&i| i != leader) {
+                self.ensemble.servers[i].backlog.push_back(Pending {
                     committed_ms: now,
                     txn: txn.clone(),
                 });
-                timed |= matches!(self.servers[i].lag, Lag::Time(_));
+                timed |= matches!(self.ensemble.servers[i].lag, Lag::Time(_));
                 self.settle(i);
             }
             if timed {
@@ -66,7 +66,7 @@ impl State {
         // would just take an empty one.
         let mut events = std::mem::take(&mut self.events);
         let outcome = execute(
-            &mut self.servers[server].tree,
+            &mut self.ensemble.servers[server].tree,
             self.settings.txn(),
             txn,
             &mut events,
@@ -129,8 +129,8 @@ impl State {
     /// Applies what a follower's lag lets it apply now.
     pub(crate) fn settle(&mut self, server: usize) {
         let now = self.clock.now_ms();
-        while self.servers[server].front_due(now) {
-            let Some(p) = self.servers[server].backlog.pop_front() else {
+        while self.ensemble.servers[server].front_due(now) {
+            let Some(p) = self.ensemble.servers[server].backlog.pop_front() else {
                 break;
             };
             self.apply_txn(server, &p.txn, false);
@@ -139,7 +139,7 @@ impl State {
 
     /// [`settle`](Self::settle) on every server (the ticker, clock moves).
     pub(crate) fn settle_all(&mut self) {
-        for i in 0..self.servers.len() {
+        for i in 0..self.ensemble.servers.len() {
             self.settle(i);
         }
     }
@@ -147,14 +147,18 @@ impl State {
     /// Applies every committed txn a server has not, whatever its lag: what
     /// `sync`, a restart and an election do.
     pub(crate) fn catch_up(&mut self, server: usize) {
-        while let Some(p) = self.servers[server].backlog.pop_front() {
+        while let Some(p) = self.ensemble.servers[server].backlog.pop_front() {
             self.apply_txn(server, &p.txn, false);
         }
     }
 
     /// When the next time-lagged txn falls due, on the session clock.
     pub(crate) fn next_lag_due(&self) -> Option<u64> {
-        self.servers.iter().filter_map(|r| r.next_due_ms()).min()
+        self.ensemble
+            .servers
+            .iter()
+            .filter_map(|r| r.next_due_ms())
+            .min()
     }
 }
 
@@ -241,14 +245,16 @@ impl State {
             return;
         }
         let mut notes = Vec::new();
-        self.servers[server].watches.fire(events, &mut notes);
+        self.ensemble.servers[server]
+            .watches
+            .fire(events, &mut notes);
         self.notify(notes, zxid);
     }
 
     /// Records the watches registered since the last call.
     pub(crate) fn record_watches(&mut self, conn: ConnId) {
         let server = self.server_of(conn);
-        let registered = self.servers[server].watches.take_registered();
+        let registered = self.ensemble.servers[server].watches.take_registered();
         if registered.is_empty() {
             return;
         }

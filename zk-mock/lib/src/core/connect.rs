@@ -42,12 +42,15 @@ impl State {
                 if s.conn == Some(conn) {
                     s.conn = None;
                     let id = s.id;
-                    let (now, zxid) = (self.clock.now_ms(), self.servers[c.server].last_zxid());
+                    let (now, zxid) = (
+                        self.clock.now_ms(),
+                        self.ensemble.servers[c.server].last_zxid(),
+                    );
                     self.observers
                         .session(now, id, SessionEvent::Disconnected, zxid);
                 }
             }
-            self.servers[c.server].watches.remove_conn(conn);
+            self.ensemble.servers[c.server].watches.remove_conn(conn);
         }
     }
 
@@ -60,8 +63,8 @@ impl State {
     /// (`ZooKeeperServer.processConnectRequest`).
     pub(crate) fn connect(&mut self, conn: ConnId, req: &ConnectRequest) -> Flow {
         let server = self.server_of(conn);
-        let server_zxid = self.servers[server].last_zxid();
-        let read_only = self.servers[server].read_only;
+        let server_zxid = self.ensemble.servers[server].last_zxid();
+        let read_only = self.ensemble.servers[server].read_only;
         if read_only && req.read_only != Some(true) {
             // ZooKeeperServer.processConnectRequest: a read-only server
             // closes a client that cannot be read-only, with no answer.
@@ -160,7 +163,7 @@ impl State {
             if let Some(c) = self.out.conns.get_mut(&conn) {
                 c.session = Some(req.session_id);
             }
-            let zxid = self.servers[server].last_zxid();
+            let zxid = self.ensemble.servers[server].last_zxid();
             self.observers
                 .session(now, req.session_id, SessionEvent::Reattached, zxid);
             let passwd = self
@@ -185,7 +188,7 @@ impl State {
                 session = format_args!("{:#x}", req.session_id),
                 "unknown, expired or wrong password: expired answer"
             );
-            let zxid = self.servers[server].last_zxid();
+            let zxid = self.ensemble.servers[server].last_zxid();
             self.observers
                 .session(now, req.session_id, SessionEvent::Refused, zxid);
             self.send(conn, ConnectResponse::expired(req.read_only).to_bytes());
@@ -205,7 +208,7 @@ impl State {
     fn connect_read_only(&mut self, conn: ConnId, server: usize, req: &ConnectRequest) -> Flow {
         let timeout = self.sessions.negotiate(req.time_out);
         let now = self.clock.now_ms();
-        let zxid = self.servers[server].last_zxid();
+        let zxid = self.ensemble.servers[server].last_zxid();
         let id = req.session_id;
         if id != 0 {
             let local = self.sessions.get(id).map(|s| s.local);

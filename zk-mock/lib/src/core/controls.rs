@@ -71,7 +71,7 @@ impl State {
 
     /// Whether server `i` closes a new connection at once (refusing, or down).
     pub(crate) fn refuses(&self, i: usize) -> bool {
-        self.refusing || !self.up(i)
+        self.refusing || !self.ensemble.up(i)
     }
 
     /// Closes a session's connection; false if it has none.
@@ -111,9 +111,9 @@ impl State {
     /// that followers hand out the same numbers; false if the leader has no
     /// such node.
     pub(crate) fn set_sequence_counter(&mut self, parent: &str, next: i32) -> bool {
-        let leader = self.leader;
+        let leader = self.ensemble.leader;
         let mut set = false;
-        for (i, r) in self.servers.iter_mut().enumerate() {
+        for (i, r) in self.ensemble.servers.iter_mut().enumerate() {
             let ok = r.tree.set_sequence_counter(parent, next);
             if i == leader {
                 set = ok;

@@ -9,30 +9,9 @@ use crate::session::ConnId;
 use super::State;
 
 impl State {
-    /// Whether server `i` takes clients now (a read-only server does: it
-    /// sorts them out in the handshake).
+    /// Whether server `i` takes clients now (see [`Ensemble::serves`]).
     pub(crate) fn serves(&self, i: usize) -> bool {
-        self.servers
-            .get(i)
-            .is_some_and(|r| r.read_only || (!self.electing && r.status == ServerStatus::Serving))
-    }
-
-    /// Whether server `i`'s process is up (serving or not): it accepts
-    /// connections. A killed one does not.
-    pub(crate) fn up(&self, i: usize) -> bool {
-        self.servers
-            .get(i)
-            .is_some_and(|r| r.status != ServerStatus::Killed)
-    }
-
-    /// Whether server `i` is up but cut off from a quorum: partitioned, or
-    /// up while too few others are.
-    fn cut_off(&self, i: usize) -> bool {
-        match self.servers[i].status {
-            ServerStatus::Partitioned => true,
-            ServerStatus::Serving => !self.has_quorum(),
-            _ => false,
-        }
+        self.ensemble.serves(i)
     }
 
     /// `QuorumPeer`'s read-only fallback, once a server has been cut off
@@ -42,9 +21,9 @@ impl State {
         if !self.settings.read_only_mode {
             return;
         }
-        for i in 0..self.servers.len() {
-            if self.cut_off(i) && !self.servers[i].read_only {
-                self.servers[i].read_only = true;
+        for i in 0..self.ensemble.servers.len() {
+            if self.ensemble.cut_off(i) && !self.ensemble.servers[i].read_only {
+                self.ensemble.servers[i].read_only = true;
                 // The line ZooKeeper logs (ReadOnlyZooKeeperServer), which
                 // test suites wait for.
                 tracing::info!(server = i, "Read-only server started");
@@ -56,7 +35,7 @@ impl State {
     /// A read-only server rejoins the quorum: it shuts its read-only server
     /// down (every connection closes) and its local sessions are gone.
     fn leave_read_only(&mut self, i: usize) {
-        if !std::mem::take(&mut self.servers[i].read_only) {
+        if !std::mem::take(&mut self.ensemble.servers[i].read_only) {
             return;
         }
         self.drop_clients(i);
@@ -70,38 +49,6 @@ impl State {
             self.sessions.remove(id);
         }
         tracing::info!(server = i, "read-only server stopped: back in the quorum");
-    }
-
-    /// Whether server `i` votes: a participant of the membership
-    /// (`/zookeeper/config`), rather than an observer or a server the
-    /// membership does not name. Without a membership (one server) it does.
-    pub(crate) fn votes(&self, i: usize) -> bool {
-        self.quorum
-            .as_ref()
-            .is_none_or(|q| q.voters().any(|id| id == i as u64 + 1))
-    }
-
-    /// Whether a majority of the voters is up (not killed or partitioned):
-    /// `QuorumMaj.containsQuorum` over the membership's participants, whom
-    /// a reconfig changes.
-    pub(crate) fn has_quorum(&self) -> bool {
-        let Some(q) = &self.quorum else {
-            return self
-                .servers
-                .iter()
-                .all(|r| r.status == ServerStatus::Serving);
-        };
-        let voters: Vec<u64> = q.voters().collect();
-        let up = voters
-            .iter()
-            .filter(|&&id| {
-                usize::try_from(id - 1)
-                    .ok()
-                    .and_then(|i| self.servers.get(i))
-                    .is_some_and(|s| s.status == ServerStatus::Serving)
-            })
-            .count();
-        up * 2 > voters.len()
     }
 
     /// Closes every client connection of server `i`.
@@ -122,17 +69,17 @@ impl State {
     /// connections drop and it applies nothing until it is back. Losing the
     /// leader or the quorum starts an election.
     pub(crate) fn take_down(&mut self, i: usize, how: ServerStatus) -> Then {
-        match self.servers.get(i).map(|r| r.status) {
+        match self.ensemble.servers.get(i).map(|r| r.status) {
             Some(ServerStatus::Serving) => {}
             _ => return Then::Unchanged,
         }
-        self.servers[i].status = how;
+        self.ensemble.servers[i].status = how;
         self.drop_clients(i);
         if how == ServerStatus::Killed {
-            self.servers[i].read_only = false;
+            self.ensemble.servers[i].read_only = false;
         }
         tracing::info!(server = i, status = how.name(), "server down");
-        let then = if i == self.leader || !self.has_quorum() {
+        let then = if i == self.ensemble.leader || !self.ensemble.has_quorum() {
             self.begin_election();
             Then::Elect
         } else {
@@ -146,16 +93,16 @@ impl State {
     /// restarted ZooKeeper syncs with the leader) and serves again; if that
     /// restores the quorum, a leader is elected.
     pub(crate) fn bring_up(&mut self, i: usize) -> Then {
-        match self.servers.get(i).map(|r| r.status) {
+        match self.ensemble.servers.get(i).map(|r| r.status) {
             Some(ServerStatus::Killed | ServerStatus::Partitioned) => {}
             _ => return Then::Unchanged,
         }
         self.leave_read_only(i);
-        self.servers[i].status = ServerStatus::Serving;
+        self.ensemble.servers[i].status = ServerStatus::Serving;
         self.catch_up(i);
         tracing::info!(server = i, "server up");
         self.changed();
-        if self.electing {
+        if self.ensemble.electing {
             Then::Elect
         } else {
             Then::Done
@@ -165,13 +112,13 @@ impl State {
     /// Sets a follower's lag and applies what the new lag lets through. The
     /// leader refuses one: it applies each txn as it commits it.
     pub(crate) fn set_lag(&mut self, i: usize, lag: Lag) -> Result<(), LagError> {
-        if i >= self.servers.len() {
+        if i >= self.ensemble.servers.len() {
             return Err(LagError::NoSuchServer(i));
         }
-        if i == self.leader && lag != Lag::None {
+        if i == self.ensemble.leader && lag != Lag::None {
             return Err(LagError::Leader(i));
         }
-        self.servers[i].lag = lag;
+        self.ensemble.servers[i].lag = lag;
         self.settle(i);
         self.lag_wake.notify_one();
         Ok(())
@@ -180,8 +127,8 @@ impl State {
     /// Leader loss: every server drops its clients and takes none, and
     /// nothing is written, until [`end_election`](Self::end_election).
     pub(crate) fn begin_election(&mut self) {
-        self.electing = true;
-        for i in 0..self.servers.len() {
+        self.ensemble.electing = true;
+        for i in 0..self.ensemble.servers.len() {
             self.drop_clients(i);
         }
         tracing::info!("leader election started");
@@ -195,11 +142,11 @@ impl State {
     /// timeout starts afresh (the new leader's `SessionTracker` is built
     /// from the snapshot). Returns whether it ended.
     pub(crate) fn end_election(&mut self) -> bool {
-        if !self.electing || !self.has_quorum() {
+        if !self.ensemble.electing || !self.ensemble.has_quorum() {
             return false;
         }
-        let up: Vec<usize> = (0..self.servers.len())
-            .filter(|&i| self.servers[i].status == ServerStatus::Serving)
+        let up: Vec<usize> = (0..self.ensemble.servers.len())
+            .filter(|&i| self.ensemble.servers[i].status == ServerStatus::Serving)
             .collect();
         for &i in &up {
             self.leave_read_only(i);
@@ -208,15 +155,17 @@ impl State {
         // Only a participant leads; an observer follows whoever does. A
         // leader a reconfig designated takes over if it can.
         let designated = self
+            .ensemble
             .designated
             .take()
-            .filter(|i| up.contains(i) && self.votes(*i));
-        let Some(leader) = designated.or_else(|| up.iter().rev().copied().find(|&i| self.votes(i)))
+            .filter(|i| up.contains(i) && self.ensemble.votes(*i));
+        let Some(leader) =
+            designated.or_else(|| up.iter().rev().copied().find(|&i| self.ensemble.votes(i)))
         else {
             return false;
         };
-        self.leader = leader;
-        if std::mem::take(&mut self.servers[leader].lag) != Lag::None {
+        self.ensemble.leader = leader;
+        if std::mem::take(&mut self.ensemble.servers[leader].lag) != Lag::None {
             // It caught up above; as the leader it applies each txn as it commits it.
             tracing::info!(
                 server = leader,
@@ -227,10 +176,10 @@ impl State {
         // first txn `(epoch << 32) + 1`; followers keep reporting the old
         // epoch's last zxid until they apply that txn.
         let epoch = (self.tree().last_zxid() >> 32) + 1;
-        self.servers[leader].tree.advance_to(epoch << 32);
+        self.ensemble.servers[leader].tree.advance_to(epoch << 32);
         let now = self.clock.now_ms();
         self.sessions.touch_all(now);
-        self.electing = false;
+        self.ensemble.electing = false;
         tracing::info!(leader, epoch, "leader elected");
         self.changed();
         true
@@ -260,17 +209,17 @@ impl State {
             QuorumConfig::from_lines(membership, addrs.len())?
         };
         let data = bytes::Bytes::from(q.text());
-        for r in &mut self.servers {
+        for r in &mut self.ensemble.servers {
             r.tree.init_config(data.clone(), q.version);
         }
         let first = q
             .voters()
             .next()
             .and_then(|id| usize::try_from(id - 1).ok());
-        self.quorum = Some(q);
-        if let Some(first) = first.filter(|&i| i != self.leader) {
-            self.leader = first;
-            self.servers[first].tree.advance_to(1 << 32);
+        self.ensemble.quorum = Some(q);
+        if let Some(first) = first.filter(|&i| i != self.ensemble.leader) {
+            self.ensemble.leader = first;
+            self.ensemble.servers[first].tree.advance_to(1 << 32);
         }
         Ok(())
     }
@@ -282,21 +231,21 @@ impl State {
     /// its clients as in an election, and the designated server leads a
     /// new epoch at once. The old leader, if it is still up, follows.
     pub(crate) fn after_reconfig(&mut self) {
-        if self.votes(self.leader) {
+        if self.ensemble.votes(self.ensemble.leader) {
             return;
         }
-        let Some(next) = (0..self.servers.len())
-            .find(|&i| self.servers[i].status == ServerStatus::Serving && self.votes(i))
-        else {
+        let Some(next) = (0..self.ensemble.servers.len()).find(|&i| {
+            self.ensemble.servers[i].status == ServerStatus::Serving && self.ensemble.votes(i)
+        }) else {
             return;
         };
         tracing::info!(
-            old = self.leader,
+            old = self.ensemble.leader,
             designated = next,
             "the reconfig removed the leader: it steps down"
         );
         self.begin_election();
-        self.designated = Some(next);
+        self.ensemble.designated = Some(next);
         self.end_election();
     }
 
@@ -312,7 +261,7 @@ impl State {
         zxid: i64,
     ) -> Result<bytes::Bytes, crate::proto::ErrorCode> {
         use crate::proto::ErrorCode;
-        let Some(q) = &self.quorum else {
+        let Some(q) = &self.ensemble.quorum else {
             return Err(ErrorCode::Unimplemented);
         };
         let mut next = q.apply(r)?;
@@ -322,7 +271,7 @@ impl State {
             .filter(|&&id| {
                 usize::try_from(id - 1)
                     .ok()
-                    .and_then(|i| self.servers.get(i))
+                    .and_then(|i| self.ensemble.servers.get(i))
                     .is_some_and(|s| s.status == ServerStatus::Serving)
             })
             .count();
@@ -335,24 +284,25 @@ impl State {
         }
         next.version = zxid;
         let data = bytes::Bytes::from(next.text());
-        self.quorum = Some(next);
+        self.ensemble.quorum = Some(next);
         Ok(data)
     }
 
     /// Every server, as the controls report them.
     pub(crate) fn server_infos(&self, addrs: &[std::net::SocketAddr]) -> Vec<ServerInfo> {
-        self.servers
+        self.ensemble
+            .servers
             .iter()
             .enumerate()
             .map(|(i, r)| ServerInfo {
                 index: i,
                 addr: addrs[i],
-                status: if r.status == ServerStatus::Serving && self.electing {
+                status: if r.status == ServerStatus::Serving && self.ensemble.electing {
                     ServerStatus::Electing
                 } else {
                     r.status
                 },
-                leader: i == self.leader,
+                leader: i == self.ensemble.leader,
                 lag: r.lag,
                 last_zxid: r.last_zxid(),
                 behind: r.backlog.len(),

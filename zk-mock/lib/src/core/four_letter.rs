@@ -55,11 +55,11 @@ pub(crate) fn is_command(first: &[u8]) -> bool {
 /// The text answer to a four-letter word.
 /// What `srvr` and `mntr` call a server's role.
 fn mode(state: &State, server: usize) -> &'static str {
-    if state.servers[server].read_only {
+    if state.ensemble.servers[server].read_only {
         "read-only"
-    } else if state.servers.len() == 1 {
+    } else if state.ensemble.servers.len() == 1 {
         "standalone"
-    } else if server == state.leader {
+    } else if server == state.ensemble.leader {
         "leader"
     } else {
         "follower"
@@ -69,7 +69,7 @@ fn mode(state: &State, server: usize) -> &'static str {
 /// Answers a four-letter word sent to server `server` of the ensemble.
 pub(crate) fn answer(state: &State, server: usize, word: &[u8]) -> String {
     let mut out = String::new();
-    let replica = &state.servers[server];
+    let replica = &state.ensemble.servers[server];
     if !state.serves(server) {
         // No running ZooKeeperServer (an election, no quorum): the words
         // that need one say so (`AbstractFourLetterCommand.ZK_NOT_SERVING`),
@@ -413,11 +413,12 @@ fn mntr(out: &mut String, state: &State, server: usize) {
             "zk_server_state" => mode(state, server).into(),
             "zk_ephemerals_count" => ephemerals.to_string(),
             "zk_num_alive_connections" => state.out.conns.len().to_string(),
-            "zk_znode_count" => state.servers[server].tree.node_count().to_string(),
+            "zk_znode_count" => state.ensemble.servers[server].tree.node_count().to_string(),
             "zk_global_sessions" => state.sessions.iter().count().to_string(),
             "zk_packets_sent" => state.out.packets_sent.to_string(),
             "zk_packets_received" => state.out.packets_received.to_string(),
             "zk_watch_count" => state
+                .ensemble
                 .servers
                 .iter()
                 .map(|r| r.watches.count())

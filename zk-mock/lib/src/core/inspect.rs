@@ -35,12 +35,12 @@ impl State {
 
     /// The leader's index.
     pub(crate) fn leader(&self) -> usize {
-        self.leader
+        self.ensemble.leader
     }
 
     /// The last zxid server `i` has applied (`None`: no such server).
     pub(crate) fn server_zxid(&self, i: usize) -> Option<i64> {
-        self.servers.get(i).map(|r| r.last_zxid())
+        self.ensemble.servers.get(i).map(|r| r.last_zxid())
     }
 
     /// An owned copy of the recording and the counters.
@@ -69,7 +69,12 @@ impl State {
             sessions: self.sessions.iter().count(),
             connections: self.out.conns.len(),
             znodes: self.tree().node_count(),
-            watches: self.servers.iter().map(|r| r.watches.count()).sum(),
+            watches: self
+                .ensemble
+                .servers
+                .iter()
+                .map(|r| r.watches.count())
+                .sum(),
             ephemerals: self
                 .sessions
                 .iter()

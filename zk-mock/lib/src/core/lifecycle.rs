@@ -326,7 +326,7 @@ impl State {
 
     /// Expires every session whose deadline has passed.
     pub(crate) fn expire_due(&mut self) {
-        if self.electing {
+        if self.ensemble.electing {
             // No leader, no session tracker: nothing expires.
             return;
         }

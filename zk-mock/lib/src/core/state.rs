@@ -21,7 +21,7 @@ use tokio::sync::{watch, Notify};
 
 use crate::clock::Clock;
 use crate::codec::{frame, Record};
-use crate::ensemble::Replica;
+use crate::ensemble::Ensemble;
 use crate::observe::Observers;
 use crate::proto::ReplyHeader;
 use crate::record::Recorder;
@@ -83,10 +83,8 @@ impl Settings {
 /// and the observers.
 #[derive(Debug)]
 pub(crate) struct State {
-    /// Each server's replica and watches; an ensemble of one is a single server.
-    pub(super) servers: Vec<Replica>,
-    /// The server whose replica prep judges writes against.
-    pub(super) leader: usize,
+    /// The servers: replicas, leader, election, membership.
+    pub(super) ensemble: Ensemble,
     /// Global, as a quorum's sessions are (the leader's `SessionTracker`).
     pub(super) sessions: SessionManager,
     /// The connections and their outboxes, apart from the data model.
@@ -117,13 +115,6 @@ pub(crate) struct State {
     pub(super) held_kills: Vec<(u64, i64)>,
     /// While true, new connections are closed as soon as they are accepted.
     pub(super) refusing: bool,
-    /// No leader (an election, or no quorum): no server takes clients.
-    /// The leader a reconfig that removed the old one designated: it wins
-    /// the election that follows (`Leader.getDesignatedLeader`).
-    pub(super) designated: Option<usize>,
-    pub(super) electing: bool,
-    /// An ensemble's membership (`/zookeeper/config`); `None` standalone.
-    pub(super) quorum: Option<crate::ensemble::QuorumConfig>,
     /// Wakes the task that applies time-lagged txns when one is committed.
     pub(super) lag_wake: Arc<Notify>,
     /// Where replies are encoded (no allocation per reply).
@@ -174,18 +165,8 @@ impl State {
         servers: usize,
     ) -> State {
         let settings_check_interval = settings.container_check_interval_ms.max(1);
-        let mut replicas: Vec<Replica> = (0..servers.max(1))
-            .map(|_| Replica::new(settings.compat))
-            .collect();
-        if replicas.len() > 1 {
-            // A quorum's first leader starts epoch 1 (NEWLEADER zxid
-            // 0x100000000; the first txn is 0x100000001); its followers
-            // report 0 until they apply a txn. A standalone server starts at 0.
-            replicas[0].tree.advance_to(1 << 32);
-        }
         State {
-            servers: replicas,
-            leader: 0,
+            ensemble: Ensemble::new(servers, settings.compat),
             sessions,
             out: Outboxes::new(settings.max_outbox),
             clock,
@@ -200,9 +181,6 @@ impl State {
             held_requests: crate::hash::Map::default(),
             held_kills: Vec::new(),
             refusing: false,
-            electing: false,
-            designated: None,
-            quorum: None,
             lag_wake: Arc::new(Notify::new()),
             replies: crate::codec::Arena::default(),
             events: Vec::new(),
@@ -211,12 +189,15 @@ impl State {
 
     /// The leader's replica: the newest state, what prep judges against.
     pub(crate) fn tree(&self) -> &DataTree {
-        &self.servers[self.leader].tree
+        self.ensemble.tree()
     }
 
     /// The server a connection is on (the leader if it is gone).
     pub(crate) fn server_of(&self, conn: ConnId) -> usize {
-        self.out.conns.get(&conn).map_or(self.leader, |c| c.server)
+        self.out
+            .conns
+            .get(&conn)
+            .map_or(self.ensemble.leader, |c| c.server)
     }
 
     /// Every watch of every server.
@@ -224,7 +205,10 @@ impl State {
         &self,
     ) -> impl Iterator<Item = (crate::watch::Table, &str, ConnId, crate::record::WatchKind)> + '_
     {
-        self.servers.iter().flat_map(|r| r.watches.entries())
+        self.ensemble
+            .servers
+            .iter()
+            .flat_map(|r| r.watches.entries())
     }
 
     /// Queues a frame to a connection (no-op if it is gone or muted).

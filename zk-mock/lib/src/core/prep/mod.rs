@@ -214,7 +214,7 @@ impl State {
         let code = OpCode::from_i32(op);
         let write = code.is_some_and(OpCode::is_write);
         let local = matches!(req, Ok(Request::Auth(_) | Request::Sasl(_)));
-        if local || (!write && server != self.leader) {
+        if local || (!write && server != self.ensemble.leader) {
             return None;
         }
         let zxid = if write {
@@ -228,7 +228,7 @@ impl State {
             );
             zxid
         } else {
-            self.servers[server].last_zxid()
+            self.ensemble.servers[server].last_zxid()
         };
         tracing::info!(
             conn,
@@ -273,7 +273,7 @@ impl State {
         op: i32,
         req: &Result<Request, RequestError>,
     ) -> Option<Flow> {
-        let closing = self.servers[server]
+        let closing = self.ensemble.servers[server]
             .backlog
             .iter()
             .any(|p| p.txn.session == session && matches!(p.txn.op, TxnOp::CloseSession));
@@ -320,7 +320,7 @@ impl State {
         op: i32,
         req: Result<Request, RequestError>,
     ) -> (Flow, Applied) {
-        let last = self.servers[self.server_of(conn)].last_zxid();
+        let last = self.ensemble.servers[self.server_of(conn)].last_zxid();
         match verdict {
             Verdict::Delay(d) => {
                 self.pause(conn, *d);
@@ -397,7 +397,7 @@ impl State {
     ) -> (Flow, Applied) {
         let (auth, server) = match self.out.conns.get(&conn) {
             Some(c) => (c.auth.clone(), c.server),
-            None => (std::sync::Arc::from([]), self.leader),
+            None => (std::sync::Arc::from([]), self.ensemble.leader),
         };
         let caller = Caller {
             session,
@@ -412,7 +412,7 @@ impl State {
             caller,
             auth: &auth,
         };
-        if self.servers[server].read_only {
+        if self.ensemble.servers[server].read_only {
             if let Some(done) = self.read_only_request(cx, &req) {
                 return done;
             }
@@ -431,7 +431,7 @@ impl State {
                     let applied = self.submit(cx, TxnOp::Error(ErrorCode::MarshallingError));
                     return (Flow::Continue, applied);
                 }
-                let zxid = self.servers[server].last_zxid();
+                let zxid = self.ensemble.servers[server].last_zxid();
                 let err = ErrorCode::MarshallingError.code();
                 self.reply_header(conn, xid, zxid, err);
                 return (Flow::Continue, Applied { err, zxid });
@@ -476,7 +476,7 @@ impl State {
         cx: Ctx<'_>,
         req: &Result<Request, RequestError>,
     ) -> Option<(Flow, Applied)> {
-        let zxid = self.servers[cx.server].last_zxid();
+        let zxid = self.ensemble.servers[cx.server].last_zxid();
         match OpCode::from_i32(cx.op) {
             Some(OpCode::CloseSession) => {
                 if let Some(s) = self.sessions.remove(cx.session) {
@@ -521,7 +521,7 @@ impl State {
         cx: Ctx<'_>,
         apply: impl FnOnce(&mut Replica) -> Result<Reply, ErrorCode>,
     ) -> Applied {
-        let replica = &mut self.servers[cx.server];
+        let replica = &mut self.ensemble.servers[cx.server];
         let result = apply(replica);
         let zxid = replica.last_zxid();
         self.finish(cx.conn, cx.xid, zxid, result)

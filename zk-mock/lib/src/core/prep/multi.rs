@@ -19,7 +19,7 @@ impl State {
             caller,
             ..
         } = cx;
-        let zxid = self.servers[server].last_zxid();
+        let zxid = self.ensemble.servers[server].last_zxid();
         let applied = match req {
             Request::MultiRead(m) if m.ops.iter().any(|op| !op.is_read()) => {
                 // A multiRead (22) of write ops: 3.8.0 answers MARSHALLINGERROR
@@ -32,7 +32,7 @@ impl State {
                 Applied { err, zxid }
             }
             Request::MultiRead(m) => {
-                let replica = &self.servers[server];
+                let replica = &self.ensemble.servers[server];
                 let results = m
                     .ops
                     .iter()

@@ -19,7 +19,7 @@ impl State {
         } = cx;
         let applied = match req {
             Request::Ping => {
-                let zxid = self.servers[server].last_zxid();
+                let zxid = self.ensemble.servers[server].last_zxid();
                 self.reply_header(conn, XID_PING, zxid, 0);
                 Applied { err: 0, zxid }
             }
@@ -30,7 +30,7 @@ impl State {
                     match self.close_session(session, SessionEvent::Closed, Some((conn, xid))) {
                         Some(zxid) => zxid,
                         None => {
-                            let zxid = self.servers[server].last_zxid();
+                            let zxid = self.ensemble.servers[server].last_zxid();
                             self.reply_header(conn, xid, zxid, 0);
                             self.close_conn(conn);
                             zxid

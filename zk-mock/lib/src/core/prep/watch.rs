@@ -40,7 +40,7 @@ impl State {
             }),
             Request::SetWatches(w) => {
                 let mut notes: Vec<Notification> = Vec::new();
-                let replica = &mut self.servers[server];
+                let replica = &mut self.ensemble.servers[server];
                 replica.watches.set_watches(
                     &replica.tree,
                     conn,

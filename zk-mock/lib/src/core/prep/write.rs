@@ -27,7 +27,7 @@ impl State {
                 TxnOp::Error(ErrorCode::ReconfigDisabled)
             }
             // An ensemble's leader applies it (`PrepRequestProcessor`).
-            Request::Reconfig(r) if self.quorum.is_some() => {
+            Request::Reconfig(r) if self.ensemble.quorum.is_some() => {
                 let zxid = self.next_zxid();
                 let op = match self.prep_reconfig(&r, cx.caller.auth, zxid) {
                     Ok(data) => TxnOp::SetConfig(data),
