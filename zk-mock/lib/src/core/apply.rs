@@ -121,7 +121,12 @@ impl State {
             Outcome::Reply(r) => self.send_reply(conn, xid, zxid, r),
             Outcome::Multi(resp, _) => self.reply(conn, xid, zxid, &resp),
             Outcome::Silent => {}
-            Outcome::Handshake(answer) => self.send(conn, answer),
+            Outcome::Handshake(answer) => {
+                self.send(conn, answer);
+                if let Some(answered) = self.handshakes.remove(&conn) {
+                    answered.send_replace(true);
+                }
+            }
             Outcome::Failed(e) => self.reply_header(conn, xid, zxid, e.code()),
         }
     }

@@ -37,6 +37,7 @@ impl State {
     pub(crate) fn close_conn(&mut self, conn: ConnId) {
         // A request held unapplied goes with its connection.
         self.held_requests.remove(&conn);
+        self.handshakes.remove(&conn);
         if let Some(c) = self.out.remove(conn) {
             if let Some(s) = c.session.and_then(|s| self.sessions.get_mut(s)) {
                 if s.conn == Some(conn) {
@@ -131,6 +132,8 @@ impl State {
                 read_only,
             }
             .to_bytes();
+            // Until the answer goes, what the client sends waits (see `process`).
+            self.handshakes.insert(conn, watch::Sender::new(false));
             self.prep_at(
                 zxid,
                 s.id,

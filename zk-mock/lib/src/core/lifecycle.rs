@@ -173,7 +173,7 @@ impl State {
     /// it again. What it returns is what applying it returned.
     pub(crate) fn release_request(&mut self, conn: ConnId) -> Flow {
         match self.held_requests.remove(&conn) {
-            Some(h) => self.process_judged(conn, h.xid, h.op, h.req, false),
+            Some(h) => self.process_judged(conn, h.xid, h.op, h.req, h.judge),
             None => Flow::Continue,
         }
     }

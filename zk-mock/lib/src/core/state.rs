@@ -115,6 +115,9 @@ pub(crate) struct State {
     pub(super) held_kills: Vec<(u64, i64)>,
     /// While true, new connections are closed as soon as they are accepted.
     pub(super) refusing: bool,
+    /// Connections whose new session's handshake waits for their server to
+    /// apply the createSession: true is sent once it is answered.
+    pub(super) handshakes: crate::hash::Map<ConnId, watch::Sender<bool>>,
     /// Wakes the task that applies time-lagged txns when one is committed.
     pub(super) lag_wake: Arc<Notify>,
     /// Where replies are encoded (no allocation per reply).
@@ -131,6 +134,9 @@ pub(crate) struct HeldRequest {
     pub(super) req: Result<crate::proto::Request, crate::proto::RequestError>,
     /// Whether the gate is open.
     pub(super) open: watch::Receiver<bool>,
+    /// Whether the fault rules judge it when it is released (they judged
+    /// one a `HoldRequest` verdict held already).
+    pub(super) judge: bool,
 }
 
 /// The handle every task holds.
@@ -181,6 +187,7 @@ impl State {
             held_requests: crate::hash::Map::default(),
             held_kills: Vec::new(),
             refusing: false,
+            handshakes: crate::hash::Map::default(),
             lag_wake: Arc::new(Notify::new()),
             replies: crate::codec::Arena::default(),
             events: Vec::new(),

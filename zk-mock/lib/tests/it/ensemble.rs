@@ -270,6 +270,74 @@ async fn a_new_session_through_a_lagging_follower_is_answered_when_it_applies_th
 }
 
 #[tokio::test]
+async fn a_request_sent_before_the_handshakes_answer_waits_for_it() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use zk_mock::codec::{frame, Record};
+    use zk_mock::proto::{PathWatchRequest, ReplyHeader, RequestHeader};
+    let mock = ensemble(3).await;
+    let admin = on(&mock, 0).await;
+    admin.create("/p", b"", &persistent()).await.unwrap();
+    mock.server(1).set_lag(Lag::Txns(1)).unwrap();
+    // The handshake and an exists, in one write, before any answer.
+    let mut out = frame(
+        &ConnectRequest {
+            time_out: 6000,
+            passwd: Some(bytes::Bytes::from_static(&[0; 16])),
+            read_only: Some(false),
+            ..Default::default()
+        }
+        .to_bytes(),
+    )
+    .to_vec();
+    let mut body = bytes::BytesMut::new();
+    RequestHeader { xid: 1, op_type: 3 }.encode(&mut body);
+    PathWatchRequest {
+        path: "/p".into(),
+        watch: false,
+    }
+    .encode(&mut body);
+    out.extend_from_slice(&frame(&body));
+    let mut s = tokio::net::TcpStream::connect(mock.server(1).addr())
+        .await
+        .unwrap();
+    s.write_all(&out).await.unwrap();
+    mock.wait_until(QUICK, |log| {
+        log.sessions()
+            .filter(|s| s.event == zk_mock::record::SessionEvent::Created)
+            .count()
+            == 2
+    })
+    .await
+    .unwrap();
+    admin.create("/tick", b"", &persistent()).await.unwrap();
+    // ZooKeeper reads nothing more until the session is set up: the
+    // handshake's answer comes first, then the exists' reply.
+    let mut frames = Vec::new();
+    with_timeout(QUICK, "both answers", async {
+        let mut buf = Vec::new();
+        while frames.len() < 2 {
+            let mut chunk = [0u8; 512];
+            let n = s.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "closed after {} frames", frames.len());
+            buf.extend_from_slice(&chunk[..n]);
+            while buf.len() >= 4 {
+                let len = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+                if buf.len() < 4 + len {
+                    break;
+                }
+                frames.push(buf[4..4 + len].to_vec());
+                buf.drain(..4 + len);
+            }
+        }
+    })
+    .await;
+    let answer = zk_mock::proto::ConnectResponse::decode(&frames[0]).unwrap();
+    assert_ne!(answer.session_id, 0, "the handshake's answer comes first");
+    let header = ReplyHeader::decode(&frames[1]).unwrap();
+    assert_eq!((header.xid, header.err), (1, 0));
+}
+
+#[tokio::test]
 async fn the_leader_refuses_a_lag_and_a_lagging_follower_that_wins_drops_its_lag() {
     let mock = ensemble(3).await;
     assert_eq!(

@@ -98,11 +98,36 @@ impl State {
         op: i32,
         req: Result<Request, RequestError>,
     ) -> Flow {
+        self.out.packets_received += 1;
+        let Some(c) = self.out.conns.get_mut(&conn) else {
+            return Flow::Close;
+        };
+        c.received += 1;
+        if let Some(answered) = self.handshakes.get(&conn) {
+            // A request sent before the handshake's answer, which waits for
+            // this server to apply the createSession: ZooKeeper reads
+            // nothing more from the connection until the session is set up
+            // (`disableRecv`), so the request waits, unjudged, and nothing
+            // after it is read.
+            let open = answered.subscribe();
+            self.hold_request(
+                conn,
+                crate::core::HeldRequest {
+                    xid,
+                    op,
+                    req,
+                    open,
+                    judge: true,
+                },
+            );
+            return Flow::Continue;
+        }
         self.process_judged(conn, xid, op, req, true)
     }
 
-    /// [`process`](Self::process); without `judge`, the fault rules are
-    /// not asked (a request a `HoldRequest` verdict held, now released).
+    /// [`process`](Self::process), once counted; without `judge`, the fault
+    /// rules are not asked (a request a `HoldRequest` verdict held, now
+    /// released).
     pub(crate) fn process_judged(
         &mut self,
         conn: ConnId,
@@ -111,15 +136,9 @@ impl State {
         req: Result<Request, RequestError>,
         judge: bool,
     ) -> Flow {
-        if judge {
-            self.out.packets_received += 1;
-        }
-        let Some(c) = self.out.conns.get_mut(&conn) else {
+        let Some(c) = self.out.conns.get(&conn) else {
             return Flow::Close;
         };
-        if judge {
-            c.received += 1;
-        }
         let server = c.server;
         let Some(session) = c.session else {
             // The session expired or was closed while this request was in flight:
@@ -156,7 +175,16 @@ impl State {
         if let Some(Verdict::HoldRequest(gate)) = verdict {
             if let Some(open) = self.gate_state(gate.0) {
                 tracing::debug!(conn, session = format_args!("{session:#x}"), op, path, %gate, "holding a request");
-                self.hold_request(conn, crate::core::HeldRequest { xid, op, req, open });
+                self.hold_request(
+                    conn,
+                    crate::core::HeldRequest {
+                        xid,
+                        op,
+                        req,
+                        open,
+                        judge: false,
+                    },
+                );
                 self.changed();
                 return Flow::Continue;
             }
