@@ -415,19 +415,12 @@ impl Reporter {
 
     /// A new entry's guard (`None`: no entry), from what it says now.
     fn entry(&mut self, state: Option<GuardState>) -> Option<Word> {
-        self.guarded = state.is_some();
-        match state? {
-            GuardState::Held => self.resume(),
-            GuardState::Suspended => self.suspend(),
-            GuardState::Lost => {
-                self.guarded = false;
-                Some(Word::LockLost)
-            }
-            _ => {
-                self.guarded = false;
-                None
-            }
-        }
+        let Some(state) = state else {
+            self.guarded = false;
+            return None;
+        };
+        self.guarded = true;
+        self.guard(state)
     }
 
     /// The followed guard's state changed.

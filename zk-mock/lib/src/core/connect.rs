@@ -19,6 +19,16 @@ use crate::txn::TxnOp;
 use super::{Flow, State};
 
 impl State {
+    /// What opens once `conn`'s handshake is answered, while it waits for
+    /// its server to apply the createSession. (The map is empty but then:
+    /// one length check per request, no hash.)
+    pub(crate) fn handshake_pending(&self, conn: ConnId) -> Option<watch::Receiver<bool>> {
+        if self.handshakes.is_empty() {
+            return None;
+        }
+        self.handshakes.get(&conn).map(watch::Sender::subscribe)
+    }
+
     /// Registers a new connection; its first `ip` auth id is the peer address.
     pub(crate) fn register(
         &mut self,

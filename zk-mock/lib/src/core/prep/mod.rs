@@ -103,13 +103,12 @@ impl State {
             return Flow::Close;
         };
         c.received += 1;
-        if let Some(answered) = self.handshakes.get(&conn) {
+        if let Some(open) = self.handshake_pending(conn) {
             // A request sent before the handshake's answer, which waits for
             // this server to apply the createSession: ZooKeeper reads
             // nothing more from the connection until the session is set up
             // (`disableRecv`), so the request waits, unjudged, and nothing
             // after it is read.
-            let open = answered.subscribe();
             self.hold_request(
                 conn,
                 crate::core::HeldRequest {
@@ -246,15 +245,8 @@ impl State {
             return None;
         }
         let zxid = if write {
-            let zxid = self.next_zxid();
-            self.prep_at(
-                zxid,
-                session,
-                std::sync::Arc::from([]),
-                TxnOp::Error(ErrorCode::SessionMoved),
-                None,
-            );
-            zxid
+            let error = TxnOp::Error(ErrorCode::SessionMoved);
+            self.prep(session, Arc::from([]), error, None).zxid
         } else {
             self.ensemble.servers[server].last_zxid()
         };
@@ -265,19 +257,7 @@ impl State {
             op,
             "session moved to another server: closing its old connection"
         );
-        let path = req.as_ref().ok().and_then(|r| r.path().map(str::to_string));
-        let now = self.clock.now_ms();
-        self.observers.request(RequestSeen {
-            at_ms: now,
-            session,
-            xid,
-            op,
-            path,
-            err: ErrorCode::SessionMoved.code(),
-            zxid,
-            verdict: None,
-            server,
-        });
+        self.record_refused(server, session, xid, op, req, ErrorCode::SessionMoved, zxid);
         self.close_conn(conn);
         self.changed();
         Some(Flow::Close)
@@ -314,29 +294,48 @@ impl State {
             // Answered from this server's replica, as before the expiry.
             return None;
         }
-        let zxid = self.next_zxid();
-        self.prep_at(
-            zxid,
+        let error = TxnOp::Error(ErrorCode::SessionExpired);
+        let zxid = self
+            .prep(session, Arc::from([]), error, Some((conn, xid)))
+            .zxid;
+        self.record_refused(
+            server,
             session,
-            std::sync::Arc::from([]),
-            TxnOp::Error(ErrorCode::SessionExpired),
-            Some((conn, xid)),
+            xid,
+            op,
+            req,
+            ErrorCode::SessionExpired,
+            zxid,
         );
+        self.changed();
+        Some(Flow::Continue)
+    }
+
+    /// Records a request its session's state refused before the fault
+    /// rules and the families saw it (moved, or ended at the leader).
+    #[allow(clippy::too_many_arguments)]
+    fn record_refused(
+        &mut self,
+        server: usize,
+        session: i64,
+        xid: i32,
+        op: i32,
+        req: &Result<Request, RequestError>,
+        err: ErrorCode,
+        zxid: i64,
+    ) {
         let path = req.as_ref().ok().and_then(|r| r.path().map(str::to_string));
-        let now = self.clock.now_ms();
         self.observers.request(RequestSeen {
-            at_ms: now,
+            at_ms: self.clock.now_ms(),
             session,
             xid,
             op,
             path,
-            err: ErrorCode::SessionExpired.code(),
+            err: err.code(),
             zxid,
             verdict: None,
             server,
         });
-        self.changed();
-        Some(Flow::Continue)
     }
 
     fn apply_fault(
