@@ -207,11 +207,37 @@ impl Connection {
                 }
             }
             let write = open && !self.out.is_empty() && self.paused_until.is_none();
+            if write {
+                // What the requests just read produced goes out now, as the
+                // floor's loop writes it, without a turn of the wait below
+                // (which would poll every other branch first). A socket that
+                // cannot take it now is waited on below.
+                let out = &self.out;
+                let r = poll_fn(|cx| Poll::Ready(Pin::new(&mut wr).poll_write(cx, out))).await;
+                match r {
+                    Poll::Ready(Ok(0) | Err(_)) => break,
+                    Poll::Ready(Ok(n)) => {
+                        self.written(n);
+                        if self.unflushed && !self.flush_now(&mut wr).await {
+                            break;
+                        }
+                        continue;
+                    }
+                    Poll::Pending => {}
+                }
+            }
             let flush = open && self.out.is_empty() && self.unflushed;
             let take = self.taking();
             let read = open && reading && !self.close_queued && self.reader.held.is_none();
             let held = open && reading && self.reader.held.is_some();
+            // In this order (not tokio's random one): what is likely ready on
+            // a busy connection first, so a turn that finds it polls nothing
+            // else; the gate, the timers and the shutdown are polled on every
+            // turn that waits (each is woken by its own event), and tokio's
+            // cooperative budget bounds how long a flooding client keeps
+            // them waiting.
             tokio::select! {
+                biased;
                 r = push(&mut wr, &self.out), if write || flush => match r {
                     Err(_) => break,
                     Ok(0) if write => break,

@@ -34,7 +34,7 @@ use serde::Serialize;
 
 use crate::compact::Sparse;
 use crate::fault::OpFamily;
-use crate::hash::Map;
+use crate::hash::{Map, StrMap};
 use crate::proto::{ErrorCode, EventType, OpCode};
 use crate::snapshot::Snapshot;
 use crate::SessionId;
@@ -877,7 +877,7 @@ impl Recording {
 pub(crate) struct Tally {
     pub(crate) total: Counters,
     pub(crate) per_session: BTreeMap<i64, Counters>,
-    pub(crate) per_path: Map<Box<str>, Counters>,
+    pub(crate) per_path: StrMap<Counters>,
     ended_sessions: Ended<i64>,
     deleted_paths: Ended<Arc<str>>,
 }
@@ -887,10 +887,7 @@ impl Tally {
         f(&mut self.total);
         f(self.per_session.entry(session).or_default());
         if let Some(p) = path {
-            match self.per_path.get_mut(p) {
-                Some(c) => f(c),
-                None => f(self.per_path.entry(p.into()).or_default()),
-            }
+            f(self.per_path.get_or_insert_with(p, Counters::default));
         }
     }
 
@@ -906,7 +903,7 @@ impl Tally {
             ChangeKind::Deleted => {
                 let per_path = &mut self.per_path;
                 self.deleted_paths.end(path.into(), |old| {
-                    per_path.remove(&**old);
+                    per_path.remove(old);
                     per_path.shrink_if_sparse();
                 });
             }

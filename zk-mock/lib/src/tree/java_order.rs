@@ -10,9 +10,7 @@
 //! bin. (Bins of 8 or more keys in tables of 64 or more become trees; their
 //! iteration order is kept too, so this holds for them as well.)
 
-use crate::hash::Map;
-
-use crate::compact::Sparse;
+use crate::hash::StrMap;
 
 /// Java's `String.hashCode` (over UTF-16 code units, wrapping).
 pub(crate) fn java_string_hash(s: &str) -> i32 {
@@ -30,7 +28,7 @@ fn bin(name: &str, table: usize) -> usize {
 #[derive(Debug, Clone)]
 pub(crate) struct JavaHashSet {
     /// Each member's insertion number.
-    seq: Map<String, u64>,
+    seq: StrMap<u64>,
     next: u64,
     /// The table size (0 until the first insertion).
     table: usize,
@@ -43,7 +41,7 @@ impl JavaHashSet {
     /// `new HashSet<>()` is 16).
     pub(crate) fn with_capacity(capacity: usize) -> JavaHashSet {
         JavaHashSet {
-            seq: Map::default(),
+            seq: StrMap::default(),
             next: 0,
             table: 0,
             initial: capacity.next_power_of_two().max(1),
@@ -64,15 +62,14 @@ impl JavaHashSet {
 
     /// The names, in no particular order.
     pub(crate) fn names(&self) -> impl Iterator<Item = &str> + '_ {
-        self.seq.keys().map(String::as_str)
+        self.seq.keys()
     }
 
     /// Adds `name`; false if it was there.
     pub(crate) fn insert(&mut self, name: &str) -> bool {
-        if self.seq.contains_key(name) {
+        if !self.seq.insert_new(name, self.next) {
             return false;
         }
-        self.seq.insert(name.to_string(), self.next);
         self.next += 1;
         if self.table == 0 {
             self.table = self.initial;
@@ -101,7 +98,7 @@ impl JavaHashSet {
         let mut v: Vec<(usize, u64, &str)> = self
             .seq
             .iter()
-            .map(|(n, s)| (bin(n, self.table), *s, n.as_str()))
+            .map(|(n, s)| (bin(n, self.table), *s, n))
             .collect();
         v.sort_unstable();
         v.into_iter().map(|(_, _, n)| n).collect()

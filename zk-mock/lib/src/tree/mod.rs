@@ -10,7 +10,7 @@ pub mod node;
 pub mod path;
 mod quota;
 
-use crate::hash::Map;
+use crate::hash::{Map, StrMap};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -128,7 +128,7 @@ pub struct Caller<'a> {
 /// The data tree (`DataTree` plus the ephemerals index).
 #[derive(Debug)]
 pub struct DataTree {
-    nodes: Map<String, Node>,
+    nodes: StrMap<Node>,
     /// Each session's ephemeral paths, as ZooKeeper's `HashSet` orders them.
     ephemerals: Map<i64, JavaHashSet>,
     last_zxid: i64,
@@ -153,7 +153,7 @@ impl DataTree {
     /// every stat field 0, `/zookeeper/config` readable only and with aversion −1.
     pub fn new() -> DataTree {
         let open: Arc<[Acl]> = Acl::open_unsafe().into();
-        let mut nodes = Map::default();
+        let mut nodes = StrMap::default();
         let mut root = Node::special(open.clone());
         root.add_child("zookeeper");
         let mut zk = Node::special(open.clone());
@@ -161,10 +161,10 @@ impl DataTree {
         zk.add_child("config");
         let mut config = Node::special(Acl::read_unsafe().into());
         config.aversion = -1;
-        nodes.insert("/".to_string(), root);
-        nodes.insert("/zookeeper".to_string(), zk);
-        nodes.insert("/zookeeper/quota".to_string(), Node::special(open.clone()));
-        nodes.insert("/zookeeper/config".to_string(), config);
+        nodes.insert("/", root);
+        nodes.insert("/zookeeper", zk);
+        nodes.insert("/zookeeper/quota", Node::special(open.clone()));
+        nodes.insert("/zookeeper/config", config);
         DataTree {
             nodes,
             ephemerals: Map::default(),
@@ -242,7 +242,7 @@ impl DataTree {
 
     /// Iterates over every node by path.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Node)> {
-        self.nodes.iter().map(|(p, n)| (p.as_str(), n))
+        self.nodes.iter()
     }
 
     /// The ephemeral paths a session owns.
@@ -287,7 +287,7 @@ impl DataTree {
 
     fn insert(&mut self, path: &str, node: Node) {
         let kind = node.kind;
-        if let Some(old) = self.nodes.insert(path.to_string(), node) {
+        if let Some(old) = self.nodes.insert(path, node) {
             self.forget_ephemeral(path, &old);
         }
         // After forgetting the old version: restoring a saved ephemeral over
@@ -499,7 +499,7 @@ impl DataTree {
                 NodeKind::Ttl(ttl) => ttl != 0 && now_wall_ms - n.mtime > ttl,
                 _ => false,
             })
-            .map(|(p, _)| p.clone())
+            .map(|(p, _)| p.to_string())
             .collect();
         out.sort_unstable();
         out
@@ -539,7 +539,12 @@ impl DataTree {
                 "/" | "/zookeeper" | "/zookeeper/quota" | "/zookeeper/config"
             )
         };
-        let mut paths: Vec<String> = self.nodes.keys().filter(|p| !kept(p)).cloned().collect();
+        let mut paths: Vec<String> = self
+            .nodes
+            .keys()
+            .filter(|p| !kept(p))
+            .map(String::from)
+            .collect();
         paths.sort_unstable_by_key(|p| std::cmp::Reverse(p.matches('/').count()));
         for p in paths {
             self.delete_node(zxid, &p, events);
