@@ -11,6 +11,11 @@
 //! - [`Tally`], the counters: totals, per session and per path (what
 //!   [`Metrics::totals`](crate::Metrics::totals) and
 //!   [`Recording::per_session`] / [`Recording::per_path`] show). Always on.
+//!   The totals and the sessions' counters are counted as each event
+//!   happens. With the log on, the paths' counters are tallied from it
+//!   when they are read, or before the log drops a record
+//!   ([`Tally::catch_up`]), with the same result: a request does not pay for
+//!   a lookup in a table of every path ever named.
 //! - [`Recorder`], the bounded log behind [`ZkMock::inspect`](crate::ZkMock::inspect)
 //!   and [`ZkMock::recorded`](crate::ZkMock::recorded). On unless the
 //!   builder turns it off.
@@ -26,7 +31,7 @@ use rand::rngs::SmallRng;
 use tokio::sync::watch;
 
 use crate::fault::{RequestView, RuleSet, Verdict};
-use crate::record::{ChangeKind, Recorder, Recording, SessionEvent, Tally, WatchKind};
+use crate::record::{ChangeKind, LogKind, Recorder, Recording, SessionEvent, Tally, WatchKind};
 pub(crate) use crate::record::{NotificationSeen, RequestSeen};
 
 /// Everything that watches the pipeline: the fault rules, the counters,
@@ -64,26 +69,61 @@ impl Observers {
 
     /// A request was answered (or dropped, or faulted).
     pub(crate) fn request(&mut self, r: RequestSeen) {
-        self.tally.count(r.session, r.path.as_deref(), |c| {
+        let err = r.err != 0;
+        let count = |c: &mut crate::record::Counters| {
             c.requests += 1;
-            if r.err != 0 {
+            if err {
                 c.errors += 1;
             }
-        });
-        self.log.request(r);
+        };
+        self.tally.count(r.session, count);
+        if self.keeps_paths(LogKind::Request) {
+            self.log.request(r);
+        } else if let Some(p) = r.path.as_deref() {
+            self.tally.count_path(p, count);
+        }
     }
 
     /// A read registered a watch.
     pub(crate) fn watch(&mut self, at_ms: u64, session: i64, path: &str, kind: WatchKind) {
-        self.tally.count(session, Some(path), |c| c.watches += 1);
-        self.log.watch(at_ms, session, path, kind);
+        self.tally.count(session, |c| c.watches += 1);
+        if self.keeps_paths(LogKind::Watch) {
+            self.log.watch(at_ms, session, path, kind);
+        } else {
+            self.tally.count_path(path, |c| c.watches += 1);
+        }
     }
 
     /// A server queued a notification.
     pub(crate) fn notification(&mut self, n: NotificationSeen<'_>) {
-        self.tally
-            .count(n.session, Some(n.path), |c| c.notifications += 1);
-        self.log.notification(n);
+        self.tally.count(n.session, |c| c.notifications += 1);
+        if self.keeps_paths(LogKind::Notification) {
+            self.log.notification(n);
+        } else {
+            self.tally.count_path(n.path, |c| c.notifications += 1);
+        }
+    }
+
+    /// Whether the log keeps the per-path counts of the next record of
+    /// `kind` until they are tallied (see [`Tally::catch_up`]); with the log
+    /// full, what it is about to drop is tallied first. False with the log
+    /// off: the caller counts at once.
+    fn keeps_paths(&mut self, kind: LogKind) -> bool {
+        if !self.log.enabled() {
+            return false;
+        }
+        if let Some(seq) = self.log.next_dropped(kind) {
+            self.tally.catch_up(&self.log, seq + 1);
+        }
+        true
+    }
+
+    /// Tallies whatever the log holds that the per-path counters have not
+    /// counted yet: before they are read.
+    pub(crate) fn settle(&mut self) {
+        if self.log.enabled() {
+            self.tally.catch_up(&self.log, self.log.end_seq());
+        }
     }
 
     /// The session tracker decided something about a session.
@@ -103,8 +143,11 @@ impl Observers {
         path: &str,
         kind: ChangeKind,
     ) {
-        self.tally.path_changed(path, kind);
-        self.log.change(at_ms, zxid, session, path, kind);
+        if self.keeps_paths(LogKind::Change) {
+            self.log.change(at_ms, zxid, session, path, kind);
+        } else {
+            self.tally.path_changed(path, kind);
+        }
     }
 
     /// Wakes whoever waits for the server to move on (`wait_until`). With
@@ -125,7 +168,8 @@ impl Observers {
     }
 
     /// An owned copy of the log and the counters.
-    pub(crate) fn recording(&self, seed: u64) -> Recording {
+    pub(crate) fn recording(&mut self, seed: u64) -> Recording {
+        self.settle();
         Recording::of(&self.log, &self.tally, seed)
     }
 }
@@ -186,5 +230,67 @@ mod tests {
             r.change(0, id, 1, &format!("/g-{id}"), ChangeKind::Deleted);
         }
         assert_eq!(r.tally.per_path["/x"].requests, 1);
+    }
+
+    #[test]
+    fn per_path_counters_tallied_from_the_log_are_those_counted_at_once() {
+        // The same history through an observer with the log off (counted
+        // as it happens) and through ones with the log on (tallied lazily,
+        // before reading and before the log drops a record), with logs small
+        // enough to drop most of it and deletions enough to forget paths.
+        let mut eager = Observers::new(Recorder::new(false, 10));
+        let mut lazy: Vec<Observers> = [1, 7, 100, 100_000]
+            .into_iter()
+            .map(|cap| Observers::new(Recorder::new(true, cap)))
+            .collect();
+        let mut x = 12345u64;
+        let mut rand = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let n = RETAINED_ENDED as u64 * 12;
+        for i in 0..n {
+            let path = format!("/p-{}", rand(RETAINED_ENDED as u64 + 500));
+            let session = rand(5) as i64;
+            let step = rand(6);
+            for o in std::iter::once(&mut eager).chain(lazy.iter_mut()) {
+                match step {
+                    0 | 1 => {
+                        let mut r = req(session, i as i32, 1, Some(path.clone()), i as i64);
+                        r.err = if step == 1 { -101 } else { 0 };
+                        o.request(r);
+                    }
+                    2 => o.watch(0, session, &path, WatchKind::Data),
+                    3 => o.notification(NotificationSeen {
+                        at_ms: 0,
+                        session,
+                        path: &path,
+                        kind: WatchKind::Data,
+                        event_type: 3,
+                        zxid: i as i64,
+                        server: 0,
+                    }),
+                    4 => o.change(0, i as i64, session, &path, ChangeKind::Deleted),
+                    _ => o.change(0, i as i64, session, &path, ChangeKind::Created),
+                }
+            }
+            if i % 20_000 == 0 {
+                // Reading in the middle settles what is logged so far.
+                let want = eager.recording(1).per_path;
+                for o in &mut lazy {
+                    assert_eq!(o.recording(1).per_path, want, "after {i} events");
+                }
+            }
+        }
+        let want = eager.recording(1);
+        assert!(want.per_path.len() > 1000, "{}", want.per_path.len());
+        for o in &mut lazy {
+            let got = o.recording(1);
+            assert_eq!(got.per_path, want.per_path);
+            assert_eq!(got.per_session, want.per_session);
+            assert_eq!(got.total, want.total);
+        }
     }
 }

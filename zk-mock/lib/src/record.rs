@@ -234,6 +234,15 @@ pub(crate) struct Recorder {
     dropped: u64,
 }
 
+/// The kinds of record that count against a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LogKind {
+    Request,
+    Watch,
+    Notification,
+    Change,
+}
+
 /// How many ended sessions and deleted paths keep their counters.
 pub const RETAINED_ENDED: usize = 10_000;
 
@@ -255,6 +264,35 @@ impl Recorder {
     fn next_seq(&mut self) -> u64 {
         self.seq += 1;
         self.seq
+    }
+
+    /// Whether it keeps records.
+    pub(crate) fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// The seq the next record will have: every record so far is below it.
+    pub(crate) fn end_seq(&self) -> u64 {
+        self.seq + 1
+    }
+
+    /// The seq of the record the next one of `kind` pushes out (that queue
+    /// is full), if any.
+    pub(crate) fn next_dropped(&self, kind: LogKind) -> Option<u64> {
+        let (len, front) = match kind {
+            LogKind::Request => (self.requests.len(), self.requests.front().map(|r| r.seq)),
+            LogKind::Watch => (self.watches.len(), self.watches.front().map(|r| r.seq)),
+            LogKind::Notification => (
+                self.notifications.len(),
+                self.notifications.front().map(|r| r.seq),
+            ),
+            LogKind::Change => (self.changes.len(), self.changes.front().map(|r| r.seq)),
+        };
+        if self.enabled && len >= self.capacity {
+            front
+        } else {
+            None
+        }
     }
 
     fn push<T>(q: &mut VecDeque<T>, cap: usize, dropped: &mut u64, v: T) {
@@ -880,15 +918,81 @@ pub(crate) struct Tally {
     pub(crate) per_path: StrMap<Counters>,
     ended_sessions: Ended<i64>,
     deleted_paths: Ended<Arc<str>>,
+    /// With the log on: every logged record before this seq is counted
+    /// against its path (see [`Tally::catch_up`]).
+    paths_counted_to: u64,
 }
 
 impl Tally {
-    pub(crate) fn count(&mut self, session: i64, path: Option<&str>, f: impl Fn(&mut Counters)) {
+    /// Counts an event in the totals and its session's counters (its path's
+    /// is [`count_path`](Self::count_path), or the log's, see [`catch_up`](Self::catch_up)).
+    pub(crate) fn count(&mut self, session: i64, f: impl Fn(&mut Counters)) {
         f(&mut self.total);
         f(self.per_session.entry(session).or_default());
-        if let Some(p) = path {
-            f(self.per_path.get_or_insert_with(p, Counters::default));
+    }
+
+    /// Counts an event against its path.
+    pub(crate) fn count_path(&mut self, path: &str, f: impl Fn(&mut Counters)) {
+        f(self.per_path.get_or_insert_with(path, Counters::default));
+    }
+
+    /// With the log on, the per-path counters are tallied from it, lazily:
+    /// counts every logged request, watch, notification and change with a
+    /// seq below `upto` that is not counted yet, in history order, as
+    /// [`count_path`](Self::count_path) and [`path_changed`](Self::path_changed)
+    /// would have as each happened. Called before the per-path counters are
+    /// read and before the log drops a record, so the counters are the
+    /// same as if kept as each event happened; a server nobody asks does
+    /// not pay for them on its request path.
+    pub(crate) fn catch_up(&mut self, log: &Recorder, upto: u64) {
+        let from = self.paths_counted_to;
+        if upto <= from {
+            return;
         }
+        let mut at = [
+            log.requests.partition_point(|x| x.seq < from),
+            log.watches.partition_point(|x| x.seq < from),
+            log.notifications.partition_point(|x| x.seq < from),
+            log.changes.partition_point(|x| x.seq < from),
+        ];
+        loop {
+            let heads = [
+                log.requests.get(at[0]).map(|x| x.seq),
+                log.watches.get(at[1]).map(|x| x.seq),
+                log.notifications.get(at[2]).map(|x| x.seq),
+                log.changes.get(at[3]).map(|x| x.seq),
+            ];
+            let next = heads
+                .iter()
+                .enumerate()
+                .filter_map(|(k, s)| s.filter(|&s| s < upto).map(|s| (s, k)))
+                .min();
+            let Some((_, k)) = next else {
+                break;
+            };
+            match k {
+                0 => {
+                    let r = &log.requests[at[0]];
+                    if let Some(p) = &r.path {
+                        let err = r.err != 0;
+                        self.count_path(p, |c| {
+                            c.requests += 1;
+                            if err {
+                                c.errors += 1;
+                            }
+                        });
+                    }
+                }
+                1 => self.count_path(&log.watches[at[1]].path, |c| c.watches += 1),
+                2 => self.count_path(&log.notifications[at[2]].path, |c| c.notifications += 1),
+                _ => {
+                    let c = &log.changes[at[3]];
+                    self.path_changed(&c.path, c.kind);
+                }
+            }
+            at[k] += 1;
+        }
+        self.paths_counted_to = upto;
     }
 
     pub(crate) fn session_ended(&mut self, session: i64) {

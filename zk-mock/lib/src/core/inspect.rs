@@ -44,7 +44,7 @@ impl State {
     }
 
     /// An owned copy of the recording and the counters.
-    pub(crate) fn recording(&self) -> Recording {
+    pub(crate) fn recording(&mut self) -> Recording {
         self.observers.recording(self.seed)
     }
 
@@ -168,7 +168,8 @@ impl State {
     }
 
     /// The recorder's live view, for `inspect` and `wait_until`.
-    pub(crate) fn record_view(&self) -> RecordView<'_> {
+    pub(crate) fn record_view(&mut self) -> RecordView<'_> {
+        self.observers.settle();
         RecordView::new(self, &self.observers.log, &self.observers.tally, self.seed)
     }
 }

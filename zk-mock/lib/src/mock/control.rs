@@ -99,7 +99,7 @@ impl Control {
 
     /// Runs `f` over the live log with the server paused.
     fn with_view<T>(&self, f: impl FnOnce(RecordView<'_>) -> T) -> T {
-        let st = self.state();
+        let mut st = self.state();
         let _inside = Inspecting::enter();
         f(st.record_view())
     }
