@@ -7,21 +7,34 @@
 /// control characters, the private-use area and U+FFF0..U+FFFF (which includes
 /// the U+FFFD that invalid UTF-8 decodes to).
 pub fn is_valid(path: &str) -> bool {
-    if !path.starts_with('/') {
+    let b = path.as_bytes();
+    if b.first() != Some(&b'/') {
         return false;
     }
-    if path.len() == 1 {
+    if b.len() == 1 {
         return true;
     }
-    if path.ends_with('/') {
+    if b[b.len() - 1] == b'/' {
         return false;
     }
-    for segment in path[1..].split('/') {
-        if segment.is_empty() || segment == "." || segment == ".." {
+    // One pass over the bytes: the segments, and the ASCII control
+    // characters; a path with other characters is checked char by char.
+    let segment_ok = |s: &[u8]| !(s.is_empty() || s == b"." || s == b"..");
+    let mut start = 1;
+    let mut ascii = true;
+    for (i, &c) in b.iter().enumerate().skip(1) {
+        if c == b'/' {
+            if !segment_ok(&b[start..i]) {
+                return false;
+            }
+            start = i + 1;
+        } else if c < 0x20 || c == 0x7f {
             return false;
+        } else if c >= 0x80 {
+            ascii = false;
         }
     }
-    !path.chars().any(is_invalid_char)
+    segment_ok(&b[start..]) && (ascii || !path.chars().any(is_invalid_char))
 }
 
 fn is_invalid_char(c: char) -> bool {
@@ -108,6 +121,42 @@ mod tests {
             "/😀",
         ] {
             assert!(!is_valid(bad), "{bad:?} should be invalid");
+        }
+    }
+
+    /// The rule as written first: segment by segment, then char by char.
+    fn is_valid_by_segments(path: &str) -> bool {
+        if !path.starts_with('/') {
+            return false;
+        }
+        if path.len() == 1 {
+            return true;
+        }
+        if path.ends_with('/') {
+            return false;
+        }
+        for segment in path[1..].split('/') {
+            if segment.is_empty() || segment == "." || segment == ".." {
+                return false;
+            }
+        }
+        !path.chars().any(is_invalid_char)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_one_pass_check_agrees_with_the_rule(
+            rooted in proptest::bool::ANY,
+            chars in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    '/', '.', 'a', 'z', ' ', '\u{0}', '\u{1f}', '\u{7f}', '\u{85}', '\u{a0}',
+                    'é', '\u{e000}', '\u{fffd}', '\u{fff0}', '😀', '-',
+                ]),
+                0..12,
+            )
+        ) {
+            let path: String = rooted.then_some('/').into_iter().chain(chars).collect();
+            proptest::prop_assert_eq!(is_valid(&path), is_valid_by_segments(&path), "{:?}", path);
         }
     }
 
