@@ -303,6 +303,10 @@ impl WatchManager {
     /// connections already told), then the parent's NodeChildrenChanged;
     /// setData → NodeDataChanged.
     pub(crate) fn fire(&mut self, events: &[TreeEvent], out: &mut Vec<Notification>) {
+        if self.data.is_empty() && self.child.is_empty() {
+            // Nobody watches anything: no event can fire.
+            return;
+        }
         let none = BTreeSet::new();
         for ev in events {
             match ev {

@@ -108,7 +108,13 @@ pub fn ustring_opt(input: &[u8]) -> Parse<'_, Option<String>> {
     match len {
         None => Ok((rest, None)),
         Some(n) => {
-            let s = String::from_utf8_lossy(&rest[..n]).into_owned();
+            // Valid UTF-8, as nearly every string is, is checked once and
+            // copied; anything else decodes as Java's would, lossily.
+            let bytes = &rest[..n];
+            let s = match std::str::from_utf8(bytes) {
+                Ok(s) => s.to_owned(),
+                Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+            };
             Ok((&rest[n..], Some(s)))
         }
     }
