@@ -230,6 +230,16 @@ impl Connection {
             let take = self.taking();
             let read = open && reading && !self.close_queued && self.reader.held.is_none();
             let held = open && reading && self.reader.held.is_some();
+            if read {
+                // Room for whatever the client has sent since. A read that
+                // fills the spare room exactly leaves tokio unsure whether
+                // more is waiting, which costs another read (a syscall)
+                // to find out; a shorter read tells it the socket is drained.
+                let buf = &mut self.reader.buf;
+                if buf.capacity() - buf.len() < READ_BUFFER / 2 {
+                    buf.reserve(READ_BUFFER);
+                }
+            }
             // In this order (not tokio's random one): what is likely ready on
             // a busy connection first, so a turn that finds it polls nothing
             // else; the gate, the timers and the shutdown are polled on every
