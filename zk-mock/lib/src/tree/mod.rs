@@ -555,11 +555,11 @@ impl DataTree {
     /// `DataTree.deleteNode`: removes a node known to exist and to have no children.
     fn delete_node(&mut self, zxid: i64, path: &str, events: &mut Vec<TreeEvent>) {
         let (parent_path, child) = path::split(path).expect("deleted paths have a parent");
-        let parent_key = Self::key(parent_path).to_string();
-        self.save(&parent_key);
+        let parent_key = Self::key(parent_path);
+        self.save(parent_key);
         self.save(path);
         let mut parent_acl = self.open_acl.clone();
-        if let Some(parent) = self.nodes.get_mut(&parent_key) {
+        if let Some(parent) = self.nodes.get_mut(parent_key) {
             parent.remove_child(child);
             if zxid > parent.pzxid {
                 parent.pzxid = zxid;
@@ -572,7 +572,7 @@ impl DataTree {
             .and_then(|n| n.data.as_ref())
             .map_or(0, |d| d.len() as i64);
         let acl = removed.map_or_else(|| self.open_acl.clone(), |n| n.acl);
-        self.quota_deleted(&parent_key, child, path, bytes);
+        self.quota_deleted(parent_key, child, path, bytes);
         events.push(TreeEvent::Deleted {
             path: path.to_string(),
             acl,
