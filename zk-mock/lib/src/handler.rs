@@ -217,8 +217,7 @@ impl Connection {
                 match r {
                     Poll::Ready(Ok(0) | Err(_)) => break,
                     Poll::Ready(Ok(n)) => {
-                        self.written(n);
-                        if self.unflushed && !self.flush_now(&mut wr).await {
+                        if !self.wrote(&mut wr, n).await {
                             break;
                         }
                         continue;
@@ -253,8 +252,7 @@ impl Connection {
                     Ok(0) if write => break,
                     Ok(0) => self.unflushed = false,
                     Ok(n) => {
-                        self.written(n);
-                        if self.unflushed && !self.flush_now(&mut wr).await {
+                        if !self.wrote(&mut wr, n).await {
                             break;
                         }
                     }
@@ -330,6 +328,13 @@ impl Connection {
         if self.out.is_empty() {
             self.unflushed = true;
         }
+    }
+
+    /// `n` bytes were written: counts them and, once everything is out,
+    /// flushes what it can without waiting. False if the stream failed.
+    async fn wrote<W: AsyncWrite + Unpin>(&mut self, wr: &mut W, n: usize) -> bool {
+        self.written(n);
+        !self.unflushed || self.flush_now(wr).await
     }
 
     /// Flushes the stream if it can be done without waiting (a TLS session
