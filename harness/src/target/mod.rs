@@ -257,7 +257,7 @@ impl Target {
         let server = m.zk.server(i);
         let done = match verb {
             "kill" => server.kill(),
-            "restart" => server.restart(),
+            "restart" => server.restart()?,
             "partition" => server.partition(),
             _ => server.heal(),
         };

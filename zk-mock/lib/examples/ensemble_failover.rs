@@ -136,7 +136,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     //    up with every committed write before it serves again, so a client
     //    that can only reach it reads that write.
     client.create("/while-down", b"", &persistent).await?;
-    assert!(zk.server(first).restart());
+    assert!(zk.server(first).restart()?);
     let pinned = Client::connect(&zk.server(first).connect_string()).await?;
     assert!(pinned.check_stat("/while-down").await?.is_some());
     assert!(pinned.check_stat("/workers/w1").await?.is_some());

@@ -419,7 +419,12 @@ async fn server_verb(
     let server = c.server(i);
     let done = match verb.as_str() {
         "kill" => server.kill(),
-        "restart" => server.restart(),
+        "restart" => server.restart().map_err(|e| {
+            ApiError(
+                StatusCode::CONFLICT,
+                format!("server {i} cannot restart: {e}"),
+            )
+        })?,
         "partition" => server.partition(),
         "heal" => server.heal(),
         "catch_up" => {

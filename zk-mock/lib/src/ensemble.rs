@@ -68,10 +68,12 @@ pub enum LagError {
 pub enum ServerStatus {
     /// Serving clients (a standalone server, the leader or a follower).
     Serving,
-    /// Killed: its connections were dropped, new ones are closed at once,
-    /// and its replica applies nothing until it is restarted.
+    /// Killed: its connections were dropped, its port is closed (a client
+    /// is refused; another server may listen there), and its replica
+    /// applies nothing until it is restarted.
     Killed,
-    /// Cut off from the quorum: like [`Killed`](Self::Killed), until healed.
+    /// Cut off from the quorum: its connections were dropped and new ones
+    /// are closed at once; its replica applies nothing until healed.
     Partitioned,
     /// In a leader election: no clients until the election window ends.
     Electing,

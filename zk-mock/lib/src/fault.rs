@@ -395,9 +395,37 @@ pub struct Match {
     pub times: Option<u64>,
     /// Fire with this probability (0.0–1.0), drawn from the server's seeded generator.
     pub probability: Option<f64>,
+    /// Fire only in a window that opens when another rule first fires.
+    pub after: Option<After>,
+}
+
+/// A window of the session clock that opens when rule `rule` first fires and
+/// lasts `for_ms`: a rule with [`Match::after`] matches nothing outside it.
+/// A fault followed by a lockout, as Curator's `ChaosMonkeyCnxnFactory`
+/// does it (a lost reply on the first lock node, then every request's
+/// connection closed for 6 s) is two rules, the second `after` the first.
+/// In JSON: `"after": {"rule": 1, "for_ms": 6000}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct After {
+    /// The id of the rule whose first firing opens the window (installed
+    /// before this one).
+    pub rule: u64,
+    /// How long the window stays open, in ms of the session clock.
+    pub for_ms: u64,
 }
 
 impl Match {
+    /// Only within `window` of the session clock after rule `rule` (its id,
+    /// as [`RuleGuard::id`](crate::RuleGuard::id) gives it) first fires.
+    pub fn after(mut self, rule: u64, window: Duration) -> Self {
+        self.after = Some(After {
+            rule,
+            for_ms: u64::try_from(window.as_millis()).unwrap_or(u64::MAX),
+        });
+        self
+    }
+
     /// Also every op code of this family: `OpFamily::Create` is create,
     /// create2, createContainer and createTTL, whichever a client sends.
     pub fn op(mut self, family: OpFamily) -> Self {
@@ -550,7 +578,10 @@ impl Match {
             .session
             .map_or(String::new(), |s| format!(" of session {s:#x}"));
         let nth = self.nth.map_or(String::new(), |n| format!(", match #{n}"));
-        format!("{ops}{path}{session}{nth}")
+        let after = self.after.map_or(String::new(), |a| {
+            format!(", within {} ms after rule {} fires", a.for_ms, a.rule)
+        });
+        format!("{ops}{path}{session}{nth}{after}")
     }
 }
 
@@ -644,6 +675,8 @@ struct RuleJson {
     times: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     probability: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    after: Option<After>,
     verdict: Verdict,
 }
 
@@ -658,6 +691,7 @@ impl TryFrom<RuleJson> for Rule {
                 nth: j.nth,
                 times: j.times,
                 probability: j.probability,
+                after: j.after,
             },
             verdict: j.verdict,
         };
@@ -675,6 +709,7 @@ impl From<Rule> for RuleJson {
             nth: r.when.nth,
             times: r.when.times,
             probability: r.when.probability,
+            after: r.when.after,
             verdict: r.verdict,
         }
     }
@@ -686,6 +721,8 @@ pub(crate) struct RequestView<'a> {
     pub(crate) op: i32,
     pub(crate) path: Option<&'a str>,
     pub(crate) session: i64,
+    /// The session clock, for [`Match::after`] windows.
+    pub(crate) now_ms: u64,
 }
 
 #[derive(Debug)]
@@ -693,6 +730,8 @@ struct Installed {
     id: u64,
     rule: Rule,
     tally: Tally,
+    /// When it first fired (session clock), for rules [`Match::after`] it.
+    first_fired_ms: Option<u64>,
 }
 
 /// The installed rules, in install order.
@@ -709,8 +748,14 @@ impl RuleSet {
             id: self.next_id,
             rule,
             tally: Tally::default(),
+            first_fired_ms: None,
         });
         self.next_id
+    }
+
+    /// Whether a rule with this id is installed.
+    pub(crate) fn contains(&self, id: u64) -> bool {
+        self.rules.iter().any(|r| r.id == id)
     }
 
     pub(crate) fn remove(&mut self, id: u64) -> bool {
@@ -746,12 +791,25 @@ impl RuleSet {
         req: &RequestView<'_>,
         rng: &mut SmallRng,
     ) -> Option<Verdict> {
-        for r in &mut self.rules {
+        for i in 0..self.rules.len() {
+            if let Some(after) = self.rules[i].rule.when.after {
+                let opened = self
+                    .rules
+                    .iter()
+                    .find(|r| r.id == after.rule)
+                    .and_then(|r| r.first_fired_ms);
+                let open = opened.is_some_and(|t| req.now_ms >= t && req.now_ms - t < after.for_ms);
+                if !open {
+                    continue;
+                }
+            }
+            let r = &mut self.rules[i];
             if r.rule
                 .when
                 .matches(req.op, req.path, Some(SessionId(req.session)))
                 && r.tally.fires(&r.rule.when, |p| rng.random_bool(p))
             {
+                r.first_fired_ms.get_or_insert(req.now_ms);
                 return Some(r.rule.verdict);
             }
         }
@@ -831,6 +889,7 @@ mod tests {
             op: op as i32,
             path: Some(path),
             session: 1,
+            now_ms: 0,
         }
     }
 
@@ -913,6 +972,67 @@ mod tests {
     }
 
     #[test]
+    fn a_rule_after_another_fires_only_in_the_window_its_first_firing_opens() {
+        let mut set = RuleSet::default();
+        let mut rng = SmallRng::seed_from_u64(1);
+        let at = |op: OpCode, path: &'static str, now_ms| RequestView {
+            now_ms,
+            ..view(op, path)
+        };
+        let chaos = set.install(Rule::when().path_prefix("/mylock/").times(1).lose_reply());
+        let lockout = set.install(
+            Rule::when()
+                .after(chaos, Duration::from_millis(6000))
+                .disconnect(),
+        );
+        // Nothing before the first rule fires.
+        assert_eq!(set.evaluate(&at(OpCode::GetData, "/", 100), &mut rng), None);
+        assert_eq!(
+            set.evaluate(&at(OpCode::Create, "/mylock/a", 1000), &mut rng),
+            Some(Verdict::LoseReply)
+        );
+        for now in [1000, 4000, 6999] {
+            assert_eq!(
+                set.evaluate(&at(OpCode::Delete, "/mylock/a", now), &mut rng),
+                Some(Verdict::Disconnect),
+                "{now}"
+            );
+        }
+        // The window is counted from the first firing only, and closes.
+        assert_eq!(
+            set.evaluate(&at(OpCode::Delete, "/mylock/a", 7000), &mut rng),
+            None
+        );
+        assert_eq!(set.fired(lockout), Some(3));
+        // A rule after one that never fires never fires.
+        let never = set.install(Rule::when().path("/x").fail(ErrorCode::NoNode));
+        set.install(Rule::when().after(never, Duration::from_secs(60)).stall());
+        assert_eq!(
+            set.evaluate(&at(OpCode::GetData, "/", 8000), &mut rng),
+            None
+        );
+        // JSON has it, and describes it.
+        let json = r#"{"after": {"rule": 1, "for_ms": 6000}, "verdict": {"type": "disconnect"}}"#;
+        let rule: Rule = serde_json::from_str(json).unwrap();
+        assert_eq!(
+            rule.when.after,
+            Some(After {
+                rule: 1,
+                for_ms: 6000
+            })
+        );
+        assert!(
+            rule.describe().contains("within 6000 ms after rule 1"),
+            "{}",
+            rule.describe()
+        );
+        assert_eq!(
+            serde_json::from_str::<Rule>(&serde_json::to_string(&rule).unwrap()).unwrap(),
+            rule
+        );
+    }
+
+    #[test]
     fn pings_only_match_when_named_and_times_caps_firing() {
         let mut set = RuleSet::default();
         let mut rng = SmallRng::seed_from_u64(1);
@@ -921,6 +1041,7 @@ mod tests {
             op: OpCode::Ping as i32,
             path: None,
             session: 1,
+            now_ms: 0,
         };
         assert_eq!(set.evaluate(&ping, &mut rng), None);
         assert_eq!(

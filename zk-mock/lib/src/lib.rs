@@ -140,6 +140,7 @@ pub mod fault;
 pub mod fuzzing;
 mod handler;
 mod hash;
+mod listen;
 mod mock;
 mod observe;
 mod outbox;

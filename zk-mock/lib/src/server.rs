@@ -1,5 +1,6 @@
 //! The accept loop and the session-expiry ticker.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
@@ -7,6 +8,7 @@ use tokio::sync::watch;
 
 use crate::core::{lock, Shared};
 use crate::handler;
+use crate::listen::Port;
 
 /// What hands a secure-port connection to TLS.
 #[cfg(feature = "tls")]
@@ -17,34 +19,41 @@ pub(crate) type Acceptor = tokio_rustls::TlsAcceptor;
 #[derive(Debug, Clone)]
 pub(crate) enum Acceptor {}
 
-/// The secure client port: its listener and TLS acceptor.
-pub(crate) type Secure = (TcpListener, Acceptor);
+/// A port to serve: its handle, the listener bound to it, and for the
+/// secure port the TLS acceptor.
+pub(crate) type Listening = (Arc<Port>, std::net::TcpListener, Option<Acceptor>);
 
-/// Serves every server of the ensemble (one listener each; the secure port
-/// is server 0's) until `shutdown` flips, with the timers they share.
+/// Serves every server of the ensemble (one client port each; the secure
+/// port is server 0's) until `shutdown` flips, with the timers they share.
 pub(crate) async fn run(
-    listeners: Vec<TcpListener>,
-    secure: Option<Secure>,
+    ports: Vec<Listening>,
+    secure: Option<Listening>,
     shared: Shared,
     shutdown: watch::Receiver<bool>,
 ) {
     let lag = tokio::spawn(lag_loop(shared.clone(), shutdown.clone()));
-    let mut others = Vec::new();
-    let mut listeners = listeners.into_iter().enumerate();
-    let Some((_, first)) = listeners.next() else {
-        return;
-    };
-    for (i, l) in listeners {
-        others.push(tokio::spawn(accept_loop(
-            i,
-            l,
-            None,
+    let tick = Duration::from_millis(lock(&shared).settings().tick_time.max(1));
+    let check_interval =
+        Duration::from_millis(lock(&shared).settings().container_check_interval_ms.max(1));
+    let timers = [
+        tokio::spawn(expiry_loop(shared.clone(), tick, shutdown.clone())),
+        tokio::spawn(container_loop(
             shared.clone(),
+            check_interval,
             shutdown.clone(),
-        )));
+        )),
+    ];
+    // Server 0's secure port is served beside its client port.
+    let loops: Vec<_> = secure
+        .map(|l| (0, l))
+        .into_iter()
+        .chain(ports.into_iter().enumerate())
+        .map(|(i, l)| tokio::spawn(accept_loop(i, l, shared.clone(), shutdown.clone())))
+        .collect();
+    for l in loops {
+        let _ = l.await;
     }
-    accept_loop(0, first, secure, shared, shutdown).await;
-    for t in others {
+    for t in timers {
         t.abort();
     }
     lag.abort();
@@ -74,32 +83,33 @@ async fn lag_loop(shared: Shared, mut shutdown: watch::Receiver<bool>) {
     }
 }
 
-/// One server's accept loop (server 0 also runs the timers).
+/// One port's accept loop. While its server is killed the port is closed
+/// ([`Port::close`]); the loop then waits for it to reopen.
 async fn accept_loop(
     server: usize,
-    listener: TcpListener,
-    secure: Option<Secure>,
+    (port, listener, tls): Listening,
     shared: Shared,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let tick = Duration::from_millis(lock(&shared).settings().tick_time.max(1));
-    let timers = (server == 0).then(|| {
-        let check_interval =
-            Duration::from_millis(lock(&shared).settings().container_check_interval_ms.max(1));
-        (
-            tokio::spawn(expiry_loop(shared.clone(), tick, shutdown.clone())),
-            tokio::spawn(container_loop(
-                shared.clone(),
-                check_interval,
-                shutdown.clone(),
-            )),
-        )
-    });
+    let register = |l: std::net::TcpListener| match TcpListener::from_std(l) {
+        Ok(l) => Some(l),
+        Err(e) => {
+            tracing::error!(server, addr = %port.addr(), %e, "cannot register the listener");
+            None
+        }
+    };
+    let mut listener = register(listener);
     loop {
-        // A connection on either port; the secure one is handed to TLS.
-        let (accepted, tls) = tokio::select! {
-            r = listener.accept() => (r, None),
-            r = accept_secure(secure.as_ref()) => (r, secure.as_ref().map(|(_, a)| a.clone())),
+        let accepted = tokio::select! {
+            r = accept(listener.as_ref()) => r,
+            fresh = port.changed() => {
+                match fresh {
+                    Some(l) => listener = register(l),
+                    None if !port.is_open() => listener = None,
+                    None => {}
+                }
+                continue;
+            }
             _ = shutdown.changed() => break,
         };
         match accepted {
@@ -109,16 +119,17 @@ async fn accept_loop(
                     st.refuses(server)
                 };
                 if refused {
-                    // A `refuse connections` fault, or a killed server: the
-                    // client sees the connection closed before any handshake,
-                    // and moves on to the next server. (A server that is up
-                    // but not serving takes the connection: it answers
-                    // four-letter words and closes a handshake.)
+                    // A `refuse connections` fault, or a server cut off from
+                    // its quorum: the client sees the connection closed
+                    // before any handshake, and moves on to the next server.
+                    // (A server that is up but not serving takes the
+                    // connection: it answers four-letter words and closes a
+                    // handshake.)
                     tracing::debug!(server, %peer, "refusing connection");
                     drop(socket);
                     continue;
                 }
-                match tls {
+                match tls.clone() {
                     None => {
                         tokio::spawn(handler::serve(
                             shared.clone(),
@@ -131,16 +142,13 @@ async fn accept_loop(
                     Some(acceptor) => serve_secure(&shared, acceptor, socket, peer, &shutdown),
                 }
             }
+            Err(_) if !port.is_open() => listener = None,
             Err(e) => {
                 // EMFILE and friends: back off instead of spinning.
                 tracing::warn!(%e, "accept failed");
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
         }
-    }
-    if let Some((ticker, containers)) = timers {
-        ticker.abort();
-        containers.abort();
     }
 }
 
@@ -173,12 +181,12 @@ fn serve_secure(
     match acceptor {}
 }
 
-/// The next connection on the secure port; never, without one.
-async fn accept_secure(
-    secure: Option<&Secure>,
+/// The next connection; never, while the port is closed.
+async fn accept(
+    listener: Option<&TcpListener>,
 ) -> std::io::Result<(tokio::net::TcpStream, std::net::SocketAddr)> {
-    match secure {
-        Some((listener, _)) => listener.accept().await,
+    match listener {
+        Some(l) => l.accept().await,
         None => std::future::pending().await,
     }
 }

@@ -552,6 +552,8 @@ class ZkMock:
         nth: Optional[int] = None,
         times: Optional[int] = None,
         probability: Optional[float] = None,
+        after: Optional["Rule"] = None,
+        within: Optional[float] = None,
         fail: Union[None, str, int] = None,
         delay: Optional[float] = None,
         lose_reply: bool = False,
@@ -566,7 +568,9 @@ class ZkMock:
         ``path`` (exact), ``path_prefix``, ``path_glob`` (``*`` within a
         segment, ``**`` across) and ``path_under`` (the node and below),
         ``session``, ``nth`` (only the n-th match, from 1), ``times`` (the
-        first n matches), ``probability``.
+        first n matches), ``probability``, and ``after`` (another rule) with
+        ``within`` (seconds of the session clock): only in that window after
+        the other rule first fired, for a fault followed by a lockout.
 
         What, exactly one: ``fail`` (an error code's name such as
         ``"NONODE"``, or its number), ``delay`` (seconds before the reply),
@@ -613,6 +617,10 @@ class ZkMock:
         for key, value in (("nth", nth), ("times", times), ("probability", probability)):
             if value is not None:
                 spec[key] = value
+        if (after is None) != (within is None):
+            raise ValueError("give after= and within= together")
+        if after is not None and within is not None:
+            spec["after"] = {"rule": after.id, "for_ms": int(round(within * 1000))}
         created = self._call("POST", "/rules", spec)
         return Rule(self, int(created["id"]), spec)
 

@@ -39,6 +39,14 @@ impl State {
                 return Err(format!("{g} is unknown: make one with ZkMock::gate"));
             }
         }
+        if let Some(after) = rule.when.after {
+            if !self.observers.rules.contains(after.rule) {
+                return Err(format!(
+                    "after: rule {} is not installed (a rule can follow only one installed before it)",
+                    after.rule
+                ));
+            }
+        }
         Ok(self.observers.rules.install(rule))
     }
 

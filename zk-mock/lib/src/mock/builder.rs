@@ -12,6 +12,7 @@ use crate::clock::{Clock, ClockMode};
 use crate::codec::DEFAULT_MAX_PACKET;
 use crate::core::{Settings, Shared, State};
 use crate::error::Error;
+use crate::listen::Port;
 use crate::record::{Recorder, DEFAULT_CAPACITY};
 use crate::server;
 use crate::session::SessionManager;
@@ -361,14 +362,16 @@ impl ZkMockBuilder {
                 })?;
                 at.set_port(port);
             }
-            let bind_err = |source| Error::Bind { addr: at, source };
-            let listener = bind(at, self.listen_backlog).map_err(bind_err)?;
-            addrs.push(listener.local_addr().map_err(bind_err)?);
-            listeners.push(listener);
+            let (port, listener) = Port::bind(at, self.listen_backlog)
+                .map_err(|source| Error::Bind { addr: at, source })?;
+            addrs.push(port.addr());
+            listeners.push((Arc::new(port), listener, None));
         }
+        let ports: Arc<[Arc<Port>]> = listeners.iter().map(|(p, _, _)| p.clone()).collect();
         let addr = addrs[0];
         let secure = self.secure_listener()?;
-        let secure_addr = secure.as_ref().map(|(_, _, a)| *a);
+        let secure_port = secure.as_ref().map(|(p, _, _)| p.clone());
+        let secure_addr = secure_port.as_ref().map(|p| p.addr());
         let (mut state, seed) = self.new_state(addr.port(), min, max);
         state
             .init_quorum(&addrs, &self.membership)
@@ -392,26 +395,7 @@ impl ZkMockBuilder {
         let thread = std::thread::Builder::new()
             .name(format!("zk-mock-{}", addr.port()))
             .spawn(move || {
-                runtime.block_on(async move {
-                    let secure = match secure.map(|(l, acceptor, _)| {
-                        tokio::net::TcpListener::from_std(l).map(|l| (l, acceptor))
-                    }) {
-                        None => None,
-                        Some(Ok(s)) => Some(s),
-                        Some(Err(e)) => {
-                            tracing::error!(%e, "cannot register the secure listener");
-                            return;
-                        }
-                    };
-                    let listeners: std::io::Result<Vec<_>> = listeners
-                        .into_iter()
-                        .map(tokio::net::TcpListener::from_std)
-                        .collect();
-                    match listeners {
-                        Ok(l) => server::run(l, secure, server_state, rx).await,
-                        Err(e) => tracing::error!(%e, "cannot register listener"),
-                    }
-                });
+                runtime.block_on(server::run(listeners, secure, server_state, rx));
                 // Dropping the runtime cancels every connection task and closes its socket.
             })
             .map_err(Error::Runtime)?;
@@ -419,7 +403,9 @@ impl ZkMockBuilder {
         Ok(ZkMock {
             control: Control {
                 addrs: addrs.into(),
+                ports,
                 secure_addr,
+                secure_port,
                 seed,
                 shared,
                 runtime: handle.clone(),
@@ -434,26 +420,21 @@ impl ZkMockBuilder {
 impl ZkMockBuilder {
     /// The secure port's listener, acceptor and address, if TLS is on.
     #[cfg(feature = "tls")]
-    fn secure_listener(
-        &self,
-    ) -> Result<Option<(std::net::TcpListener, server::Acceptor, SocketAddr)>, Error> {
+    fn secure_listener(&self) -> Result<Option<server::Listening>, Error> {
         let Some(tls) = &self.tls else {
             return Ok(None);
         };
         let acceptor = tls.acceptor()?;
         let want = SocketAddr::new(self.addr.ip(), self.secure_port);
-        let secure_err = |source| Error::Bind { addr: want, source };
-        let l = bind(want, self.listen_backlog).map_err(secure_err)?;
-        let a = l.local_addr().map_err(secure_err)?;
-        Ok(Some((l, acceptor, a)))
+        let (port, l) = Port::bind(want, self.listen_backlog)
+            .map_err(|source| Error::Bind { addr: want, source })?;
+        Ok(Some((Arc::new(port), l, Some(acceptor))))
     }
 
     /// Without the `tls` feature there is no secure port.
     #[cfg(not(feature = "tls"))]
     #[allow(clippy::unnecessary_wraps)]
-    fn secure_listener(
-        &self,
-    ) -> Result<Option<(std::net::TcpListener, server::Acceptor, SocketAddr)>, Error> {
+    fn secure_listener(&self) -> Result<Option<server::Listening>, Error> {
         Ok(None)
     }
 
@@ -531,15 +512,4 @@ impl ZkMockBuilder {
         );
         (state, seed)
     }
-}
-
-/// A non-blocking listener with an explicit backlog (std's `bind` uses 128).
-fn bind(addr: SocketAddr, backlog: u32) -> std::io::Result<std::net::TcpListener> {
-    use socket2::{Domain, Socket, Type};
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
-    socket.set_reuse_address(true)?;
-    socket.bind(&addr.into())?;
-    socket.listen(i32::try_from(backlog).unwrap_or(i32::MAX))?;
-    socket.set_nonblocking(true)?;
-    Ok(socket.into())
 }

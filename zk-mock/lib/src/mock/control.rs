@@ -44,7 +44,11 @@ use super::{HoldGate, Refusal, RuleGuard, Stall};
 pub struct Control {
     /// Each server's client address (one, for a single server).
     pub(super) addrs: Arc<[SocketAddr]>,
+    /// Each server's client port, which a kill closes.
+    pub(super) ports: Arc<[Arc<crate::listen::Port>]>,
     pub(super) secure_addr: Option<SocketAddr>,
+    /// Server 0's secure port, if TLS is on.
+    pub(super) secure_port: Option<Arc<crate::listen::Port>>,
     pub(super) seed: u64,
     pub(super) shared: Shared,
     /// The server's runtime, for the election timer.

@@ -109,7 +109,7 @@ impl Mock {
     /// assert_eq!(zk.connect_string().split(',').count(), 3);
     /// zk.server(2).set_lag(zk_mock::Lag::Txns(1)).expect("a follower"); // one write behind
     /// zk.server(1).kill(); // its clients fail over; sessions survive
-    /// zk.server(1).restart();
+    /// zk.server(1).restart().expect("its port is free");
     /// zk.leader_election(Duration::from_millis(50)); // every client drops for 50 ms
     /// # }
     /// ```
@@ -188,27 +188,62 @@ impl Server {
             .expect("the handle's server exists")
     }
 
-    /// Kills it: its connections drop (its clients fail over to the other
-    /// servers and keep their sessions if they reconnect within the
-    /// timeout), new connections are closed at once, and it applies nothing
-    /// until [`restart`](Self::restart). Killing the leader, or the server
-    /// that leaves no quorum, starts an election (the builder's
-    /// [`election_window`](crate::ZkMockBuilder::election_window)). False if
-    /// it was not serving.
+    /// Kills it, as a ZooKeeper process dies: its connections drop (its
+    /// clients fail over to the other servers and keep their sessions if
+    /// they reconnect within the timeout), its port closes, so that
+    /// connection attempts are refused and another server may listen there,
+    /// and it applies nothing until [`restart`](Self::restart). Killing the
+    /// leader, or the server that leaves no quorum, starts an election (the
+    /// builder's [`election_window`](crate::ZkMockBuilder::election_window)).
+    /// False if it was not serving.
     pub fn kill(&self) -> bool {
         let then = self
             .control
             .state()
             .take_down(self.index, ServerStatus::Killed);
+        if then != Then::Unchanged {
+            for port in self.ports() {
+                port.close();
+            }
+        }
         self.control.then(then)
     }
 
-    /// Restarts a killed server: it catches up with every committed txn,
-    /// as a restarted ZooKeeper syncs with the leader, and serves again.
-    /// False if it was not down.
-    pub fn restart(&self) -> bool {
+    /// Its client port, and server 0's secure port.
+    fn ports(&self) -> impl Iterator<Item = &std::sync::Arc<crate::listen::Port>> {
+        let secure = (self.index == 0)
+            .then_some(self.control.secure_port.as_ref())
+            .flatten();
+        std::iter::once(&self.control.ports[self.index]).chain(secure)
+    }
+
+    /// Restarts a killed or partitioned server: a killed one listens on its
+    /// port again, and either catches up with every committed txn, as a
+    /// restarted ZooKeeper syncs with the leader, and serves again. `Ok(false)`
+    /// if it was not down.
+    ///
+    /// # Errors
+    /// [`Error::Bind`](crate::Error::Bind) if its port has been taken since
+    /// the kill (as a restarted ZooKeeper fails to bind); the server stays
+    /// down.
+    pub fn restart(&self) -> Result<bool, crate::Error> {
+        if self.status() == ServerStatus::Killed {
+            let mut opened = Vec::new();
+            for port in self.ports() {
+                if let Err(source) = port.reopen() {
+                    for p in opened {
+                        crate::listen::Port::close(p);
+                    }
+                    return Err(crate::Error::Bind {
+                        addr: port.addr(),
+                        source,
+                    });
+                }
+                opened.push(port);
+            }
+        }
         let then = self.control.state().bring_up(self.index);
-        self.control.then(then)
+        Ok(self.control.then(then))
     }
 
     /// Cuts it off from the quorum: it stops serving and closes its
@@ -222,9 +257,16 @@ impl Server {
         self.control.then(then)
     }
 
-    /// Heals a partition: as [`restart`](Self::restart).
+    /// Heals a partition: as [`restart`](Self::restart); false if it was
+    /// not down, or was killed and cannot listen again.
     pub fn heal(&self) -> bool {
-        self.restart()
+        match self.restart() {
+            Ok(healed) => healed,
+            Err(e) => {
+                tracing::warn!(server = self.index, %e, "cannot restart");
+                false
+            }
+        }
     }
 
     /// Sets how far behind the leader this follower applies txns, as

@@ -75,7 +75,7 @@ impl Ensemble for Mock {
         assert!(self.0.server(i).kill());
     }
     fn restart(&mut self, i: usize, _wait: bool) {
-        assert!(self.0.server(i).restart());
+        assert!(self.0.server(i).restart().unwrap());
     }
     fn server_line(&self, i: usize, role: &str) -> String {
         mock_server_line(self.0.server(i).addr(), i, role)

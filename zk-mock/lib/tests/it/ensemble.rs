@@ -454,7 +454,7 @@ async fn killing_a_clients_server_fails_it_over_with_its_session_and_ephemerals(
         .create("/while-down", b"", &persistent())
         .await
         .unwrap();
-    assert!(mock.server(on_server).restart());
+    assert!(mock.server(on_server).restart().unwrap());
     let back = on(&mock, on_server).await;
     assert!(back.check_stat("/while-down").await.unwrap().is_some());
 }
@@ -506,7 +506,7 @@ async fn killing_the_leader_elects_another_and_losing_the_quorum_stops_every_ser
     assert!(refused.is_err(), "a server without a quorum took a client");
 
     // One back: a quorum again, a leader after the window, writes again.
-    assert!(mock.server(0).restart());
+    assert!(mock.server(0).restart().unwrap());
     with_timeout(QUICK, "the quorum back", async {
         loop {
             if let Ok(()) = client.create("/k3", b"", &persistent()).await.map(drop) {
@@ -940,7 +940,7 @@ async fn observers_outside_the_membership_serve_but_do_not_vote_until_a_reconfig
     assert!(mock.server(1).kill());
     assert_eq!(mock.server(0).status(), ServerStatus::Serving);
     one.create("/still", b"", &persistent()).await.unwrap();
-    assert!(mock.server(1).restart());
+    assert!(mock.server(1).restart().unwrap());
 
     let all = EnsembleUpdate::New {
         ensemble: vec![
@@ -981,4 +981,52 @@ async fn a_membership_that_does_not_fit_the_ensemble_is_refused() {
             .to_string();
         assert!(err.contains(why), "{lines:?}: {err}");
     }
+}
+
+/// A killed server frees its port as a dead ZooKeeper process does: a client
+/// is refused there, another server can listen on it, and the killed one
+/// cannot restart until that server has gone; then it does, on the same
+/// port, with its sessions.
+#[tokio::test]
+async fn a_killed_server_frees_its_port_and_takes_it_back_on_restart() {
+    init_tracing();
+    let mock = ZkMock::builder().start().await.unwrap();
+    let addr = mock.addr();
+    let client = connect_to(&mock.connect_string()).await;
+    client.create("/mine", b"", &ephemeral()).await.unwrap();
+    let session = client.session_id().0;
+    let mut states = client.state_watcher();
+
+    assert!(mock.server(0).kill());
+    assert_eq!(states.changed().await, SessionState::Disconnected);
+    let refused = std::net::TcpStream::connect(addr).unwrap_err();
+    assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
+
+    // Another server on the very port, as `new TestingServer(port)` after
+    // `stop()` would start one.
+    let other = ZkMock::builder().listen(addr).start().await.unwrap();
+    assert_eq!(other.addr(), addr);
+    let theirs = connect_to(&other.connect_string()).await;
+    theirs.create("/theirs", b"", &persistent()).await.unwrap();
+    let err = mock.server(0).restart().unwrap_err();
+    assert!(
+        matches!(&err, zk_mock::Error::Bind { addr: a, .. } if *a == addr),
+        "{err}"
+    );
+    assert_eq!(mock.server(0).status(), ServerStatus::Killed);
+    drop(theirs);
+    drop(other);
+
+    // The port is free again: the first server listens there, and its
+    // client is back in the session it had, with its ephemeral node.
+    assert!(mock.server(0).restart().unwrap());
+    assert!(!mock.server(0).restart().unwrap(), "already up");
+    with_timeout(QUICK, "the client reconnected", async {
+        while states.changed().await != SessionState::SyncConnected {}
+    })
+    .await;
+    assert_eq!(client.session_id().0, session);
+    assert!(client.check_stat("/mine").await.unwrap().is_some());
+    assert!(client.check_stat("/theirs").await.unwrap().is_none());
+    assert!(mock.session_ids().iter().any(|s| s.0 == session));
 }

@@ -845,3 +845,62 @@ async fn an_expiry_held_until_a_gate_keeps_the_dead_sessions_nodes_until_it_open
         .unwrap_err();
     assert!(e.contains("gate 999"), "{e}");
 }
+
+/// `ChaosMonkeyCnxnFactory`'s fault as two rules: the first create under
+/// `/mylock/` is applied and its connection closed with no reply; for the
+/// next 6 s of the session clock every request but `sync` has its
+/// connection closed before it is applied; then the server serves again.
+#[tokio::test]
+async fn a_rule_after_another_locks_out_requests_for_its_window_on_the_session_clock() {
+    let mock = ZkMock::builder()
+        .clock(ClockMode::Manual)
+        .start()
+        .await
+        .unwrap();
+    let client = connect(&mock).await;
+    client.create("/mylock", b"", &persistent()).await.unwrap();
+    let chaos = mock.rule(creates().path_prefix("/mylock/").times(1).lose_reply());
+    let all_but_sync: Vec<OpCode> = (-20..200)
+        .filter_map(OpCode::from_i32)
+        .filter(|o| !matches!(o, OpCode::Sync | OpCode::Ping))
+        .collect();
+    let mut lockout = Rule::when().after(chaos.id(), Duration::from_millis(6000));
+    lockout.ops = all_but_sync;
+    let lockout = mock.rule(lockout.disconnect());
+    // A rule cannot follow one that is not installed.
+    let err = mock
+        .try_rule(Rule::when().after(999, Duration::from_secs(1)).disconnect())
+        .unwrap_err();
+    assert!(err.contains("rule 999 is not installed"), "{err}");
+
+    assert_eq!(
+        client.create("/mylock/a", b"", &persistent()).await.err(),
+        Some(Error::ConnectionLoss)
+    );
+    assert!(mock.snapshot().tree.contains_key("/mylock/a"), "applied");
+    // Locked out: the client reconnects, and each request closes the
+    // connection again unapplied.
+    mock.advance(Duration::from_millis(5000));
+    for _ in 0..3 {
+        let r = client.delete("/mylock/a", None).await;
+        assert!(matches!(r, Err(Error::ConnectionLoss)), "locked out: {r:?}");
+    }
+    assert!(
+        mock.snapshot().tree.contains_key("/mylock/a"),
+        "not applied"
+    );
+    assert!(lockout.fired() >= 1);
+    // The window closes 6 s after the first fault.
+    mock.advance(Duration::from_millis(1000));
+    with_timeout(QUICK, "the delete after the lockout", async {
+        loop {
+            match client.delete("/mylock/a", None).await {
+                Err(Error::ConnectionLoss) => tokio::time::sleep(Duration::from_millis(20)).await,
+                other => return other.unwrap(),
+            }
+        }
+    })
+    .await;
+    assert!(!mock.snapshot().tree.contains_key("/mylock/a"));
+    assert_eq!(chaos.fired(), 1);
+}

@@ -165,6 +165,7 @@ impl State {
                     op,
                     path: path.as_deref(),
                     session,
+                    now_ms: now,
                 },
                 &mut self.rng,
             )
