@@ -34,9 +34,20 @@ build_jar() {
     "$here"/src/main/java/io/zkmock/*.java
   jar --create --file "$out/zk-mock-java.jar" -C "$out/classes" .
 }
+# The curator-test drop-in: org.apache.curator.test.* on zk-mock, against ZooKeeper's jars
+# and JUnit's API (as curator-test is).
+build_curator_test_jar() {
+  mkdir -p "$out/curator-test-classes"
+  javac -encoding UTF-8 -Xlint:all,-serial,-processing,-path -Werror --release 17 -d "$out/curator-test-classes" \
+    -cp "$out/zk-mock-java.jar:$jars/zookeeper.jar:$jars/zookeeper-jute.jar:$junit" \
+    $(find "$here/curator-test/src/main/java" -name '*.java')
+  jar --create --file "$out/zk-mock-curator-test.jar" -C "$out/curator-test-classes" .
+}
 if [ -n "$jar_only" ]; then
   build_jar
+  build_curator_test_jar
   echo "$out/zk-mock-java.jar"
+  echo "$out/zk-mock-curator-test.jar"
   exit 0
 fi
 
@@ -70,4 +81,21 @@ if [ -n "$start_cost" ]; then
 fi
 java -Dzkmock.binary="$binary" -jar "$junit" \
   --class-path "$out/test-classes:$out/zk-mock-java.jar:$deps" \
+  --scan-class-path --disable-banner --disable-ansi-colors --details=tree --fail-if-no-tests
+
+# The drop-in's tests: compiled once against the drop-in, then run with it in place of
+# curator-test, and with Curator's own curator-test (all but the drop-in's own additions).
+build_curator_test_jar
+mkdir -p "$out/curator-test-tests"
+no_curator_test="${deps#"$jars/curator-test.jar:"}"
+javac -encoding UTF-8 --release 17 -d "$out/curator-test-tests" \
+  -cp "$out/zk-mock-curator-test.jar:$out/zk-mock-java.jar:$junit:$no_curator_test" \
+  $(find "$here/curator-test/src/test/java" -name '*.java')
+echo "== curator-test's API on zk-mock's drop-in"
+java -Dzkmock.binary="$binary" -Dcurator.test.jar=zk-mock-curator-test.jar -jar "$junit" \
+  --class-path "$out/curator-test-tests:$out/zk-mock-curator-test.jar:$out/zk-mock-java.jar:$no_curator_test" \
+  --scan-class-path --disable-banner --disable-ansi-colors --details=tree --fail-if-no-tests
+echo "== the same tests on Curator's curator-test"
+java -Dcurator.test.jar="$(basename "$(realpath "$jars/curator-test.jar")")" -jar "$junit" \
+  --class-path "$out/curator-test-tests:$deps" --exclude-tag zk-mock-only \
   --scan-class-path --disable-banner --disable-ansi-colors --details=tree --fail-if-no-tests

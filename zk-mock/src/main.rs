@@ -102,9 +102,14 @@ struct Args {
     /// /servers endpoints kill, restart, partition and lag them.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=255))]
     servers: u16,
+    /// Serve an ensemble with one server on each of these client ports, in
+    /// order (comma-separated; 0 picks a free one): ports a test's
+    /// configuration chose already. In place of --port and --servers.
+    #[arg(long, value_delimiter = ',', num_args = 1.., conflicts_with_all = ["port", "servers"])]
+    ports: Vec<u16>,
     /// The ensemble's membership at the start, one zoo.cfg line each
     /// (repeatable): `server.N=host:port:port[:participant|observer];[host:]port`.
-    /// Server N is the one on PORT+N-1; one not named as a participant does
+    /// Server N is the one on PORT+N-1 (or the N-th of --ports); one not named as a participant does
     /// not vote. Default: every server a participant.
     #[arg(long = "membership", value_name = "SERVER_LINE")]
     membership: Vec<String>,
@@ -169,6 +174,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ClockArg::Real => ClockMode::Real,
             ClockArg::Manual => ClockMode::Manual,
         });
+    if !args.ports.is_empty() {
+        builder = builder.ports(args.ports.iter().copied());
+    }
     if let Some(ms) = args.min_session_timeout {
         builder = builder.min_session_timeout(ms);
     }

@@ -54,6 +54,8 @@ pub struct ZkMockBuilder {
     max_outbox: usize,
     expiry_cleanup_delay: Duration,
     servers: usize,
+    /// Each server's client port, when given one by one.
+    ports: Option<Vec<u16>>,
     membership: Vec<String>,
     election_window: Duration,
     read_only_mode: bool,
@@ -86,6 +88,7 @@ impl Default for ZkMockBuilder {
             max_outbox: 128 << 20,
             expiry_cleanup_delay: Duration::ZERO,
             servers: 1,
+            ports: None,
             membership: Vec::new(),
             election_window: Duration::from_millis(200),
             read_only_mode: false,
@@ -110,6 +113,19 @@ impl ZkMockBuilder {
     /// `port + i`. See [`ZkMock::server`](crate::ZkMock::server).
     pub fn servers(mut self, n: usize) -> Self {
         self.servers = n.max(1);
+        self.ports = None;
+        self
+    }
+
+    /// An ensemble with one server per port, each on its own port in this
+    /// order (0: a free one), on [`listen`](Self::listen)'s address: the
+    /// ports a test's configuration already chose, as Curator's
+    /// `TestingCluster` takes them from its instance specs. Replaces
+    /// [`servers`](Self::servers); no ports is one server on `listen`'s.
+    pub fn ports(mut self, ports: impl IntoIterator<Item = u16>) -> Self {
+        let ports: Vec<u16> = ports.into_iter().collect();
+        self.servers = ports.len().max(1);
+        self.ports = (!ports.is_empty()).then_some(ports);
         self
     }
 
@@ -352,7 +368,9 @@ impl ZkMockBuilder {
         let mut addrs = Vec::with_capacity(self.servers);
         for i in 0..self.servers {
             let mut at = self.addr;
-            if at.port() != 0 {
+            if let Some(ports) = &self.ports {
+                at.set_port(ports[i]);
+            } else if at.port() != 0 {
                 let port = u16::try_from(usize::from(at.port()) + i).map_err(|_| {
                     Error::Config(format!(
                         "{} servers from port {} run past port 65535",

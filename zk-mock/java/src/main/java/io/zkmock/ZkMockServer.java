@@ -91,6 +91,7 @@ public final class ZkMockServer implements Closeable {
     /** The server's settings; each is the binary's flag of the same name. */
     public static final class Settings {
         private int port;
+        private List<Integer> ports;
         private final List<String> args = new ArrayList<>();
         private String binary;
         private Duration startTimeout = Duration.ofSeconds(10);
@@ -99,6 +100,24 @@ public final class ZkMockServer implements Closeable {
         public Settings port(int port) {
             this.port = port;
             return this;
+        }
+
+        /**
+         * An ensemble with one server on each of these client ports, in order (0: a free
+         * one), in place of {@link #port(int)} and {@link #servers(int)}: ports a test's
+         * configuration chose already.
+         */
+        public Settings ports(int... ports) {
+            this.ports = new ArrayList<>();
+            for (int p : ports) {
+                this.ports.add(p);
+            }
+            return this;
+        }
+
+        /** The address the client ports listen on (127.0.0.1 by default). */
+        public Settings host(String address) {
+            return flag("--host", address);
         }
 
         /** {@code tickTime}, ms. */
@@ -258,8 +277,13 @@ public final class ZkMockServer implements Closeable {
         }
         List<String> cmd = new ArrayList<>();
         cmd.add(binary);
-        cmd.add("--port");
-        cmd.add(String.valueOf(settings.port));
+        if (settings.ports != null) {
+            cmd.add("--ports");
+            cmd.add(settings.ports.stream().map(String::valueOf).collect(java.util.stream.Collectors.joining(",")));
+        } else {
+            cmd.add("--port");
+            cmd.add(String.valueOf(settings.port));
+        }
         cmd.addAll(settings.args);
         cmd.add("--admin-port");
         cmd.add("0");
@@ -352,7 +376,8 @@ public final class ZkMockServer implements Closeable {
 
     /**
      * Stops the server as {@code TestingServer.stop()} does: its clients lose their
-     * connections and new ones are closed, until {@link #start()} or {@link #restart()}.
+     * connections and its port closes (connections are refused, and another server may
+     * listen there), until {@link #start()} or {@link #restart()} listens on it again.
      * The sessions survive that (the process keeps them). With {@link Settings#servers(int)},
      * every server of the ensemble stops.
      */
@@ -362,6 +387,43 @@ public final class ZkMockServer implements Closeable {
         }
         everyServer("kill");
         stopped = true;
+    }
+
+    /**
+     * Kills server {@code index} of the ensemble (0 for a single server), as its process
+     * dying would: its clients lose their connections and move to another server, its port
+     * closes (another server may take it), and it applies nothing until
+     * {@link #restartServer(int)}. False if it was not serving.
+     */
+    public boolean killServer(int index) {
+        return serverVerb(index, "kill");
+    }
+
+    /**
+     * Restarts a killed server on its port: it catches up and serves again. False if it
+     * was not down.
+     *
+     * @throws ZkMockException when its port was taken meanwhile (the message says so)
+     */
+    public boolean restartServer(int index) {
+        return serverVerb(index, "restart");
+    }
+
+    private boolean serverVerb(int index, String verb) {
+        try {
+            call("POST", "/servers/" + index + "/" + verb, null);
+            return true;
+        } catch (ZkMockException e) {
+            if (e.getMessage() != null && e.getMessage().contains("cannot " + verb + ": it is")) {
+                return false;
+            }
+            throw e;
+        }
+    }
+
+    /** The servers: each one's {@code status}, {@code role} and address, as the admin interface has them. */
+    public List<Map<String, Object>> servers() {
+        return listOfMaps(call("GET", "/servers", null));
     }
 
     /** Posts {@code verb} ({@code kill}, {@code restart}) to every server of the process: one, or the ensemble's. */
@@ -640,6 +702,28 @@ public final class ZkMockServer implements Closeable {
             Map<String, Object> m = new LinkedHashMap<>();
             m.put(kind, value);
             spec.put("path", m);
+            return this;
+        }
+
+        /** Operations by op code, exactly (1 is create alone, 15 create2 alone). */
+        public RuleBuilder opCodes(int... codes) {
+            List<Integer> list = new ArrayList<>();
+            for (int c : codes) {
+                list.add(c);
+            }
+            spec.put("ops", list);
+            return this;
+        }
+
+        /**
+         * Only within {@code window} (of the session clock) after {@code first} first fired:
+         * a fault, then a lockout.
+         */
+        public RuleBuilder after(Rule first, Duration window) {
+            Map<String, Object> a = new LinkedHashMap<>();
+            a.put("rule", first.id());
+            a.put("for_ms", window.toMillis());
+            spec.put("after", a);
             return this;
         }
 
