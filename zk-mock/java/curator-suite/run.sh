@@ -9,6 +9,7 @@
 #   --repeat N  run every class N times (a test that fails only sometimes shows as n/N)
 #   --only RE   only the classes whose name matches RE (grep -E)
 #   --tag T     the release tag (default apache-curator-5.4.0, the Debian jars' version)
+#   CURATOR_SUITE_JAVA_OPTS="-Dx=y ..."   more options for the tests' JVMs
 #
 # It writes DIR/results.tsv (run, class, tests, failed, the failed tests) and each class's
 # output to DIR/logs/. Needs what ../run-tests.sh needs, and Debian's libmockito-java and
@@ -21,7 +22,7 @@ root="$(cd "$here/../../.." && pwd)"
 jars="${JAVA_JARS:-/usr/share/java}"
 junit="$jars/junit-platform-console-standalone.jar"
 
-[ $# -ge 1 ] || { sed -n 2,17p "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2; }
 git_dir="$1"; shift
 real=""; repeat=1; only="."; tag="apache-curator-5.4.0"; out="$root/target/curator-suite"
 while [ $# -gt 0 ]; do
@@ -120,7 +121,8 @@ total=0; failed=0
 for run in $(seq 1 "$repeat"); do
   for c in $classes; do
     log="$out/logs/${c##*.}.$run.txt"
-    java "${props[@]}" -jar "$junit" --class-path "$cp" --select-class "$c" \
+    # shellcheck disable=SC2086 # CURATOR_SUITE_JAVA_OPTS: more JVM options, split on spaces
+    java "${props[@]}" ${CURATOR_SUITE_JAVA_OPTS:-} -jar "$junit" --class-path "$cp" --select-class "$c" \
       --disable-banner --disable-ansi-colors --details=tree >"$log" 2>&1 || true
     n=$(grep -E '^\[ +[0-9]+ tests found' "$log" | grep -oE '[0-9]+' | head -1 || true)
     f=$(grep -E '^\[ +[0-9]+ tests failed' "$log" | grep -oE '[0-9]+' | head -1 || true)
