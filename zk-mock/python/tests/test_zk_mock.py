@@ -130,6 +130,22 @@ def test_a_lost_reply_applies_the_create_and_cuts_the_connection(zk_mock, client
         c.retry(c.create, "/job", b"")
 
 
+def test_a_rule_after_another_locks_requests_out_for_its_window(zk_mock, clients):
+    c = clients(zk_mock)
+    c.create("/mylock", b"")
+    first = zk_mock.rule(ops="create", path_prefix="/mylock/", lose_reply=True, times=1)
+    lockout = zk_mock.rule(ops="getData", after=first, within=60, disconnect=True)
+    with pytest.raises(ConnectionLoss):
+        c.create("/mylock/a", b"")
+    # Within the minute after the first fired, every getData's connection is closed.
+    with pytest.raises(ConnectionLoss):
+        c.get("/mylock/a")
+    assert lockout.fired >= 1
+    assert [r.get("after") for r in zk_mock.rules()] == [None, {"rule": first.id, "for_ms": 60000}]
+    with pytest.raises(ValueError, match="together"):
+        zk_mock.rule(ops="create", after=first, disconnect=True)
+
+
 def test_rule_arguments_are_checked_before_they_reach_the_server(zk_mock):
     with pytest.raises(ValueError, match="exactly one"):
         zk_mock.rule(ops="create")
