@@ -7,8 +7,9 @@
 #
 #   zk-mock/java/run-tests.sh [path/to/zk-mock]     (default: target/release/zk-mock if it
 #                                                  was built, else zk-mock on PATH)
-#   zk-mock/java/run-tests.sh --jar                 (only target/java/zk-mock-java.jar;
-#                                                  needs junit5 alone)
+#   zk-mock/java/run-tests.sh --jar                 (only the jars: target/java/zk-mock-java.jar,
+#                                                  which needs junit5 alone, and, when ZooKeeper's
+#                                                  jars are there, zk-mock-curator-test.jar)
 #   zk-mock/java/run-tests.sh --start-cost [RUNS]   (ZkMockServer against TestingServer,
 #                                                  start to first connected client)
 #
@@ -45,9 +46,13 @@ build_curator_test_jar() {
 }
 if [ -n "$jar_only" ]; then
   build_jar
-  build_curator_test_jar
   echo "$out/zk-mock-java.jar"
-  echo "$out/zk-mock-curator-test.jar"
+  if [ -f "$jars/zookeeper.jar" ] && [ -f "$jars/zookeeper-jute.jar" ]; then
+    build_curator_test_jar
+    echo "$out/zk-mock-curator-test.jar"
+  else
+    echo "(no zk-mock-curator-test.jar: it needs ZooKeeper's jars, apt-get install zookeeper)" >&2
+  fi
   exit 0
 fi
 
