@@ -109,8 +109,9 @@ struct Args {
     ports: Vec<u16>,
     /// The ensemble's membership at the start, one zoo.cfg line each
     /// (repeatable): `server.N=host:port:port[:participant|observer];[host:]port`.
-    /// Server N is the one on PORT+N-1 (or the N-th of --ports); one not named as a participant does
-    /// not vote. Default: every server a participant.
+    /// Server N is the one on PORT+N-1 (or the N-th of --ports); one not
+    /// named as a participant does not vote. Default: every server a
+    /// participant.
     #[arg(long = "membership", value_name = "SERVER_LINE")]
     membership: Vec<String>,
     /// In an ensemble, how long the servers go without a leader when they

@@ -217,10 +217,10 @@ impl Server {
         std::iter::once(&self.control.ports[self.index]).chain(secure)
     }
 
-    /// Restarts a killed or partitioned server: a killed one listens on its
-    /// port again, and either catches up with every committed txn, as a
-    /// restarted ZooKeeper syncs with the leader, and serves again. `Ok(false)`
-    /// if it was not down.
+    /// Restarts a killed or partitioned server: a killed one first listens
+    /// on its port again. Then it catches up with every committed txn, as a
+    /// restarted ZooKeeper syncs with the leader, and serves again.
+    /// `Ok(false)` if it was not down.
     ///
     /// # Errors
     /// [`Error::Bind`](crate::Error::Bind) if its port has been taken since
@@ -228,11 +228,11 @@ impl Server {
     /// down.
     pub fn restart(&self) -> Result<bool, crate::Error> {
         if self.status() == ServerStatus::Killed {
-            let mut opened = Vec::new();
+            let mut opened: Vec<&crate::listen::Port> = Vec::new();
             for port in self.ports() {
                 if let Err(source) = port.reopen() {
                     for p in opened {
-                        crate::listen::Port::close(p);
+                        p.close();
                     }
                     return Err(crate::Error::Bind {
                         addr: port.addr(),

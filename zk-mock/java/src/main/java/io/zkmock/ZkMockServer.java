@@ -108,10 +108,7 @@ public final class ZkMockServer implements Closeable {
          * configuration chose already.
          */
         public Settings ports(int... ports) {
-            this.ports = new ArrayList<>();
-            for (int p : ports) {
-                this.ports.add(p);
-            }
+            this.ports = java.util.Arrays.stream(ports).boxed().toList();
             return this;
         }
 
@@ -428,7 +425,7 @@ public final class ZkMockServer implements Closeable {
 
     /** Posts {@code verb} ({@code kill}, {@code restart}) to every server of the process: one, or the ensemble's. */
     private void everyServer(String verb) {
-        int servers = listOfMaps(call("GET", "/servers", null)).size();
+        int servers = servers().size();
         for (int i = 0; i < servers; i++) {
             call("POST", "/servers/" + i + "/" + verb, null);
         }
@@ -707,11 +704,7 @@ public final class ZkMockServer implements Closeable {
 
         /** Operations by op code, exactly (1 is create alone, 15 create2 alone). */
         public RuleBuilder opCodes(int... codes) {
-            List<Integer> list = new ArrayList<>();
-            for (int c : codes) {
-                list.add(c);
-            }
-            spec.put("ops", list);
+            spec.put("ops", java.util.Arrays.stream(codes).boxed().toList());
             return this;
         }
 

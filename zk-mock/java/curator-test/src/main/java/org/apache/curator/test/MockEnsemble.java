@@ -26,10 +26,8 @@ final class MockEnsemble {
 
     private static final System.Logger LOG = System.getLogger(MockEnsemble.class.getName());
 
-    /** Custom properties that become the binary's flags. */
-    private static final Set<String> KNOWN_PROPERTIES = Set.of(
-        "minSessionTimeout", "maxSessionTimeout", "localSessionsEnabled", "localSessionsUpgradingEnabled",
-        "reconfigEnabled", "tickTime", "clientPort", "dataDir", "initLimit", "syncLimit");
+    /** The custom properties that become the binary's flags; others are ignored with a warning. */
+    private static final Set<String> KNOWN_PROPERTIES = Set.of("minSessionTimeout", "maxSessionTimeout", "reconfigEnabled");
 
     private final List<InstanceSpec> specs;
     private final boolean[] up;

@@ -117,24 +117,30 @@ public class TestingCluster implements Closeable {
 
     /** Kills the server with this spec; false if there is none. */
     public boolean killServer(InstanceSpec instance) throws Exception {
-        for (TestingZooKeeperServer s : servers) {
-            if (s.getInstanceSpec().equals(instance)) {
-                s.kill();
-                return true;
-            }
+        TestingZooKeeperServer s = serverOf(instance);
+        if (s != null) {
+            s.kill();
         }
-        return false;
+        return s != null;
     }
 
     /** Restarts the server with this spec; false if there is none. */
     public boolean restartServer(InstanceSpec instance) throws Exception {
+        TestingZooKeeperServer s = serverOf(instance);
+        if (s != null) {
+            s.restart();
+        }
+        return s != null;
+    }
+
+    /** The server with this spec; null if none has it. */
+    private TestingZooKeeperServer serverOf(InstanceSpec instance) {
         for (TestingZooKeeperServer s : servers) {
             if (s.getInstanceSpec().equals(instance)) {
-                s.restart();
-                return true;
+                return s;
             }
         }
-        return false;
+        return null;
     }
 
     /** The spec of the server the client is connected to; null if it is not connected. */

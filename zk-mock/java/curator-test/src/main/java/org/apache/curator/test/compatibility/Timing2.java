@@ -6,6 +6,8 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
+import org.apache.curator.test.Timing;
+
 /**
  * Test timing, as Curator's {@code Timing2}: a base duration (10 s, times the
  * {@code timing-multiple} system property), waits that are a multiple of it (5, or the
@@ -58,15 +60,14 @@ public class Timing2 {
         return (int) value;
     }
 
+    /** The same timing as a {@link Timing}: its waits are the same. */
+    private Timing asTiming() {
+        return new Timing(value, unit, waitingMultiple);
+    }
+
     /** Waits for the latch for the waiting time; false if it did not open (or on interrupt). */
     public boolean awaitLatch(CountDownLatch latch) {
-        Timing2 wait = forWaiting();
-        try {
-            return latch.await(wait.value, wait.unit);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return false;
-        }
+        return asTiming().awaitLatch(latch);
     }
 
     /** The queue's next element within the waiting time. */
@@ -86,18 +87,12 @@ public class Timing2 {
 
     /** Takes a permit within the waiting time; false if none came (or on interrupt). */
     public boolean acquireSemaphore(Semaphore semaphore) {
-        return acquireSemaphore(semaphore, 1);
+        return asTiming().acquireSemaphore(semaphore);
     }
 
     /** Takes {@code n} permits within the waiting time; false if they did not come. */
     public boolean acquireSemaphore(Semaphore semaphore, int n) {
-        Timing2 wait = forWaiting();
-        try {
-            return semaphore.tryAcquire(n, wait.value, wait.unit);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return false;
-        }
+        return asTiming().acquireSemaphore(semaphore, n);
     }
 
     /** This timing times {@code n}. */
