@@ -129,6 +129,12 @@ struct Args {
     /// localSessionsEnabled: a read-only server can create sessions.
     #[arg(long = "local-sessions")]
     local_sessions: bool,
+    /// How long a write takes to commit, in µs (default 0: at once). Each
+    /// write and each new session's handshake waits for the transaction
+    /// log's sync of its batch, as in ZooKeeper; writes that arrive during
+    /// a sync share the next one.
+    #[arg(long = "commit-latency-us", default_value_t = 0)]
+    commit_latency_us: u64,
     /// Exit when standard input reaches its end: a wrapper (the Python and
     /// Java ones) keeps a pipe to it open, so the server goes when the test
     /// process that started it does, however that ends.
@@ -169,6 +175,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .election_window(std::time::Duration::from_millis(args.election_window))
         .read_only_mode(args.readonly_mode)
         .local_sessions(args.local_sessions)
+        .commit_latency(std::time::Duration::from_micros(args.commit_latency_us))
         .record(args.recorder_capacity > 0)
         .recorder_capacity(args.recorder_capacity)
         .clock(match args.clock {

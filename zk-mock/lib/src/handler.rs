@@ -80,6 +80,8 @@ pub(crate) async fn serve_io<R, W>(
         buf: BytesMut::with_capacity(READ_BUFFER),
         handshaken: false,
         held: None,
+        synced: false,
+        commit: None,
     };
     let connection = Connection {
         reader,
@@ -271,6 +273,12 @@ impl Connection {
                 }
                 () = sleep_until(self.paused_until), if self.paused_until.is_some() => {}
                 () = opened(&mut self.hold), if self.hold.is_some() => self.hold = None,
+                () = opened(&mut self.reader.commit), if open && self.reader.commit.is_some() => {
+                    self.reader.commit = None;
+                    if self.reader.release_commits(&mut self.inbox) == Step::Close {
+                        reading = false;
+                    }
+                }
                 () = opened(&mut self.reader.held), if held => {
                     self.reader.held = None;
                     if self.reader.release(&mut self.inbox) == Step::Close {
@@ -416,9 +424,15 @@ pub(crate) struct Reader {
     max_packet: usize,
     buf: BytesMut,
     handshaken: bool,
-    /// A request a `hold_request` fault holds: nothing more is read until
-    /// its gate opens.
+    /// A request held unapplied (a `hold_request` fault, a handshake not
+    /// yet answered or not yet synced): nothing more is read until it is
+    /// released.
     held: Option<Opened>,
+    /// The buffered handshake's createSession waited for its sync already.
+    synced: bool,
+    /// The sync the first of the requests waiting for one waits for
+    /// (`commit.rs`); reading goes on meanwhile.
+    commit: Option<Opened>,
 }
 
 #[derive(PartialEq, Eq)]
@@ -474,6 +488,9 @@ impl Reader {
                 }
             };
             let held = st.held_request_gate(conn);
+            if self.commit.is_none() {
+                self.commit = st.commit_wait(conn).map(|s| Box::pin(s.wait()) as Opened);
+            }
             (flow, held)
         };
         tracing::trace!(xid = h.xid, op = h.op_type, "request");
@@ -497,6 +514,28 @@ impl Reader {
             }
             st.take_direct(&mut inbox.taken);
         }
+        if self.commit.is_none() {
+            self.commit = st.commit_wait(conn).map(|s| Box::pin(s.wait()) as Opened);
+        }
+        match flow {
+            Flow::Continue => Step::Frame,
+            Flow::Close => Step::Close,
+        }
+    }
+
+    /// Applies the requests whose sync ended (the first one's did), and
+    /// waits for the next.
+    fn release_commits(&mut self, inbox: &mut Inbox) -> Step {
+        let conn = self.conn;
+        let mut st = lock(&self.shared);
+        let flow = st.serve(conn, |st| st.release_commits(conn));
+        if st.has_direct() {
+            while let Ok(m) = inbox.rx.try_recv() {
+                inbox.taken.push_back(m);
+            }
+            st.take_direct(&mut inbox.taken);
+        }
+        self.commit = st.commit_wait(conn).map(|s| Box::pin(s.wait()) as Opened);
         match flow {
             Flow::Continue => Step::Frame,
             Flow::Close => Step::Close,
@@ -537,6 +576,8 @@ impl Reader {
             buf: BytesMut::new(),
             handshaken: false,
             held: None,
+            synced: false,
+            commit: None,
         }
     }
 
@@ -580,6 +621,15 @@ impl Reader {
                 "session stalled; holding its reconnect"
             );
             return Step::Frame;
+        }
+        if req.session_id == 0 && !std::mem::take(&mut self.synced) {
+            if let Some(synced) = st.durable_after() {
+                // A new session is a createSession txn: answered once it is
+                // durable (`commit.rs`). The frame stays buffered meanwhile.
+                self.synced = true;
+                self.held = Some(Box::pin(synced.wait()));
+                return Step::Frame;
+            }
         }
         let _ = self.buf.split_to(4 + len);
         self.handshaken = true;

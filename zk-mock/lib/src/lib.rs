@@ -155,6 +155,7 @@ pub mod snapshot;
 mod tls;
 pub mod tree;
 mod txn;
+mod txnlog;
 mod watch;
 
 pub use crate::core::{VERSION, VERSION_3_9};

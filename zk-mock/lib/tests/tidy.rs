@@ -50,7 +50,7 @@ const ZK_MOCK: Crate = Crate {
         // The leaves: the wire, the data tree, and what each session and rule is.
         &[
             "hash", "compact", "proto", "codec", "tree", "acl", "clock", "fault", "session",
-            "compat", "listen",
+            "compat", "listen", "txnlog",
         ],
         &["watch"],
         // Owned copies of the state, for tests and tools.

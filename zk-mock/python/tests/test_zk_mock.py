@@ -181,6 +181,15 @@ def test_the_manual_clock_expires_sessions_when_the_test_says(zk_mock, clients):
     assert zk_mock.sessions() == []
 
 
+@pytest.mark.zk_mock(commit_latency_us=150_000)
+def test_a_commit_latency_holds_each_write_for_its_sync(zk_mock, clients):
+    c = clients(zk_mock)
+    begun = time.monotonic()
+    c.create("/slow", b"v")
+    assert time.monotonic() - begun >= 0.15, "the create waited for its sync"
+    assert c.get("/slow")[0] == b"v"
+
+
 def test_the_recorder_sees_every_request_and_notification(zk_mock, clients):
     c = clients(zk_mock)
     seen = threading.Event()

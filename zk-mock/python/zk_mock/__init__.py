@@ -248,6 +248,9 @@ class ZkMock:
     :param recorder_capacity: records kept (0: no recording).
     :param extended_types, reconfig_enabled: the server switches of those names.
     :param container_check_interval: ms between container checks.
+    :param commit_latency_us: how long each write takes to commit, µs (0:
+        at once). Writes wait for the transaction log's sync, in batches, as
+        in ZooKeeper; for code whose tests rely on a real server's slower writes.
     :param port: the first client port (0, the default: free ones).
     :param binary: the ``zk-mock`` executable (see :func:`find_binary`).
     :param extra_args: more flags for the binary.
@@ -276,6 +279,7 @@ class ZkMock:
         extended_types: bool = False,
         reconfig_enabled: bool = False,
         container_check_interval: Optional[int] = None,
+        commit_latency_us: Optional[int] = None,
         port: int = 0,
         binary: Optional[str] = None,
         extra_args: Sequence[str] = (),
@@ -299,6 +303,7 @@ class ZkMock:
             ("--servers", servers),
             ("--recorder-capacity", recorder_capacity),
             ("--container-check-interval", container_check_interval),
+            ("--commit-latency-us", commit_latency_us),
         ):
             if value is not None:
                 args += [flag, str(value)]

@@ -45,7 +45,9 @@ impl State {
     /// connection's watches are dropped at once and its session (if any) is
     /// left without a connection.
     pub(crate) fn close_conn(&mut self, conn: ConnId) {
-        // A request held unapplied goes with its connection.
+        // A request judged and waiting for a sync is applied; one a fault
+        // holds unjudged goes with its connection.
+        self.release_commits_at_close(conn);
         self.held_requests.remove(&conn);
         self.handshakes.remove(&conn);
         if let Some(c) = self.out.remove(conn) {

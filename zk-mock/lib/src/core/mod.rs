@@ -10,6 +10,8 @@
 //!   becomes a [`Txn`](crate::txn::Txn). `State::prep` is the only place a
 //!   txn is made, for clients' writes and the server's own (createSession,
 //!   closeSession, the container check, a reset).
+//! - [`commit`]: the commit latency: how long a write waits for the
+//!   transaction log's sync before it is applied (none by default).
 //! - [`apply`]: commit, then each server applies the txn to its replica,
 //!   fires its watches, notifies, and answers through the connection's
 //!   outbox (`FinalRequestProcessor`).
@@ -28,6 +30,7 @@
 //! and the API (`mock/`, `admin`) call the methods these files define.
 
 mod apply;
+mod commit;
 mod connect;
 mod controls;
 mod ensemble;

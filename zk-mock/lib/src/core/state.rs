@@ -67,6 +67,9 @@ pub(crate) struct Settings {
     pub(crate) read_only_after_ms: u64,
     /// `localSessionsEnabled`: what lets a read-only server create sessions.
     pub(crate) local_sessions: bool,
+    /// How long a write takes to become durable before it is applied (see
+    /// `commit.rs`); zero: at once.
+    pub(crate) commit_latency: Duration,
 }
 
 impl Settings {
@@ -120,13 +123,20 @@ pub(crate) struct State {
     pub(super) handshakes: crate::hash::Map<ConnId, watch::Sender<bool>>,
     /// Wakes the task that applies time-lagged txns when one is committed.
     pub(super) lag_wake: Arc<Notify>,
+    /// The transaction log's syncs, for the commit latency.
+    pub(super) syncs: crate::txnlog::Syncs,
+    /// Requests judged and waiting for a sync, or behind one on their
+    /// connection, in the order they came (see `commit.rs`).
+    pub(super) commits:
+        crate::hash::Map<ConnId, std::collections::VecDeque<crate::txnlog::Pending>>,
     /// Where replies are encoded (no allocation per reply).
     pub(super) replies: crate::codec::Arena,
     /// A txn's tree events, kept between txns for its allocation.
     pub(super) events: Vec<crate::tree::TreeEvent>,
 }
 
-/// A request held unapplied by a `HoldRequest` verdict until its gate opens.
+/// A request held unapplied by a `HoldRequest` verdict until its gate
+/// opens, or until its handshake is answered.
 #[derive(Debug)]
 pub(crate) struct HeldRequest {
     pub(super) xid: i32,
@@ -144,9 +154,9 @@ pub(crate) type Shared = Arc<Mutex<State>>;
 
 /// Locks a mutex of the crate (the state, a child process). A panic while
 /// holding the lock is a bug in the mock; the data is still the best we
-/// have, so keep serving rather than cascading. (The one poison-ignoring
-/// helper of the crate: parking_lot, which has no poisoning, would take the
-/// default build past its 45-crate budget.)
+/// have, so keep serving rather than cascading. (parking_lot, which has no
+/// poisoning, would take the default build past its 45-crate budget; the
+/// leaf `txnlog` has the same helper for its own lock.)
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
@@ -171,6 +181,7 @@ impl State {
         servers: usize,
     ) -> State {
         let settings_check_interval = settings.container_check_interval_ms.max(1);
+        let settings_commit_latency = settings.commit_latency;
         State {
             ensemble: Ensemble::new(servers, settings.compat),
             sessions,
@@ -189,6 +200,8 @@ impl State {
             refusing: false,
             handshakes: crate::hash::Map::default(),
             lag_wake: Arc::new(Notify::new()),
+            syncs: crate::txnlog::Syncs::new(settings_commit_latency),
+            commits: crate::hash::Map::default(),
             replies: crate::codec::Arena::default(),
             events: Vec::new(),
         }

@@ -135,6 +135,11 @@ impl Control {
         self.state().set_expiry_cleanup_delay(delay);
     }
 
+    /// As [`ZkMock::set_commit_latency`](crate::ZkMock::set_commit_latency).
+    pub fn set_commit_latency(&self, latency: Duration) {
+        self.state().set_commit_latency(latency);
+    }
+
     /// As [`ZkMock::connection_count`](crate::ZkMock::connection_count).
     pub fn connection_count(&self) -> usize {
         self.state().connection_count()

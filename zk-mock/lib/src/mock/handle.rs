@@ -170,6 +170,13 @@ impl ZkMock {
         self.control.set_expiry_cleanup_delay(delay)
     }
 
+    /// Sets the commit latency for writes from now on
+    /// ([`ZkMockBuilder::commit_latency`](crate::ZkMockBuilder::commit_latency));
+    /// zero applies them at once again.
+    pub fn set_commit_latency(&self, latency: Duration) {
+        self.control.set_commit_latency(latency)
+    }
+
     /// Number of open client connections.
     pub fn connection_count(&self) -> usize {
         self.control.connection_count()

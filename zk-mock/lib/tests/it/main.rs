@@ -5,6 +5,7 @@
 //! asserting ZooKeeper's behaviour.
 
 mod admin;
+mod commit;
 mod compat;
 mod containers;
 mod crud;

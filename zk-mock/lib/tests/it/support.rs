@@ -100,6 +100,17 @@ pub(crate) fn node_event(event_type: EventType, path: &str) -> WatchedEvent {
 // ---------------------------------------------------------------------------
 // Raw-client record helpers.
 
+/// One request's frame (length prefix, header, body), to send with others
+/// in one write.
+pub(crate) fn request_bytes(xid: i32, op: i32, body: &[u8]) -> Vec<u8> {
+    let mut b = bytes::BytesMut::new();
+    zk_mock::codec::Record::encode(&zk_mock::proto::RequestHeader { xid, op_type: op }, &mut b);
+    b.extend_from_slice(body);
+    let mut v = (b.len() as i32).to_be_bytes().to_vec();
+    v.extend_from_slice(&b);
+    v
+}
+
 pub(crate) fn create_req(path: &str, data: Option<&[u8]>, flags: i32) -> CreateRequest {
     CreateRequest {
         path: path.into(),

@@ -1,27 +1,15 @@
 //! Raw frames: bad op codes, bad lengths, short and malformed bodies,
 //! pipelining, special xids and the notification layout.
 
-use bytes::BytesMut;
 use zk_mock::client::RawClient;
 use zk_mock::codec::Record;
-use zk_mock::proto::{
-    AuthPacket, CheckVersionRequest, OpCode, RequestHeader, SetDataRequest, WhoAmIResponse,
-};
+use zk_mock::proto::{AuthPacket, CheckVersionRequest, OpCode, SetDataRequest, WhoAmIResponse};
 use zk_mock::ZkMock;
 
 use crate::support::*;
 
 const UNIMPLEMENTED: i32 = -6;
 const MARSHALLINGERROR: i32 = -5;
-
-fn request_bytes(xid: i32, op: i32, body: &[u8]) -> Vec<u8> {
-    let mut b = BytesMut::new();
-    RequestHeader { xid, op_type: op }.encode(&mut b);
-    b.extend_from_slice(body);
-    let mut v = (b.len() as i32).to_be_bytes().to_vec();
-    v.extend_from_slice(&b);
-    v
-}
 
 #[tokio::test]
 async fn an_unknown_op_code_is_unimplemented_with_zxid_minus_one_then_closed() {

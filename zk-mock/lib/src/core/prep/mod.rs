@@ -126,7 +126,8 @@ impl State {
 
     /// [`process`](Self::process), once counted; without `judge`, the fault
     /// rules are not asked (a request a `HoldRequest` verdict held, now
-    /// released).
+    /// released). A write waits for its sync (`commit.rs`) and what
+    /// follows it on its connection waits behind it, both still judged now.
     pub(crate) fn process_judged(
         &mut self,
         conn: ConnId,
@@ -189,6 +190,43 @@ impl State {
                 return Flow::Continue;
             }
         }
+        let write = OpCode::from_i32(op).is_some_and(OpCode::is_write);
+        let sync = if write { self.durable_after() } else { None };
+        // Auth is answered by the connection itself, not the pipeline
+        // (`ZooKeeperServer.processPacket`): it overtakes what waits.
+        let inline = matches!(req, Ok(Request::Auth(_) | Request::Sasl(_)));
+        if sync.is_some() || (!inline && self.commits_pending(conn)) {
+            self.defer(
+                conn,
+                crate::txnlog::Pending {
+                    xid,
+                    op,
+                    req,
+                    verdict,
+                    path,
+                    sync,
+                },
+            );
+            return Flow::Continue;
+        }
+        self.complete(conn, server, session, now, xid, op, req, verdict, path)
+    }
+
+    /// Applies a judged request (or its fault's verdict), reports it to the
+    /// observers and updates its connection's figures.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn complete(
+        &mut self,
+        conn: ConnId,
+        server: usize,
+        session: i64,
+        now: u64,
+        xid: i32,
+        op: i32,
+        req: Result<Request, RequestError>,
+        verdict: Option<Verdict>,
+        path: Option<String>,
+    ) -> Flow {
         let (flow, applied) = match &verdict {
             None => self.apply(conn, session, xid, op, req),
             Some(v) => self.apply_fault(v, conn, session, xid, op, req),

@@ -147,6 +147,15 @@ public final class ZkMockServer implements Closeable {
             return flag("--max-session-timeout", ms);
         }
 
+        /**
+         * How long each write takes to commit (none by default: at once). Writes wait for
+         * the transaction log's sync, in batches, as in ZooKeeper: for code whose tests rely
+         * on a real server's slower writes.
+         */
+        public Settings commitLatency(Duration latency) {
+            return flag("--commit-latency-us", latency.toNanos() / 1000);
+        }
+
         /** An ensemble of this many servers behind one connect string. */
         public Settings servers(int n) {
             return flag("--servers", n);

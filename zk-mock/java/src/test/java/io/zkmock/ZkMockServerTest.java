@@ -75,6 +75,18 @@ class ZkMockServerTest {
     }
 
     @Test
+    void aCommitLatencyHoldsEachWrite() throws Exception {
+        Duration latency = Duration.ofMillis(150);
+        try (ZkMockServer server = new ZkMockServer(new ZkMockServer.Settings().commitLatency(latency), true);
+             CuratorFramework c = connect(server.getConnectString())) {
+            long begun = System.nanoTime();
+            c.create().forPath("/slow", "v".getBytes());
+            assertTrue(System.nanoTime() - begun >= latency.toNanos(), "the create waited for its sync");
+            assertArrayEquals("v".getBytes(), c.getData().forPath("/slow"));
+        }
+    }
+
+    @Test
     void unknownSessionsAreNotFound(ZkMockServer server) {
         assertThrows(ZkMockServer.NotFoundException.class, () -> server.expireSession(12345));
     }

@@ -26,6 +26,18 @@ final class MockEnsemble {
 
     private static final System.Logger LOG = System.getLogger(MockEnsemble.class.getName());
 
+    /**
+     * The system property that sets the commit latency, in µs. By default a write takes
+     * about what it takes on curator-test's {@code TestingServer} on a local disk: some
+     * recipes' tests pass only because a write is that slow (a bounded
+     * {@code DistributedQueue} checks its bound against a cache its own writes outrun).
+     * 0 answers writes at once.
+     */
+    static final String COMMIT_LATENCY = "zkmock.commitLatencyMicros";
+
+    /** The commit latency unless {@link #COMMIT_LATENCY} says otherwise, µs. */
+    static final int DEFAULT_COMMIT_LATENCY_MICROS = 250;
+
     /** The custom properties that become the binary's flags; others are ignored with a warning. */
     private static final Set<String> KNOWN_PROPERTIES = Set.of("minSessionTimeout", "maxSessionTimeout", "reconfigEnabled");
 
@@ -125,6 +137,7 @@ final class MockEnsemble {
             .tickTime(tick)
             .minSessionTimeout(intProperty(custom, "minSessionTimeout", tick))
             .flag("--container-check-interval", Integer.getInteger("znode.container.checkIntervalMs", 60_000))
+            .commitLatency(Duration.ofNanos(1000L * Integer.getInteger(COMMIT_LATENCY, DEFAULT_COMMIT_LATENCY_MICROS)))
             .startTimeout(Duration.ofMillis(new Timing().forWaiting().milliseconds()));
         if (custom.containsKey("maxSessionTimeout")) {
             settings.maxSessionTimeout(intProperty(custom, "maxSessionTimeout", 20 * tick));

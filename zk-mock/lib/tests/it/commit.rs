@@ -1,0 +1,173 @@
+//! The commit latency: a write (and a new session's handshake) is applied
+//! and answered only once the transaction log's sync of its batch is over,
+//! and what its connection sends after it waits behind it. Each test checks
+//! what the latency guarantees (a lower bound, an order, what others see
+//! meanwhile), never how fast the rest is.
+
+use std::time::{Duration, Instant};
+
+use zk_mock::codec::Record;
+use zk_mock::proto::OpCode;
+use zk_mock::ZkMock;
+
+use crate::support::*;
+
+async fn mock_with(latency: Duration) -> ZkMock {
+    init_tracing();
+    ZkMock::builder()
+        .commit_latency(latency)
+        .start()
+        .await
+        .expect("mock starts")
+}
+
+#[tokio::test]
+async fn a_new_session_and_each_write_wait_for_their_sync() {
+    let latency = Duration::from_millis(150);
+    let mock = mock_with(latency).await;
+    let begun = Instant::now();
+    let client = connect(&mock).await;
+    assert!(
+        begun.elapsed() >= latency,
+        "the handshake was answered before its createSession was synced"
+    );
+    let begun = Instant::now();
+    client.create("/a", b"1", &persistent()).await.unwrap();
+    assert!(
+        begun.elapsed() >= latency,
+        "create answered before its sync"
+    );
+    let begun = Instant::now();
+    client.set_data("/a", b"2", None).await.unwrap();
+    assert!(
+        begun.elapsed() >= latency,
+        "setData answered before its sync"
+    );
+    // A failed write is a txn too (an error txn), and waits as well.
+    let begun = Instant::now();
+    let err = client.create("/a", b"", &persistent()).await.unwrap_err();
+    assert!(
+        matches!(err, zookeeper_client::Error::NodeExists),
+        "{err:?}"
+    );
+    assert!(
+        begun.elapsed() >= latency,
+        "a failed create answered before its sync"
+    );
+    assert_eq!(client.get_data("/a").await.unwrap().0, b"2");
+}
+
+#[tokio::test]
+async fn requests_pipelined_behind_a_write_wait_for_it_and_see_it() {
+    let latency = Duration::from_millis(150);
+    let mock = mock_with(latency).await;
+    let mut c = raw(&mock).await;
+    let mut batch = request_bytes(
+        1,
+        OpCode::Create as i32,
+        &create_req("/p", Some(b"x"), 0).to_bytes(),
+    );
+    batch.extend(request_bytes(
+        2,
+        OpCode::GetData as i32,
+        &path_watch("/p", false).to_bytes(),
+    ));
+    batch.extend(request_bytes(-2, OpCode::Ping as i32, &[]));
+    let begun = Instant::now();
+    c.send_raw(&batch).await.unwrap();
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        let r = c.next_reply().await.unwrap().expect("a reply");
+        got.push((r.header.xid, r.header.err));
+    }
+    assert!(begun.elapsed() >= latency);
+    assert_eq!(got, [(1, 0), (2, 0), (-2, 0)], "answered in order");
+}
+
+#[tokio::test]
+async fn a_write_not_yet_synced_is_invisible_to_other_sessions_and_unanswered() {
+    // A sync that does not end during the test: what the write's session
+    // and the others see meanwhile. (The sessions are made before: a
+    // handshake waits for its createSession's sync too.)
+    let mock = mock_with(Duration::ZERO).await;
+    let mut other = raw(&mock).await;
+    let mut writer = raw(&mock).await;
+    mock.set_commit_latency(Duration::from_secs(3600));
+    let received = mock.metrics().packets_received;
+    writer
+        .send_frame(&request_bytes_body(
+            7,
+            OpCode::Create,
+            &create_req("/w", None, 0).to_bytes(),
+        ))
+        .await
+        .unwrap();
+    with_timeout(QUICK, "the server to read the create", async {
+        while mock.metrics().packets_received == received {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    let r = raw_exists(&mut other, "/w", false).await;
+    assert_eq!(
+        r.header.err, -101,
+        "another session saw a write before its sync"
+    );
+    assert!(!mock.snapshot().tree.contains_key("/w"));
+    writer.set_read_timeout(Duration::from_millis(200));
+    assert!(
+        writer.read_frame().await.is_err(),
+        "the write was answered before its sync"
+    );
+}
+
+#[tokio::test]
+async fn the_latency_changes_at_run_time() {
+    let mock = mock_with(Duration::ZERO).await;
+    let client = connect(&mock).await;
+    let latency = Duration::from_millis(150);
+    mock.set_commit_latency(latency);
+    let begun = Instant::now();
+    client.create("/late", b"", &persistent()).await.unwrap();
+    assert!(begun.elapsed() >= latency);
+    mock.set_commit_latency(Duration::ZERO);
+    client.create("/now", b"", &persistent()).await.unwrap();
+    assert!(mock.snapshot().tree.contains_key("/now"));
+}
+
+/// A request's frame without its length prefix, as `send_frame` takes it.
+fn request_bytes_body(xid: i32, op: OpCode, body: &[u8]) -> Vec<u8> {
+    request_bytes(xid, op as i32, body)[4..].to_vec()
+}
+
+#[tokio::test]
+async fn a_write_whose_client_goes_before_its_sync_is_still_applied() {
+    let mock = mock_with(Duration::ZERO).await;
+    let mut writer = raw(&mock).await;
+    mock.set_commit_latency(Duration::from_secs(3600));
+    let received = mock.metrics().packets_received;
+    writer
+        .send_frame(&request_bytes_body(
+            7,
+            OpCode::Create,
+            &create_req("/left", None, 0).to_bytes(),
+        ))
+        .await
+        .unwrap();
+    with_timeout(QUICK, "the server to read the create", async {
+        while mock.metrics().packets_received == received {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    assert!(!mock.snapshot().tree.contains_key("/left"));
+    // The server read it: ZooKeeper's pipeline applies it though the
+    // client is gone.
+    drop(writer);
+    with_timeout(QUICK, "the create to be applied", async {
+        while !mock.snapshot().tree.contains_key("/left") {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+}
