@@ -117,6 +117,10 @@
 //!   token); reconfig (16) as by a standalone server (RECONFIGDISABLED). TTL
 //!   nodes are off, as on a default ZooKeeper (`extended_types` turns them
 //!   on).
+//! - A write is answered as soon as it is applied, with no log to sync:
+//!   about ten times faster than on a server with a disk.
+//!   [`ZkMockBuilder::commit_latency`] makes each write wait for a sync of
+//!   its batch, as ZooKeeper's transaction log does.
 //!
 //! The guide's chapter on fidelity (`docs/fidelity.md` in the repository)
 //! says how each behaviour is checked against ZooKeeper 3.8.0.

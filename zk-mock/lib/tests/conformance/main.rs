@@ -177,6 +177,8 @@ pub(crate) struct Config {
     pub(crate) super_digest: Option<String>,
     /// `reconfigEnabled` (a zoo.cfg line).
     pub(crate) reconfig_enabled: bool,
+    /// The mock's commit latency (the real server's is its disk's).
+    pub(crate) mock_commit_latency: Option<std::time::Duration>,
 }
 
 /// A case on a fresh real server and a fresh mock, both configured with `config`.
@@ -201,6 +203,9 @@ fn check_configured(name: &str, config: Config, ops: Vec<Op>) {
         ));
         builder = builder.super_digest(digest);
     }
+    if let Some(latency) = config.mock_commit_latency {
+        builder = builder.commit_latency(latency);
+    }
     let real = real.start().unwrap_or_else(|e| panic!("{e}"));
     let rt = runtime();
     let (r, m) = rt.block_on(async {
@@ -213,6 +218,37 @@ fn check_configured(name: &str, config: Config, ops: Vec<Op>) {
         out
     });
     compare(name, &r, &m, || real.log_tail(30));
+}
+
+/// With a commit latency, a write and what is pipelined behind it on its
+/// connection are answered in the order, and with the outcomes, a real
+/// server's are: the latency changes when, never what, a client sees.
+/// (2 ms: longer than a real server's sync here, so requests do pile up
+/// behind the writes.)
+#[test]
+fn pipelined_ordering_with_commit_latency() {
+    check_configured(
+        "pipelined_ordering_with_commit_latency",
+        Config {
+            mock_commit_latency: Some(std::time::Duration::from_millis(2)),
+            ..Config::default()
+        },
+        cases::pipelined_ordering(),
+    );
+}
+
+/// With a commit latency, watchers (the writer's own among them) are told
+/// of a write before its reply, as a real server tells them.
+#[test]
+fn watches_writer_before_reply_with_commit_latency() {
+    check_configured(
+        "watches_writer_before_reply_with_commit_latency",
+        Config {
+            mock_commit_latency: Some(std::time::Duration::from_millis(2)),
+            ..Config::default()
+        },
+        cases::watches_writer_before_reply(),
+    );
 }
 
 #[test]

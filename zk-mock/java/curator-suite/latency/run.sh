@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Round-trip times of create, setData, exists and getChildren through ZooKeeper's Java client,
+# one op at a time, on a TestingServer: Curator's (ZooKeeper 3.8 in the JVM) and zk-mock's
+# curator-test drop-in, one after the other, so the two can be compared from one run.
+#
+#   zk-mock/java/curator-suite/latency/run.sh [OPS]        (default 2000 of each)
+#   CURATOR_SUITE_JAVA_OPTS="-Dzkmock.commitLatencyMicros=0"   the drop-in's options
+#
+# Needs what ../../run-tests.sh needs; it builds the drop-in's jar with it.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../../../.." && pwd)"
+jars="${JAVA_JARS:-/usr/share/java}"
+ops="${1:-2000}"
+out="$root/target/java"
+bash "$root/zk-mock/java/run-tests.sh" --jar > /dev/null
+binary="${ZK_MOCK_BINARY:-$root/target/release/zk-mock}"
+[ -x "$binary" ] || cargo build --release -q -p zk-mock-cli --manifest-path "$root/Cargo.toml"
+zk="$jars/zookeeper.jar:$jars/zookeeper-jute.jar:$jars/slf4j-api.jar"
+mkdir -p "$out/latency"
+javac -encoding UTF-8 --release 17 -proc:none -d "$out/latency" -cp "$jars/curator-test.jar:$zk" "$here/Latency.java"
+echo "== Curator's TestingServer (curator-test)"
+java -cp "$out/latency:$jars/curator-test.jar:$jars/*" Latency "$ops" 2>/dev/null
+echo "== zk-mock's drop-in TestingServer"
+# shellcheck disable=SC2086
+java ${CURATOR_SUITE_JAVA_OPTS:-} -Dzkmock.binary="$binary" \
+  -cp "$out/latency:$out/zk-mock-curator-test.jar:$out/zk-mock-java.jar:$zk:$jars/guava.jar" Latency "$ops" 2>/dev/null
