@@ -275,13 +275,13 @@ impl Connection {
                 () = opened(&mut self.hold), if self.hold.is_some() => self.hold = None,
                 () = opened(&mut self.reader.commit), if open && self.reader.commit.is_some() => {
                     self.reader.commit = None;
-                    if self.reader.release_commits(&mut self.inbox) == Step::Close {
+                    if self.reader.release(&mut self.inbox, |st, c| st.release_commits(c)) == Step::Close {
                         reading = false;
                     }
                 }
                 () = opened(&mut self.reader.held), if held => {
                     self.reader.held = None;
-                    if self.reader.release(&mut self.inbox) == Step::Close {
+                    if self.reader.release(&mut self.inbox, |st, c| st.release_request(c)) == Step::Close {
                         reading = false;
                     }
                 }
@@ -401,6 +401,30 @@ fn wait_open(mut open: watch::Receiver<bool>) -> Opened {
     })
 }
 
+/// Runs `f`, a connection's task applying its own requests, and takes what
+/// the state queued for the connection meanwhile straight into its inbox,
+/// after what its channel held (which was queued before).
+fn serve_own(
+    st: &mut crate::core::State,
+    conn: ConnId,
+    inbox: &mut Inbox,
+    f: impl FnOnce(&mut crate::core::State) -> Flow,
+) -> Flow {
+    let flow = st.serve(conn, f);
+    if st.has_direct() {
+        while let Ok(m) = inbox.rx.try_recv() {
+            inbox.taken.push_back(m);
+        }
+        st.take_direct(&mut inbox.taken);
+    }
+    flow
+}
+
+/// The sync the first of `conn`'s waiting requests waits for, as a future.
+fn commit_wait(st: &crate::core::State, conn: ConnId) -> Option<Opened> {
+    st.commit_wait(conn).map(|s| Box::pin(s.wait()) as Opened)
+}
+
 /// Waits for a kept [`Opened`] future (never, if there is none).
 async fn opened(f: &mut Option<Opened>) {
     match f {
@@ -475,21 +499,13 @@ impl Reader {
             let mut st = lock(&self.shared);
             let flow = match inbox {
                 None => st.process(conn, h.xid, h.op_type, req),
-                Some(inbox) => {
-                    let flow = st.serve(conn, |st| st.process(conn, h.xid, h.op_type, req));
-                    if st.has_direct() {
-                        // What the channel holds was queued before.
-                        while let Ok(m) = inbox.rx.try_recv() {
-                            inbox.taken.push_back(m);
-                        }
-                        st.take_direct(&mut inbox.taken);
-                    }
-                    flow
-                }
+                Some(inbox) => serve_own(&mut st, conn, inbox, |st| {
+                    st.process(conn, h.xid, h.op_type, req)
+                }),
             };
             let held = st.held_request_gate(conn);
             if self.commit.is_none() {
-                self.commit = st.commit_wait(conn).map(|s| Box::pin(s.wait()) as Opened);
+                self.commit = commit_wait(&st, conn);
             }
             (flow, held)
         };
@@ -503,39 +519,20 @@ impl Reader {
         }
     }
 
-    /// Applies the request a `hold_request` fault held (its gate opened).
-    fn release(&mut self, inbox: &mut Inbox) -> Step {
+    /// Applies what was waiting (a request a `hold_request` fault held,
+    /// once its gate opened; the requests whose sync ended) with
+    /// `release`, then waits for the next sync, if any.
+    fn release(
+        &mut self,
+        inbox: &mut Inbox,
+        release: impl FnOnce(&mut crate::core::State, ConnId) -> Flow,
+    ) -> Step {
         let conn = self.conn;
         let mut st = lock(&self.shared);
-        let flow = st.serve(conn, |st| st.release_request(conn));
-        if st.has_direct() {
-            while let Ok(m) = inbox.rx.try_recv() {
-                inbox.taken.push_back(m);
-            }
-            st.take_direct(&mut inbox.taken);
-        }
+        let flow = serve_own(&mut st, conn, inbox, |st| release(st, conn));
         if self.commit.is_none() {
-            self.commit = st.commit_wait(conn).map(|s| Box::pin(s.wait()) as Opened);
+            self.commit = commit_wait(&st, conn);
         }
-        match flow {
-            Flow::Continue => Step::Frame,
-            Flow::Close => Step::Close,
-        }
-    }
-
-    /// Applies the requests whose sync ended (the first one's did), and
-    /// waits for the next.
-    fn release_commits(&mut self, inbox: &mut Inbox) -> Step {
-        let conn = self.conn;
-        let mut st = lock(&self.shared);
-        let flow = st.serve(conn, |st| st.release_commits(conn));
-        if st.has_direct() {
-            while let Ok(m) = inbox.rx.try_recv() {
-                inbox.taken.push_back(m);
-            }
-            st.take_direct(&mut inbox.taken);
-        }
-        self.commit = st.commit_wait(conn).map(|s| Box::pin(s.wait()) as Opened);
         match flow {
             Flow::Continue => Step::Frame,
             Flow::Close => Step::Close,

@@ -273,8 +273,9 @@ impl ZkMockBuilder {
     /// For code whose tests pass only because a real server's writes take a
     /// while: Curator's `DistributedQueue` with a bound, for one, checks
     /// the bound against a cache its own writes can outrun. Curator's
-    /// `TestingServer` answers a create in about 0.3 ms where zk-mock
-    /// answers in 0.1 ms. Also [`Control::set_commit_latency`] and
+    /// `TestingServer` answered a create in about 0.5 ms where zk-mock
+    /// answered in 0.05 ms (`zk-mock/java/curator-suite/latency/run.sh`,
+    /// 2026-11-27). Also [`Control::set_commit_latency`] and
     /// `zk-mock --commit-latency-us`.
     ///
     /// ```

@@ -6,6 +6,7 @@
 
 use std::time::{Duration, Instant};
 
+use zk_mock::client::RawClient;
 use zk_mock::codec::Record;
 use zk_mock::proto::OpCode;
 use zk_mock::ZkMock;
@@ -93,21 +94,7 @@ async fn a_write_not_yet_synced_is_invisible_to_other_sessions_and_unanswered() 
     let mut other = raw(&mock).await;
     let mut writer = raw(&mock).await;
     mock.set_commit_latency(Duration::from_secs(3600));
-    let received = mock.metrics().packets_received;
-    writer
-        .send_frame(&request_bytes_body(
-            7,
-            OpCode::Create,
-            &create_req("/w", None, 0).to_bytes(),
-        ))
-        .await
-        .unwrap();
-    with_timeout(QUICK, "the server to read the create", async {
-        while mock.metrics().packets_received == received {
-            tokio::task::yield_now().await;
-        }
-    })
-    .await;
+    send_create_until_read(&mock, &mut writer, "/w").await;
     let r = raw_exists(&mut other, "/w", false).await;
     assert_eq!(
         r.header.err, -101,
@@ -135,9 +122,22 @@ async fn the_latency_changes_at_run_time() {
     assert!(mock.snapshot().tree.contains_key("/now"));
 }
 
-/// A request's frame without its length prefix, as `send_frame` takes it.
-fn request_bytes_body(xid: i32, op: OpCode, body: &[u8]) -> Vec<u8> {
-    request_bytes(xid, op as i32, body)[4..].to_vec()
+/// Sends a create of `path` on `writer` without waiting for its reply, and
+/// returns once the server has read it.
+async fn send_create_until_read(mock: &ZkMock, writer: &mut RawClient, path: &str) {
+    let received = mock.metrics().packets_received;
+    let create = request_bytes(
+        7,
+        OpCode::Create as i32,
+        &create_req(path, None, 0).to_bytes(),
+    );
+    writer.send_raw(&create).await.unwrap();
+    with_timeout(QUICK, "the server to read the create", async {
+        while mock.metrics().packets_received == received {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -145,21 +145,7 @@ async fn a_write_whose_client_goes_before_its_sync_is_still_applied() {
     let mock = mock_with(Duration::ZERO).await;
     let mut writer = raw(&mock).await;
     mock.set_commit_latency(Duration::from_secs(3600));
-    let received = mock.metrics().packets_received;
-    writer
-        .send_frame(&request_bytes_body(
-            7,
-            OpCode::Create,
-            &create_req("/left", None, 0).to_bytes(),
-        ))
-        .await
-        .unwrap();
-    with_timeout(QUICK, "the server to read the create", async {
-        while mock.metrics().packets_received == received {
-            tokio::task::yield_now().await;
-        }
-    })
-    .await;
+    send_create_until_read(&mock, &mut writer, "/left").await;
     assert!(!mock.snapshot().tree.contains_key("/left"));
     // The server read it: ZooKeeper's pipeline applies it though the
     // client is gone.
