@@ -135,6 +135,11 @@ struct Args {
     /// a sync share the next one.
     #[arg(long = "commit-latency-us", default_value_t = 0)]
     commit_latency_us: u64,
+    /// How long a handshake takes at least, in µs (default 0: as soon as
+    /// it can be answered). Each ConnectRequest is answered no sooner than
+    /// this after it is read; tokio's timer rounds it up to the next ms.
+    #[arg(long = "connect-latency-us", default_value_t = 0)]
+    connect_latency_us: u64,
     /// Exit when standard input reaches its end: a wrapper (the Python and
     /// Java ones) keeps a pipe to it open, so the server goes when the test
     /// process that started it does, however that ends.
@@ -176,6 +181,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .read_only_mode(args.readonly_mode)
         .local_sessions(args.local_sessions)
         .commit_latency(std::time::Duration::from_micros(args.commit_latency_us))
+        .connect_latency(std::time::Duration::from_micros(args.connect_latency_us))
         .record(args.recorder_capacity > 0)
         .recorder_capacity(args.recorder_capacity)
         .clock(match args.clock {

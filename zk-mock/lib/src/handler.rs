@@ -80,7 +80,7 @@ pub(crate) async fn serve_io<R, W>(
         buf: BytesMut::with_capacity(READ_BUFFER),
         handshaken: false,
         held: None,
-        synced: false,
+        waited: false,
         commit: None,
     };
     let connection = Connection {
@@ -449,11 +449,12 @@ pub(crate) struct Reader {
     buf: BytesMut,
     handshaken: bool,
     /// A request held unapplied (a `hold_request` fault, a handshake not
-    /// yet answered or not yet synced): nothing more is read until it is
+    /// yet answered, not yet synced or within the connect latency): nothing more is read until it is
     /// released.
     held: Option<Opened>,
-    /// The buffered handshake's createSession waited for its sync already.
-    synced: bool,
+    /// The buffered handshake waited already (for its createSession's
+    /// sync, and the connect latency).
+    waited: bool,
     /// The sync the first of the requests waiting for one waits for
     /// (`commit.rs`); reading goes on meanwhile.
     commit: Option<Opened>,
@@ -573,7 +574,7 @@ impl Reader {
             buf: BytesMut::new(),
             handshaken: false,
             held: None,
-            synced: false,
+            waited: false,
             commit: None,
         }
     }
@@ -619,12 +620,27 @@ impl Reader {
             );
             return Step::Frame;
         }
-        if req.session_id == 0 && !std::mem::take(&mut self.synced) {
-            if let Some(synced) = st.durable_after() {
-                // A new session is a createSession txn: answered once it is
-                // durable (`commit.rs`). The frame stays buffered meanwhile.
-                self.synced = true;
-                self.held = Some(Box::pin(synced.wait()));
+        if !std::mem::take(&mut self.waited) {
+            // A new session is a createSession txn: answered once it is
+            // durable (`commit.rs`), and any handshake no sooner than the
+            // connect latency. The frame stays buffered meanwhile.
+            let synced = if req.session_id == 0 {
+                st.durable_after()
+            } else {
+                None
+            };
+            let latency = st.settings().connect_latency;
+            if synced.is_some() || !latency.is_zero() {
+                let until = Instant::now() + latency;
+                self.waited = true;
+                self.held = Some(Box::pin(async move {
+                    if let Some(synced) = synced {
+                        synced.wait().await;
+                    }
+                    if !latency.is_zero() {
+                        tokio::time::sleep_until(until).await;
+                    }
+                }));
                 return Step::Frame;
             }
         }

@@ -190,6 +190,15 @@ def test_a_commit_latency_holds_each_write_for_its_sync(zk_mock, clients):
     assert c.get("/slow")[0] == b"v"
 
 
+@pytest.mark.zk_mock(connect_latency_us=150_000)
+def test_a_connect_latency_holds_each_handshake(zk_mock, clients):
+    begun = time.monotonic()
+    c = clients(zk_mock)
+    assert time.monotonic() - begun >= 0.15, "the handshake waited"
+    c.create("/up", b"v")
+    assert c.get("/up")[0] == b"v"
+
+
 def test_the_recorder_sees_every_request_and_notification(zk_mock, clients):
     c = clients(zk_mock)
     seen = threading.Event()

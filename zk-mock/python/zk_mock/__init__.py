@@ -251,6 +251,9 @@ class ZkMock:
     :param commit_latency_us: how long each write takes to commit, µs (0:
         at once). Writes wait for the transaction log's sync, in batches, as
         in ZooKeeper; for code whose tests rely on a real server's slower writes.
+    :param connect_latency_us: how long each handshake takes at least, µs (0:
+        as soon as it can be answered); for code whose tests rely on a real
+        server's slower session set-up.
     :param port: the first client port (0, the default: free ones).
     :param binary: the ``zk-mock`` executable (see :func:`find_binary`).
     :param extra_args: more flags for the binary.
@@ -280,6 +283,7 @@ class ZkMock:
         reconfig_enabled: bool = False,
         container_check_interval: Optional[int] = None,
         commit_latency_us: Optional[int] = None,
+        connect_latency_us: Optional[int] = None,
         port: int = 0,
         binary: Optional[str] = None,
         extra_args: Sequence[str] = (),
@@ -304,6 +308,7 @@ class ZkMock:
             ("--recorder-capacity", recorder_capacity),
             ("--container-check-interval", container_check_interval),
             ("--commit-latency-us", commit_latency_us),
+            ("--connect-latency-us", connect_latency_us),
         ):
             if value is not None:
                 args += [flag, str(value)]

@@ -28,6 +28,11 @@ impl State {
             u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
     }
 
+    /// How long each handshake takes at least, from now on.
+    pub(crate) fn set_connect_latency(&mut self, latency: Duration) {
+        self.settings.connect_latency = latency;
+    }
+
     // ---- fault rules ---------------------------------------------------------
 
     /// Installs a rule; its id. Refused if it names a gate that does not exist.

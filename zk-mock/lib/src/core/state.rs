@@ -70,6 +70,9 @@ pub(crate) struct Settings {
     /// How long a write takes to become durable before it is applied (see
     /// `commit.rs`); zero: at once.
     pub(crate) commit_latency: Duration,
+    /// How long a handshake takes at least, from its ConnectRequest to its
+    /// answer; zero: as soon as it can be answered.
+    pub(crate) connect_latency: Duration,
 }
 
 impl Settings {

@@ -54,6 +54,7 @@ pub struct ZkMockBuilder {
     max_outbox: usize,
     expiry_cleanup_delay: Duration,
     commit_latency: Duration,
+    connect_latency: Duration,
     servers: usize,
     /// Each server's client port, when given one by one.
     ports: Option<Vec<u16>>,
@@ -89,6 +90,7 @@ impl Default for ZkMockBuilder {
             max_outbox: 128 << 20,
             expiry_cleanup_delay: Duration::ZERO,
             commit_latency: Duration::ZERO,
+            connect_latency: Duration::ZERO,
             servers: 1,
             ports: None,
             membership: Vec::new(),
@@ -290,6 +292,38 @@ impl ZkMockBuilder {
     /// ```
     pub fn commit_latency(mut self, latency: Duration) -> Self {
         self.commit_latency = latency;
+        self
+    }
+
+    /// How long a handshake takes at least (default none): each
+    /// ConnectRequest, a new session's or a reconnect's, is answered no
+    /// sooner than `latency` after it is read, and no sooner than its
+    /// createSession's sync with a [`commit_latency`](Self::commit_latency).
+    /// Nothing else the connection sent is read meanwhile, as ZooKeeper
+    /// reads nothing more from a connection before its session is set up.
+    ///
+    /// For code whose tests pass only because a real server takes a while
+    /// to set up a session: a listener for Curator's `CONNECTED`, added
+    /// just after `client.start()`, misses the event when the session is up
+    /// first. Curator's `TestingServer` answered a ConnectRequest in 1 to
+    /// 1.5 ms, and the first one of a new server in 2 to 4 ms, where
+    /// zk-mock answered in 0.5 ms (2026-11-27, a raw socket on this
+    /// project's 2-core machine). The wait is on tokio's timer, which
+    /// rounds it up to the next millisecond. Also
+    /// [`Control::set_connect_latency`] and `zk-mock --connect-latency-us`.
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() {
+    /// use std::time::Duration;
+    /// let zk = zk_mock::ZkMock::builder()
+    ///     .connect_latency(Duration::from_millis(2))
+    ///     .start()
+    ///     .await
+    ///     .unwrap();
+    /// # drop(zk); }
+    /// ```
+    pub fn connect_latency(mut self, latency: Duration) -> Self {
+        self.connect_latency = latency;
         self
     }
 
@@ -551,6 +585,7 @@ impl ZkMockBuilder {
                 }),
             local_sessions: self.local_sessions,
             commit_latency: self.commit_latency,
+            connect_latency: self.connect_latency,
         };
         let recorder = Recorder::new(self.record, self.recorder_capacity);
         let state = State::new(

@@ -140,6 +140,11 @@ impl Control {
         self.state().set_commit_latency(latency);
     }
 
+    /// As [`ZkMock::set_connect_latency`](crate::ZkMock::set_connect_latency).
+    pub fn set_connect_latency(&self, latency: Duration) {
+        self.state().set_connect_latency(latency);
+    }
+
     /// As [`ZkMock::connection_count`](crate::ZkMock::connection_count).
     pub fn connection_count(&self) -> usize {
         self.state().connection_count()

@@ -177,6 +177,13 @@ impl ZkMock {
         self.control.set_commit_latency(latency)
     }
 
+    /// Sets how long each handshake takes at least, for handshakes read
+    /// from now on ([`ZkMockBuilder::connect_latency`](crate::ZkMockBuilder::connect_latency));
+    /// zero answers them as soon as they can be again.
+    pub fn set_connect_latency(&self, latency: Duration) {
+        self.control.set_connect_latency(latency)
+    }
+
     /// Number of open client connections.
     pub fn connection_count(&self) -> usize {
         self.control.connection_count()

@@ -1,13 +1,16 @@
 //! The commit latency: a write (and a new session's handshake) is applied
 //! and answered only once the transaction log's sync of its batch is over,
-//! and what its connection sends after it waits behind it. Each test checks
-//! what the latency guarantees (a lower bound, an order, what others see
-//! meanwhile), never how fast the rest is.
+//! and what its connection sends after it waits behind it. The connect
+//! latency: a handshake is answered no sooner than it after it is read.
+//! Each test checks what a latency guarantees (a lower bound, an order,
+//! what others see meanwhile), never how fast the rest is.
 
 use std::time::{Duration, Instant};
 
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use zk_mock::client::RawClient;
 use zk_mock::codec::Record;
+use zk_mock::proto::ConnectRequest;
 use zk_mock::proto::OpCode;
 use zk_mock::ZkMock;
 
@@ -156,4 +159,85 @@ async fn a_write_whose_client_goes_before_its_sync_is_still_applied() {
         }
     })
     .await;
+}
+
+#[tokio::test]
+async fn each_handshake_waits_the_connect_latency_and_what_follows_it_waits_too() {
+    init_tracing();
+    let latency = Duration::from_millis(150);
+    let mock = ZkMock::builder()
+        .connect_latency(latency)
+        .start()
+        .await
+        .expect("mock starts");
+    let begun = Instant::now();
+    let first = RawClient::connect(mock.addr(), 30_000).await.unwrap();
+    assert!(
+        begun.elapsed() >= latency,
+        "a new session's handshake was answered within the connect latency"
+    );
+    // A reconnect with the session's id and password (no txn, the same
+    // latency), and an exists pipelined behind it in the same write.
+    let req = ConnectRequest {
+        time_out: 30_000,
+        session_id: first.session_id,
+        passwd: Some(first.passwd.clone()),
+        read_only: Some(false),
+        ..Default::default()
+    };
+    let body = req.to_bytes();
+    let mut bytes = (body.len() as i32).to_be_bytes().to_vec();
+    bytes.extend_from_slice(&body);
+    bytes.extend(request_bytes(
+        1,
+        OpCode::Exists as i32,
+        &path_watch("/", false).to_bytes(),
+    ));
+    let mut stream = tokio::net::TcpStream::connect(mock.addr()).await.unwrap();
+    let begun = Instant::now();
+    stream.write_all(&bytes).await.unwrap();
+    let resp = read_frame(&mut stream).await;
+    assert!(
+        begun.elapsed() >= latency,
+        "a reconnect was answered within the connect latency"
+    );
+    let resp = zk_mock::proto::ConnectResponse::decode(&resp).unwrap();
+    assert_eq!(resp.session_id, first.session_id, "the session was resumed");
+    // Then the exists: xid 1, no error.
+    let reply = read_frame(&mut stream).await;
+    assert_eq!(&reply[0..4], &1i32.to_be_bytes(), "the exists's xid");
+    assert_eq!(&reply[12..16], &0i32.to_be_bytes(), "the exists's error");
+}
+
+/// One length-prefixed frame's body, read from a plain socket.
+async fn read_frame(stream: &mut tokio::net::TcpStream) -> Vec<u8> {
+    with_timeout(QUICK, "a frame", async {
+        let mut len = [0; 4];
+        stream.read_exact(&mut len).await.unwrap();
+        let mut body = vec![0; i32::from_be_bytes(len) as usize];
+        stream.read_exact(&mut body).await.unwrap();
+        body
+    })
+    .await
+}
+
+#[tokio::test]
+async fn the_connect_latency_changes_at_run_time_and_counts_with_the_sync() {
+    let mock = mock_with(Duration::ZERO).await;
+    let latency = Duration::from_millis(150);
+    mock.set_connect_latency(latency);
+    let begun = Instant::now();
+    let client = connect(&mock).await;
+    assert!(begun.elapsed() >= latency);
+    // With a commit latency too, both count from the ConnectRequest's read:
+    // the handshake waits the longer of the two.
+    mock.set_commit_latency(Duration::from_millis(50));
+    let begun = Instant::now();
+    let _second = connect(&mock).await;
+    assert!(begun.elapsed() >= latency);
+    mock.set_connect_latency(Duration::ZERO);
+    mock.set_commit_latency(Duration::ZERO);
+    let _third = connect(&mock).await;
+    client.create("/now", b"", &persistent()).await.unwrap();
+    assert!(mock.snapshot().tree.contains_key("/now"));
 }

@@ -156,6 +156,15 @@ public final class ZkMockServer implements Closeable {
             return flag("--commit-latency-us", latency.toNanos() / 1000);
         }
 
+        /**
+         * How long each handshake takes at least: a ConnectRequest is answered no sooner than this
+         * after it is read, for code whose tests rely on a real server's slower session set-up
+         * (a listener added just after a client's start).
+         */
+        public Settings connectLatency(Duration latency) {
+            return flag("--connect-latency-us", latency.toNanos() / 1000);
+        }
+
         /** An ensemble of this many servers behind one connect string. */
         public Settings servers(int n) {
             return flag("--servers", n);

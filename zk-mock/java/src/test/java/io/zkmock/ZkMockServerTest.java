@@ -87,6 +87,19 @@ class ZkMockServerTest {
     }
 
     @Test
+    void aConnectLatencyHoldsEachHandshake() throws Exception {
+        Duration latency = Duration.ofMillis(150);
+        try (ZkMockServer server = new ZkMockServer(new ZkMockServer.Settings().connectLatency(latency), true)) {
+            long begun = System.nanoTime();
+            try (CuratorFramework c = connect(server.getConnectString())) {
+                assertTrue(System.nanoTime() - begun >= latency.toNanos(), "the handshake waited");
+                c.create().forPath("/up", "v".getBytes());
+                assertArrayEquals("v".getBytes(), c.getData().forPath("/up"));
+            }
+        }
+    }
+
+    @Test
     void unknownSessionsAreNotFound(ZkMockServer server) {
         assertThrows(ZkMockServer.NotFoundException.class, () -> server.expireSession(12345));
     }

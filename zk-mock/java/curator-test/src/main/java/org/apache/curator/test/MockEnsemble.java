@@ -38,6 +38,16 @@ final class MockEnsemble {
     /** The commit latency unless {@link #COMMIT_LATENCY} says otherwise, µs. */
     static final int DEFAULT_COMMIT_LATENCY_MICROS = 250;
 
+    /**
+     * The system property that sets how long each handshake takes at least, µs: Curator's
+     * {@code TestingServer} set up a session in 1 to 4 ms, and a test that adds a
+     * {@code CONNECTED} listener just after {@code client.start()} relies on it. 0 answers at once.
+     */
+    static final String CONNECT_LATENCY = "zkmock.connectLatencyMicros";
+
+    /** The connect latency unless {@link #CONNECT_LATENCY} says otherwise, µs. */
+    static final int DEFAULT_CONNECT_LATENCY_MICROS = 2000;
+
     /** The custom properties that become the binary's flags; others are ignored with a warning. */
     private static final Set<String> KNOWN_PROPERTIES = Set.of("minSessionTimeout", "maxSessionTimeout", "reconfigEnabled");
 
@@ -138,6 +148,7 @@ final class MockEnsemble {
             .minSessionTimeout(intProperty(custom, "minSessionTimeout", tick))
             .flag("--container-check-interval", Integer.getInteger("znode.container.checkIntervalMs", 60_000))
             .commitLatency(Duration.ofNanos(1000L * Integer.getInteger(COMMIT_LATENCY, DEFAULT_COMMIT_LATENCY_MICROS)))
+            .connectLatency(Duration.ofNanos(1000L * Integer.getInteger(CONNECT_LATENCY, DEFAULT_CONNECT_LATENCY_MICROS)))
             .startTimeout(Duration.ofMillis(new Timing().forWaiting().milliseconds()));
         if (custom.containsKey("maxSessionTimeout")) {
             settings.maxSessionTimeout(intProperty(custom, "maxSessionTimeout", 20 * tick));
