@@ -179,6 +179,8 @@ pub(crate) struct Config {
     pub(crate) reconfig_enabled: bool,
     /// The mock's commit latency (the real server's is its disk's).
     pub(crate) mock_commit_latency: Option<std::time::Duration>,
+    /// The mock's connect latency (the real server's is its own).
+    pub(crate) mock_connect_latency: Option<std::time::Duration>,
 }
 
 /// A case on a fresh real server and a fresh mock, both configured with `config`.
@@ -205,6 +207,9 @@ fn check_configured(name: &str, config: Config, ops: Vec<Op>) {
     }
     if let Some(latency) = config.mock_commit_latency {
         builder = builder.commit_latency(latency);
+    }
+    if let Some(latency) = config.mock_connect_latency {
+        builder = builder.connect_latency(latency);
     }
     let real = real.start().unwrap_or_else(|e| panic!("{e}"));
     let rt = runtime();
@@ -248,6 +253,35 @@ fn watches_writer_before_reply_with_commit_latency() {
             ..Config::default()
         },
         cases::watches_writer_before_reply(),
+    );
+}
+
+/// With a connect latency (and a commit latency), requests pipelined behind
+/// a ConnectRequest, and a reconnect with the session's id, are answered as
+/// a real server answers them: the latencies change when, never what, a
+/// client sees.
+#[test]
+fn pipelined_connect_with_connect_latency() {
+    check_configured(
+        "pipelined_connect_with_connect_latency",
+        Config {
+            mock_commit_latency: Some(std::time::Duration::from_millis(2)),
+            mock_connect_latency: Some(std::time::Duration::from_millis(5)),
+            ..Config::default()
+        },
+        cases::pipelined_connect(),
+    );
+}
+
+#[test]
+fn reconnect_same_session_with_connect_latency() {
+    check_configured(
+        "reconnect_same_session_with_connect_latency",
+        Config {
+            mock_connect_latency: Some(std::time::Duration::from_millis(5)),
+            ..Config::default()
+        },
+        cases::reconnect_same_session(),
     );
 }
 
