@@ -65,9 +65,16 @@ impl State {
         }
     }
 
+    /// A single server: ZooKeeper's standalone mode, with no quorum and no
+    /// election.
+    fn standalone(&self) -> bool {
+        self.ensemble.servers.len() == 1
+    }
+
     /// Takes server `i` down (killed, or partitioned from the quorum): its
     /// connections drop and it applies nothing until it is back. Losing the
-    /// leader or the quorum starts an election.
+    /// leader or the quorum of an ensemble starts an election; a standalone
+    /// server just stops.
     pub(crate) fn take_down(&mut self, i: usize, how: ServerStatus) -> Then {
         match self.ensemble.servers.get(i).map(|r| r.status) {
             Some(ServerStatus::Serving) => {}
@@ -79,7 +86,10 @@ impl State {
             self.ensemble.servers[i].read_only = false;
         }
         tracing::info!(server = i, status = how.name(), "server down");
-        let then = if i == self.ensemble.leader || !self.ensemble.has_quorum() {
+        let then = if self.standalone() {
+            // A standalone ZooKeeper has no quorum and elects nothing.
+            Then::Done
+        } else if i == self.ensemble.leader || !self.ensemble.has_quorum() {
             self.begin_election();
             Then::Elect
         } else {
@@ -91,7 +101,8 @@ impl State {
 
     /// Brings server `i` back: it catches up with the committed txns (as a
     /// restarted ZooKeeper syncs with the leader) and serves again; if that
-    /// restores the quorum, a leader is elected.
+    /// restores the quorum, a leader is elected. A standalone server serves
+    /// at once.
     pub(crate) fn bring_up(&mut self, i: usize) -> Then {
         match self.ensemble.servers.get(i).map(|r| r.status) {
             Some(ServerStatus::Killed | ServerStatus::Partitioned) => {}
@@ -101,6 +112,14 @@ impl State {
         self.ensemble.servers[i].status = ServerStatus::Serving;
         self.catch_up(i);
         tracing::info!(server = i, "server up");
+        if self.standalone() && !self.ensemble.electing {
+            // A restarted standalone ZooKeeper serves once it has loaded its
+            // data, with no election and no new epoch; its session tracker
+            // is built afresh from the snapshot, so every session's timeout
+            // starts again.
+            let now = self.clock.now_ms();
+            self.sessions.touch_all(now);
+        }
         self.changed();
         if self.ensemble.electing {
             Then::Elect

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use zk_mock::client::RawClient;
-use zk_mock::proto::{ConnectRequest, ErrorCode};
+use zk_mock::proto::{ConnectRequest, ErrorCode, OpCode};
 use zk_mock::record::{NotificationQuery, RequestQuery};
 use zk_mock::{Lag, ServerStatus, ZkMock};
 use zookeeper_client::{Client, EventType, SessionState};
@@ -1029,4 +1029,53 @@ async fn a_killed_server_frees_its_port_and_takes_it_back_on_restart() {
     assert!(client.check_stat("/mine").await.unwrap().is_some());
     assert!(client.check_stat("/theirs").await.unwrap().is_none());
     assert!(mock.session_ids().iter().any(|s| s.0 == session));
+}
+
+/// A single server is ZooKeeper's standalone mode: restarted, it serves as
+/// soon as `restart` returns, with no election and no new epoch, and every
+/// session's timeout starts afresh from its session tracker's rebuild.
+#[tokio::test]
+async fn a_restarted_standalone_server_serves_at_once_in_the_same_epoch() {
+    init_tracing();
+    let mock = ZkMock::builder()
+        .clock(zk_mock::clock::ClockMode::Manual)
+        .start()
+        .await
+        .unwrap();
+    let mut old = RawClient::connect(mock.addr(), 10_000).await.unwrap();
+    let r = old
+        .request(OpCode::Create, &create_req("/e", None, 1))
+        .await
+        .unwrap();
+    assert_eq!(r.header.err, 0);
+    let session = old.session_id;
+    let before = mock.last_zxid();
+    mock.advance(Duration::from_secs(8));
+
+    assert!(mock.server(0).kill());
+    assert!(mock.server(0).restart().unwrap());
+    // No election window: the handshake right after is answered.
+    let mut new = RawClient::connect(mock.addr(), 10_000).await.unwrap();
+    let r = new
+        .request(OpCode::Create, &create_req("/p", None, 0))
+        .await
+        .unwrap();
+    assert_eq!(r.header.err, 0);
+    assert_eq!(
+        r.header.zxid,
+        before + 2,
+        "the zxids go on in the same epoch: the new session's, then the create's"
+    );
+
+    // The old session's 10 s count again from the restart, 8 s in.
+    mock.advance(Duration::from_secs(6));
+    assert!(
+        mock.session_ids().iter().any(|s| s.0 == session),
+        "the session expired on its old deadline"
+    );
+    assert!(mock.snapshot().tree.contains_key("/e"));
+    mock.advance(Duration::from_secs(8));
+    assert!(!mock.session_ids().iter().any(|s| s.0 == session));
+    assert!(!mock.snapshot().tree.contains_key("/e"));
+    drop(new);
 }
