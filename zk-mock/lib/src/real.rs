@@ -200,13 +200,29 @@ impl RealZkBuilder {
             text.push('\n');
         }
         std::fs::write(&cfg, text).map_err(io(format!("writing {}", cfg.display())))?;
+        let (child, stdin) = self.launch(&dir, main)?;
+        Ok(RealZk {
+            addr: SocketAddr::from(([127, 0, 0, 1], port)),
+            log: dir.join("zookeeper.log"),
+            dir,
+            child: Mutex::new(child),
+            stdin,
+            builder: self.clone(),
+            main: main.to_string(),
+            stopped: Vec::new(),
+        })
+    }
+
+    /// Starts `main` on `dir`'s zoo.cfg in the wrapper, which logs to
+    /// `dir/zookeeper.log`: the wrapper, and the pipe whose end stops it.
+    fn launch(&self, dir: &Path, main: &str) -> Result<(Child, Option<ChildStdin>), RealZkError> {
         let log = dir.join("zookeeper.log");
         let mut cmd = Command::new("sh");
         cmd.arg("-c")
             .arg(WRAPPER)
             .arg("sh")
             .arg(&log)
-            .arg(&dir)
+            .arg(dir)
             .arg(java())
             .arg("-XX:+UseSerialGC")
             .arg("-Dzookeeper.4lw.commands.whitelist=*")
@@ -226,20 +242,14 @@ impl RealZkBuilder {
             .arg("-cp")
             .arg(classpath())
             .arg(main)
-            .arg(&cfg)
+            .arg(dir.join("zoo.cfg"))
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .map_err(io("spawning sh and java"))?;
         let stdin = child.stdin.take();
-        Ok(RealZk {
-            addr: SocketAddr::from(([127, 0, 0, 1], port)),
-            dir,
-            log,
-            child: Mutex::new(child),
-            stdin,
-        })
+        Ok((child, stdin))
     }
 }
 
@@ -499,6 +509,13 @@ pub struct RealZk {
     log: PathBuf,
     child: Mutex<Child>,
     stdin: Option<ChildStdin>,
+    /// How to start it again on its directory ([`restart`](RealZk::restart)):
+    /// the settings and the main class.
+    builder: RealZkBuilder,
+    main: String,
+    /// The wrappers of JVMs a restart stopped: each removes the directory
+    /// once its pipe closes, so they are kept until the server is dropped.
+    stopped: Vec<(Child, Option<ChildStdin>)>,
 }
 
 impl fmt::Debug for RealZk {
@@ -615,6 +632,43 @@ impl RealZk {
         }
     }
 
+    /// Kills the JVM (SIGKILL, as a crash) and waits until it is gone; its
+    /// directory stays, for [`restart`](Self::restart).
+    pub fn kill(&mut self) {
+        if let Some(pid) = self.jvm_pid() {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.died() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Starts the JVM again on the same port and data directory (after
+    /// [`kill`](Self::kill), or killing it first), as a restarted standalone
+    /// server, which loads its snapshot and log; returns once it serves.
+    ///
+    /// # Errors
+    /// [`RealZkError`] if it does not come back, with its log.
+    pub fn restart(&mut self) -> Result<(), RealZkError> {
+        if !self.died() {
+            self.kill();
+        }
+        // The new JVM's log starts afresh (the old one's is kept beside it),
+        // so that `died` speaks of the new JVM only.
+        let _ = std::fs::rename(&self.log, self.dir.join("zookeeper.before-restart.log"));
+        let (child, stdin) = self.builder.launch(&self.dir, &self.main)?;
+        let old = std::mem::replace(
+            self.child
+                .get_mut()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+            child,
+        );
+        let old_stdin = std::mem::replace(&mut self.stdin, stdin);
+        self.stopped.push((old, old_stdin));
+        self.wait_serving(self.builder.startup_timeout)
+    }
+
     /// The wrapper's exit status, if it has exited.
     pub fn exited(&self) -> Option<ExitStatus> {
         let mut c = crate::core::lock(&self.child);
@@ -646,6 +700,10 @@ impl Drop for RealZk {
             .get_mut()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let _ = c.wait();
+        for (mut c, stdin) in self.stopped.drain(..) {
+            drop(stdin);
+            let _ = c.wait();
+        }
     }
 }
 

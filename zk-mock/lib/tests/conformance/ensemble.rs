@@ -3,7 +3,9 @@
 //! fresh real ensemble and a fresh `ZkMock::ensemble(3)`, each written down as
 //! a transcript of what a client observes (answers, error codes, closed
 //! connections, relative zxids), and the transcripts compared line by line.
-//! Servers are chosen by role (the leader, a follower), never by index.
+//! Servers are chosen by role (the leader, a follower), never by index. A
+//! single server's kill and restart are judged the same way, against a real
+//! standalone server (`ZooKeeperServerMain`) restarted on its data directory.
 //!
 //! Lag is mock-only (no real ensemble can be made to lag on demand), so it is
 //! tested in `tests/it/ensemble.rs`, not here.
@@ -62,6 +64,28 @@ impl Ensemble for Real {
     }
 }
 
+/// One real server in standalone mode (`ZooKeeperServerMain`), killed and
+/// restarted on its data directory.
+struct RealStandalone(RealZk);
+
+impl Ensemble for RealStandalone {
+    fn addr(&self, _: usize) -> SocketAddr {
+        self.0.addr()
+    }
+    fn leader(&self) -> usize {
+        0
+    }
+    fn kill(&mut self, _: usize) {
+        self.0.kill();
+    }
+    fn restart(&mut self, _: usize, _wait: bool) {
+        self.0.restart().unwrap_or_else(|e| panic!("{e}"));
+    }
+    fn server_line(&self, _: usize, _: &str) -> String {
+        unreachable!("a standalone server has no server.N line")
+    }
+}
+
 struct Mock(ZkMock);
 
 impl Ensemble for Mock {
@@ -104,13 +128,18 @@ enum With {
     /// and 3 observers that only their own zoo.cfg names
     /// (`standaloneEnabled=false`).
     Observers,
+    /// One server, standalone.
+    Standalone,
 }
 
 const SUPER_DIGEST: &str = "super:D/InIHSb7yEEbrWz8b9l71RjZJU=";
 
-fn real_ensemble(with: With) -> Real {
+fn real_ensemble(with: With) -> Box<dyn Ensemble> {
     let mut b = RealZkBuilder::default().tick_time(500);
     match with {
+        With::Standalone => {
+            return Box::new(RealStandalone(b.start().unwrap_or_else(|e| panic!("{e}"))))
+        }
         With::Defaults => {}
         With::ReadOnlyMode => b = b.jvm_arg("-Dreadonlymode.enabled=true"),
         With::Reconfig | With::Observers => {
@@ -125,14 +154,14 @@ fn real_ensemble(with: With) -> Real {
     } else {
         &[0, 1, 2]
     };
-    Real(
+    Box::new(Real(
         RealEnsemble::start_with_participants(3, participants, b).unwrap_or_else(|e| panic!("{e}")),
-    )
+    ))
 }
 
-async fn mock_ensemble(with: With) -> Mock {
+async fn mock_ensemble(with: With) -> Box<dyn Ensemble> {
     let mut b = ZkMock::builder()
-        .servers(3)
+        .servers(if with == With::Standalone { 1 } else { 3 })
         .tick_time(500)
         .read_only_mode(with == With::ReadOnlyMode)
         .reconfig_enabled(matches!(with, With::Reconfig | With::Observers))
@@ -141,7 +170,7 @@ async fn mock_ensemble(with: With) -> Mock {
         let fake: SocketAddr = "127.0.0.1:4001".parse().unwrap();
         b = b.membership([mock_server_line(fake, 0, "participant")]);
     }
-    Mock(b.start().await.unwrap())
+    Box::new(Mock(b.start().await.unwrap()))
 }
 
 /// Runs `case` on a fresh real ensemble and a fresh mock ensemble and
@@ -160,11 +189,11 @@ where
     let rt = crate::runtime();
     let real = rt.block_on(async {
         let mut e = real_ensemble(with);
-        case(&mut e).await
+        case(&mut *e).await
     });
     let mock = rt.block_on(async {
         let mut e = mock_ensemble(with).await;
-        case(&mut e).await
+        case(&mut *e).await
     });
     let width = real.iter().map(String::len).max().unwrap_or(0);
     let mut table = String::new();
@@ -291,6 +320,74 @@ fn failover_after_a_server_is_killed() {
             e.restart(f, true);
             let (_, line) = reattach(&n, e.addr(f), 6000).await;
             t.push(format!("back on the restarted server: {line}"));
+            t
+        })
+    });
+}
+
+/// A standalone server killed and restarted on its data: the client's
+/// connection closes; once `restart` returns the server answers at once (no
+/// election), the session re-attaches with its ephemeral node, and the next
+/// zxids follow on in the same epoch.
+#[test]
+fn a_standalone_server_restarts_with_its_sessions_in_the_same_epoch() {
+    judge("standalone restart", With::Standalone, |e| {
+        Box::pin(async move {
+            let mut t = Vec::new();
+            let mut c = RawClient::connect(e.addr(0), 6000).await.unwrap();
+            t.push(format!(
+                "create ephemeral: {}",
+                outcome(&mut c, OpCode::Create, &create("/e", 1).to_bytes()).await
+            ));
+            let base = c.last_zxid;
+            e.kill(0);
+            c.set_read_timeout(Duration::from_secs(5));
+            let end = c.read_frame().await;
+            t.push(format!(
+                "its connection after the kill: {}",
+                match end {
+                    Ok(None) | Err(_) => "closed",
+                    Ok(Some(_)) => "a frame",
+                }
+            ));
+            e.restart(0, true);
+            let (n, line) = reattach(&c, e.addr(0), 6000).await;
+            t.push(format!("right after the restart: {line}"));
+            let Some(mut n) = n else {
+                return t;
+            };
+            let r = n
+                .request(
+                    OpCode::Exists,
+                    &PathWatchRequest {
+                        path: "/e".into(),
+                        watch: false,
+                    },
+                )
+                .await
+                .unwrap();
+            let owner = r.decode::<StatResponse>().map(|s| s.stat.ephemeral_owner);
+            t.push(format!(
+                "the ephemeral: err {}, owned by the session: {}",
+                r.header.err,
+                owner.is_ok_and(|o| o == c.session_id)
+            ));
+            let r = n.request(OpCode::Create, &create("/p", 0)).await.unwrap();
+            t.push(format!(
+                "a create: err {}, zxid {:+} from the last before the kill",
+                r.header.err,
+                r.header.zxid - base
+            ));
+            let mut fresh = RawClient::connect(e.addr(0), 6000).await.unwrap();
+            let r = fresh
+                .request(OpCode::Create, &create("/q", 0))
+                .await
+                .unwrap();
+            t.push(format!(
+                "a new session's create: err {}, zxid {:+}",
+                r.header.err,
+                r.header.zxid - base
+            ));
             t
         })
     });
