@@ -449,8 +449,8 @@ pub(crate) struct Reader {
     buf: BytesMut,
     handshaken: bool,
     /// A request held unapplied (a `hold_request` fault, a handshake not
-    /// yet answered, not yet synced or within the connect latency): nothing more is read until it is
-    /// released.
+    /// yet answered, not yet synced or within the connect latency): nothing
+    /// more is read until it is released.
     held: Option<Opened>,
     /// The buffered handshake waited already (for its createSession's
     /// sync, and the connect latency).

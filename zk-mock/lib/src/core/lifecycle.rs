@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use crate::ensemble::ServerStatus;
 use crate::outbox::Gate;
 use crate::record::SessionEvent;
 use crate::session::ConnId;
@@ -326,8 +327,10 @@ impl State {
 
     /// Expires every session whose deadline has passed.
     pub(crate) fn expire_due(&mut self) {
-        if self.ensemble.electing {
-            // No leader, no session tracker: nothing expires.
+        let leader = self.ensemble.leader;
+        if self.ensemble.electing || self.ensemble.servers[leader].status != ServerStatus::Serving {
+            // No leader (an election, or a standalone server that is down),
+            // no session tracker: nothing expires.
             return;
         }
         let now = self.clock.now_ms();

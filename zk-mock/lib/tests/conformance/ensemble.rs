@@ -325,16 +325,16 @@ fn failover_after_a_server_is_killed() {
     });
 }
 
-/// A standalone server killed and restarted on its data: the client's
-/// connection closes; once `restart` returns the server answers at once (no
-/// election), the session re-attaches with its ephemeral node, and the next
-/// zxids follow on in the same epoch.
+/// A standalone server killed, down for longer than a session's timeout, and
+/// restarted on its data: the client's connection closes; once `restart`
+/// returns the server answers at once (no election), the session re-attaches
+/// with its ephemeral node, and the next zxids follow on in the same epoch.
 #[test]
 fn a_standalone_server_restarts_with_its_sessions_in_the_same_epoch() {
     judge("standalone restart", With::Standalone, |e| {
         Box::pin(async move {
             let mut t = Vec::new();
-            let mut c = RawClient::connect(e.addr(0), 6000).await.unwrap();
+            let mut c = RawClient::connect(e.addr(0), 2000).await.unwrap();
             t.push(format!(
                 "create ephemeral: {}",
                 outcome(&mut c, OpCode::Create, &create("/e", 1).to_bytes()).await
@@ -350,8 +350,11 @@ fn a_standalone_server_restarts_with_its_sessions_in_the_same_epoch() {
                     Ok(Some(_)) => "a frame",
                 }
             ));
+            // Down for longer than the session's timeout: a server that is
+            // not running expires nothing.
+            tokio::time::sleep(Duration::from_secs(3)).await;
             e.restart(0, true);
-            let (n, line) = reattach(&c, e.addr(0), 6000).await;
+            let (n, line) = reattach(&c, e.addr(0), 2000).await;
             t.push(format!("right after the restart: {line}"));
             let Some(mut n) = n else {
                 return t;

@@ -1031,9 +1031,10 @@ async fn a_killed_server_frees_its_port_and_takes_it_back_on_restart() {
     assert!(mock.session_ids().iter().any(|s| s.0 == session));
 }
 
-/// A single server is ZooKeeper's standalone mode: restarted, it serves as
-/// soon as `restart` returns, with no election and no new epoch, and every
-/// session's timeout starts afresh from its session tracker's rebuild.
+/// A single server is ZooKeeper's standalone mode: down, it expires no
+/// session; restarted, it serves as soon as `restart` returns, with no
+/// election and no new epoch, and every session's timeout starts afresh from
+/// its session tracker's rebuild.
 #[tokio::test]
 async fn a_restarted_standalone_server_serves_at_once_in_the_same_epoch() {
     init_tracing();
@@ -1053,6 +1054,9 @@ async fn a_restarted_standalone_server_serves_at_once_in_the_same_epoch() {
     mock.advance(Duration::from_secs(8));
 
     assert!(mock.server(0).kill());
+    // Down, it runs no session tracker: nothing expires meanwhile.
+    mock.advance(Duration::from_secs(30));
+    assert!(mock.session_ids().iter().any(|s| s.0 == session));
     assert!(mock.server(0).restart().unwrap());
     // No election window: the handshake right after is answered.
     let mut new = RawClient::connect(mock.addr(), 10_000).await.unwrap();
