@@ -1,3 +1,8 @@
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.net.Socket;
 import java.util.Arrays;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -11,7 +16,9 @@ import org.apache.zookeeper.ZooKeeper;
 /**
  * Round trips through ZooKeeper's Java client on a {@code TestingServer}: whichever
  * curator-test is on the class path (Curator's, or zk-mock's drop-in). Each op is timed
- * alone, one after another, on one session; prints the medians and 90th percentiles.
+ * alone, one after another, on one session; prints the medians and 90th percentiles. Then
+ * handshakes on a raw socket (a ConnectRequest for a new session until its ConnectResponse):
+ * on that server, and the first one of each of 20 new servers.
  */
 public final class Latency {
     public static void main(String[] args) throws Exception {
@@ -48,16 +55,52 @@ public final class Latency {
                 children[i] = System.nanoTime() - t;
             }
             zk.close();
-            System.out.printf("%-12s %8s %8s%n", "op", "p50 µs", "p90 µs");
+            long[] handshake = new long[Math.max(10, n / 10)];
+            for (int i = 0; i < handshake.length; i++) {
+                handshake[i] = handshake(server.getPort());
+            }
+            long[] first = new long[20];
+            for (int i = 0; i < first.length; i++) {
+                try (TestingServer fresh = new TestingServer()) {
+                    first[i] = handshake(fresh.getPort());
+                }
+            }
+            System.out.printf("%-16s %8s %8s%n", "op", "p50 µs", "p90 µs");
             print("create", create);
             print("setData", setData);
             print("exists", exists);
             print("getChildren", children);
+            print("handshake", handshake);
+            print("first handshake", first);
+        }
+    }
+
+    /** A new session's handshake on a raw socket, in ns. */
+    private static long handshake(int port) throws IOException {
+        ByteArrayOutputStream body = new ByteArrayOutputStream();
+        DataOutputStream d = new DataOutputStream(body);
+        d.writeInt(0); // protocolVersion
+        d.writeLong(0); // lastZxidSeen
+        d.writeInt(30_000); // timeOut
+        d.writeLong(0); // sessionId
+        d.writeInt(16); // passwd
+        d.write(new byte[16]);
+        d.writeBoolean(false); // readOnly
+        try (Socket s = new Socket("127.0.0.1", port)) {
+            s.setTcpNoDelay(true);
+            DataOutputStream out = new DataOutputStream(s.getOutputStream());
+            DataInputStream in = new DataInputStream(s.getInputStream());
+            long t = System.nanoTime();
+            out.writeInt(body.size());
+            body.writeTo(out);
+            out.flush();
+            in.readFully(new byte[in.readInt()]);
+            return System.nanoTime() - t;
         }
     }
 
     private static void print(String op, long[] ns) {
         Arrays.sort(ns);
-        System.out.printf("%-12s %8d %8d%n", op, ns[ns.length / 2] / 1000, ns[ns.length * 9 / 10] / 1000);
+        System.out.printf("%-16s %8d %8d%n", op, ns[ns.length / 2] / 1000, ns[ns.length * 9 / 10] / 1000);
     }
 }

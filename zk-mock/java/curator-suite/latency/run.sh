@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Round-trip times of create, setData, exists and getChildren through ZooKeeper's Java client,
-# one op at a time, on a TestingServer: Curator's (ZooKeeper 3.8 in the JVM) and zk-mock's
-# curator-test drop-in, one after the other, so the two can be compared from one run.
+# one op at a time, and of a new session's handshake, on a TestingServer: Curator's (ZooKeeper
+# 3.8 in the JVM) and zk-mock's curator-test drop-in, one after the other, so the two can be
+# compared from one run.
 #
 #   zk-mock/java/curator-suite/latency/run.sh [OPS]        (default 2000 of each)
-#   CURATOR_SUITE_JAVA_OPTS="-Dzkmock.commitLatencyMicros=0"   the drop-in's options
+#   CURATOR_SUITE_JAVA_OPTS="-Dzkmock.commitLatencyMicros=0 -Dzkmock.connectLatencyMicros=0"
+#                                                              the drop-in's options
 #
 # Needs what ../../run-tests.sh needs; it builds the drop-in's jar with it.
 set -euo pipefail
