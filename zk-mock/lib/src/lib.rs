@@ -122,8 +122,9 @@
 //!   [`ZkMockBuilder::commit_latency`] makes each write wait for a sync of
 //!   its batch, as ZooKeeper's transaction log does.
 //! - A handshake is answered as soon as it is read (a new session's once
-//!   its createSession is synced): in 0.5 ms, where Curator's
-//!   `TestingServer` took 1 to 4 ms. [`ZkMockBuilder::connect_latency`]
+//!   its createSession is synced): in 0.07 ms, where Curator's
+//!   `TestingServer` took 0.7 ms once warm and 2.2 ms for a new server's
+//!   first session (medians). [`ZkMockBuilder::connect_latency`]
 //!   makes each handshake take at least a given time.
 //!
 //! The guide's chapter on fidelity (`docs/fidelity.md` in the repository)

@@ -305,12 +305,13 @@ impl ZkMockBuilder {
     /// For code whose tests pass only because a real server takes a while
     /// to set up a session: a listener for Curator's `CONNECTED`, added
     /// just after `client.start()`, misses the event when the session is up
-    /// first. Curator's `TestingServer` answered a ConnectRequest in 1 to
-    /// 1.5 ms, and the first one of a new server in 2 to 4 ms, where
-    /// zk-mock answered in 0.5 ms (2026-11-27, a raw socket on this
-    /// project's 2-core machine). The wait is on tokio's timer, which
-    /// rounds it up to the next millisecond. Also
-    /// [`Control::set_connect_latency`] and `zk-mock --connect-latency-us`.
+    /// first. Curator's `TestingServer` answered a new session's
+    /// ConnectRequest in 0.7 ms once warm, and the first one of a new server
+    /// in 2.2 ms (medians), where zk-mock answered in 0.07 ms, or 0.5 ms with
+    /// a 250 µs commit latency (2026-11-27, a raw socket on this project's
+    /// 2-core machine, `zk-mock/java/curator-suite/latency/run.sh`). The
+    /// wait is on tokio's timer, which rounds it up to the next millisecond.
+    /// Also [`Control::set_connect_latency`] and `zk-mock --connect-latency-us`.
     ///
     /// ```
     /// # #[tokio::main] async fn main() {
