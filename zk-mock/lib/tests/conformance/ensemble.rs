@@ -261,6 +261,35 @@ fn create(path: &str, flags: i32) -> CreateRequest {
     }
 }
 
+/// What a connection whose server was killed reads next: "closed", or "a frame".
+async fn after_kill(c: &mut RawClient) -> &'static str {
+    c.set_read_timeout(Duration::from_secs(5));
+    match c.read_frame().await {
+        Ok(None) | Err(_) => "closed",
+        Ok(Some(_)) => "a frame",
+    }
+}
+
+/// Whether `path` exists, read on `c`, and is an ephemeral node of `session`.
+async fn ephemeral_of(c: &mut RawClient, path: &str, session: i64) -> String {
+    let r = c
+        .request(
+            OpCode::Exists,
+            &PathWatchRequest {
+                path: path.into(),
+                watch: false,
+            },
+        )
+        .await
+        .unwrap();
+    let owner = r.decode::<StatResponse>().map(|s| s.stat.ephemeral_owner);
+    format!(
+        "the ephemeral: err {}, owned by the session: {}",
+        r.header.err,
+        owner.is_ok_and(|o| o == session)
+    )
+}
+
 /// A request's outcome: its error code, or how the connection ended.
 async fn outcome(c: &mut RawClient, op: OpCode, body: &[u8]) -> String {
     c.set_read_timeout(Duration::from_secs(5));
@@ -289,34 +318,14 @@ fn failover_after_a_server_is_killed() {
                 outcome(&mut c, OpCode::Create, &eph.to_bytes()).await
             ));
             e.kill(f);
-            c.set_read_timeout(Duration::from_secs(5));
-            let end = c.read_frame().await;
             t.push(format!(
                 "its connection after the kill: {}",
-                match end {
-                    Ok(None) | Err(_) => "closed",
-                    Ok(Some(_)) => "a frame",
-                }
+                after_kill(&mut c).await
             ));
             let (n, line) = reattach(&c, e.addr(g), 6000).await;
             t.push(format!("on the other follower: {line}"));
             let mut n = n.unwrap();
-            let r = n
-                .request(
-                    OpCode::Exists,
-                    &PathWatchRequest {
-                        path: "/e".into(),
-                        watch: false,
-                    },
-                )
-                .await
-                .unwrap();
-            let owner = r.decode::<StatResponse>().map(|s| s.stat.ephemeral_owner);
-            t.push(format!(
-                "the ephemeral: err {}, owned by the session: {}",
-                r.header.err,
-                owner.is_ok_and(|o| o == c.session_id)
-            ));
+            t.push(ephemeral_of(&mut n, "/e", c.session_id).await);
             e.restart(f, true);
             let (_, line) = reattach(&n, e.addr(f), 6000).await;
             t.push(format!("back on the restarted server: {line}"));
@@ -341,14 +350,9 @@ fn a_standalone_server_restarts_with_its_sessions_in_the_same_epoch() {
             ));
             let base = c.last_zxid;
             e.kill(0);
-            c.set_read_timeout(Duration::from_secs(5));
-            let end = c.read_frame().await;
             t.push(format!(
                 "its connection after the kill: {}",
-                match end {
-                    Ok(None) | Err(_) => "closed",
-                    Ok(Some(_)) => "a frame",
-                }
+                after_kill(&mut c).await
             ));
             // Down for longer than the session's timeout: a server that is
             // not running expires nothing.
@@ -359,22 +363,7 @@ fn a_standalone_server_restarts_with_its_sessions_in_the_same_epoch() {
             let Some(mut n) = n else {
                 return t;
             };
-            let r = n
-                .request(
-                    OpCode::Exists,
-                    &PathWatchRequest {
-                        path: "/e".into(),
-                        watch: false,
-                    },
-                )
-                .await
-                .unwrap();
-            let owner = r.decode::<StatResponse>().map(|s| s.stat.ephemeral_owner);
-            t.push(format!(
-                "the ephemeral: err {}, owned by the session: {}",
-                r.header.err,
-                owner.is_ok_and(|o| o == c.session_id)
-            ));
+            t.push(ephemeral_of(&mut n, "/e", c.session_id).await);
             let r = n.request(OpCode::Create, &create("/p", 0)).await.unwrap();
             t.push(format!(
                 "a create: err {}, zxid {:+} from the last before the kill",
