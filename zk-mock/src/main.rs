@@ -140,6 +140,11 @@ struct Args {
     /// this after it is read; tokio's timer rounds it up to the next ms.
     #[arg(long = "connect-latency-us", default_value_t = 0)]
     connect_latency_us: u64,
+    /// How long every request takes through the server besides a write's
+    /// sync, in µs (default 0). Each is answered no sooner than this after
+    /// it is read, in its connection's order.
+    #[arg(long = "request-latency-us", default_value_t = 0)]
+    request_latency_us: u64,
     /// Exit when standard input reaches its end: a wrapper (the Python and
     /// Java ones) keeps a pipe to it open, so the server goes when the test
     /// process that started it does, however that ends.
@@ -182,6 +187,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .local_sessions(args.local_sessions)
         .commit_latency(std::time::Duration::from_micros(args.commit_latency_us))
         .connect_latency(std::time::Duration::from_micros(args.connect_latency_us))
+        .request_latency(std::time::Duration::from_micros(args.request_latency_us))
         .record(args.recorder_capacity > 0)
         .recorder_capacity(args.recorder_capacity)
         .clock(match args.clock {

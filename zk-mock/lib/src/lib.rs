@@ -121,6 +121,13 @@
 //!   about ten times faster than on a server with a disk.
 //!   [`ZkMockBuilder::commit_latency`] makes each write wait for a sync of
 //!   its batch, as ZooKeeper's transaction log does.
+//! - A read is answered as soon as it is read: an exists through ZooKeeper's
+//!   Java client takes 42 µs, 190 µs on Curator's `TestingServer`
+//!   (medians). [`ZkMockBuilder::request_latency`] makes each request wait.
+//! - With a commit latency, a read from another connection than a waiting
+//!   write's is answered at once, without that write, as a follower would
+//!   answer it; ZooKeeper's standalone server holds it until the write's
+//!   sync ends.
 //! - A handshake is answered as soon as it is read (a new session's once
 //!   its createSession is synced): in 0.07 ms, where Curator's
 //!   `TestingServer` took 0.7 ms once warm and 2.2 ms for a new server's

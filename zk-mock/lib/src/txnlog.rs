@@ -4,7 +4,8 @@
 //! arrives while a sync runs waits for the next one, which covers all of it
 //! (group commit).
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -13,61 +14,65 @@ use tokio::sync::watch;
 use crate::fault::Verdict;
 use crate::proto::{Request, RequestError};
 
-/// The transaction log's syncs: how long one takes, the last one
-/// scheduled, and the thread that times them.
+/// The transaction log's syncs and the request pipeline's latency: how
+/// long each takes, the last sync scheduled, and the thread that times them.
 ///
-/// The syncs are timed by a thread of their own, as ZooKeeper's are by
-/// `SyncRequestProcessor`'s: the runtime's timers count whole
+/// The times are kept by a thread of their own, as ZooKeeper's syncs are
+/// by `SyncRequestProcessor`'s: the runtime's timers count whole
 /// milliseconds, and a sync takes a fraction of one. The thread starts
-/// with the first sync and ends with the server.
+/// with the first deadline and ends with the server.
 #[derive(Debug)]
 pub(crate) struct Syncs {
+    /// How long a sync takes (the commit latency).
     latency: Duration,
-    /// The last scheduled sync (0: none yet).
-    last: u64,
+    /// How long any request takes through the pipeline besides a sync.
+    pipeline: Duration,
     /// When the last scheduled sync starts: a txn that reaches the log
     /// before then is in its batch.
     start: Instant,
     /// When the last scheduled sync ends.
     end: Instant,
+    /// Deadlines are kept as nanoseconds since this.
+    base: Instant,
     /// Shared with the thread.
-    log: Arc<Log>,
-    /// What waits for a sync watches this: the last sync that ended.
-    done: watch::Receiver<u64>,
+    timer: Arc<Timer>,
+    /// What waits for a deadline watches this: the last deadline passed.
+    reached: watch::Receiver<u64>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-/// What the syncing thread shares with the state.
+/// What the timing thread shares with the state.
 #[derive(Debug)]
-struct Log {
+struct Timer {
     queue: Mutex<Queue>,
     more: Condvar,
-    done: watch::Sender<u64>,
+    reached: watch::Sender<u64>,
 }
 
 #[derive(Debug, Default)]
 struct Queue {
-    /// Syncs scheduled and not yet ended, in order: which, and when it ends.
-    due: VecDeque<(u64, Instant)>,
+    /// Deadlines not yet passed, earliest first.
+    due: BinaryHeap<Reverse<u64>>,
     stop: bool,
 }
 
-/// What a txn waits for: the end of its batch's sync.
+/// What a request waits for: the end of its batch's sync and of its way
+/// through the pipeline.
 #[derive(Debug, Clone)]
 pub(crate) struct Synced {
-    sync: u64,
-    done: watch::Receiver<u64>,
+    at: u64,
+    reached: watch::Receiver<u64>,
 }
 
 impl Synced {
-    /// Resolves once the sync has ended (or the server is gone).
+    /// Resolves once the deadline has passed (or the server is gone).
     pub(crate) async fn wait(mut self) {
-        let _ = self.done.wait_for(|d| *d >= self.sync).await;
+        let _ = self.reached.wait_for(|r| *r >= self.at).await;
     }
 
-    /// Whether the sync has ended.
+    /// Whether the deadline has passed.
     pub(crate) fn is_done(&self) -> bool {
-        *self.done.borrow() >= self.sync
+        *self.reached.borrow() >= self.at
     }
 }
 
@@ -94,117 +99,142 @@ impl Pending {
 }
 
 impl Syncs {
-    pub(crate) fn new(latency: Duration) -> Syncs {
+    pub(crate) fn new(latency: Duration, pipeline: Duration) -> Syncs {
         let now = Instant::now();
-        let (done_tx, done) = watch::channel(0);
+        let (reached_tx, reached) = watch::channel(0);
         Syncs {
             latency,
-            last: 0,
+            pipeline,
             start: now,
             end: now,
-            log: Arc::new(Log {
+            base: now,
+            timer: Arc::new(Timer {
                 queue: Mutex::new(Queue::default()),
                 more: Condvar::new(),
-                done: done_tx,
+                reached: reached_tx,
             }),
-            done,
+            reached,
             thread: None,
         }
     }
 
-    /// The sync that makes a txn reaching the log at `now` durable (None
-    /// with no latency: it is at once). With no sync running, it starts one
-    /// now. While one runs, it joins the next: one that starts when the
-    /// running one ends, scheduled by the first txn to wait for it.
+    /// When a txn that reaches the log at `now` is durable and through the
+    /// pipeline (None with neither latency: at once). With no sync running,
+    /// it starts one now. While one runs, it joins the next: one that
+    /// starts when the running one ends, scheduled by the first txn to wait
+    /// for it.
     pub(crate) fn durable_after(&mut self, now: Instant) -> Option<Synced> {
-        if self.latency.is_zero() {
+        if self.latency.is_zero() && self.pipeline.is_zero() {
             return None;
         }
-        let new = if now >= self.end {
-            self.start = now;
-            self.end = now + self.latency;
-            true
-        } else if now >= self.start {
-            self.start = self.end;
-            self.end += self.latency;
-            true
+        let synced = if self.latency.is_zero() {
+            now
         } else {
-            false
+            if now >= self.end {
+                self.start = now;
+                self.end = now + self.latency;
+            } else if now >= self.start {
+                self.start = self.end;
+                self.end += self.latency;
+            }
+            self.end
         };
-        if new {
-            self.last += 1;
-            self.schedule(self.last, self.end);
-        }
-        Some(Synced {
-            sync: self.last,
-            done: self.done.clone(),
-        })
+        Some(self.at(synced + self.pipeline))
     }
 
-    /// Hands a sync to the thread (started on the first).
-    fn schedule(&mut self, sync: u64, end: Instant) {
-        lock(&self.log.queue).due.push_back((sync, end));
-        self.log.more.notify_one();
+    /// When a request that is not a txn, read at `now`, is through the
+    /// pipeline (None with no pipeline latency: at once).
+    pub(crate) fn answered_after(&mut self, now: Instant) -> Option<Synced> {
+        if self.pipeline.is_zero() {
+            return None;
+        }
+        Some(self.at(now + self.pipeline))
+    }
+
+    /// A deadline, handed to the thread (started on the first).
+    fn at(&mut self, t: Instant) -> Synced {
+        let at =
+            u64::try_from(t.saturating_duration_since(self.base).as_nanos()).unwrap_or(u64::MAX);
+        lock(&self.timer.queue).due.push(Reverse(at));
+        self.timer.more.notify_one();
         if self.thread.is_none() {
-            let log = Arc::clone(&self.log);
+            let timer = Arc::clone(&self.timer);
+            let base = self.base;
             let spawned = std::thread::Builder::new()
                 .name("zk-mock-sync".into())
-                .spawn(move || log.run());
+                .spawn(move || timer.run(base));
             match spawned {
                 Ok(t) => self.thread = Some(t),
                 Err(e) => {
-                    // No thread: every sync ends at once.
-                    tracing::warn!(%e, "cannot start the sync thread; writes commit at once");
+                    // No thread: every deadline has passed at once.
+                    tracing::warn!(%e, "cannot start the sync thread; requests are answered at once");
                     self.latency = Duration::ZERO;
-                    self.log.done.send_replace(u64::MAX);
+                    self.pipeline = Duration::ZERO;
+                    self.timer.reached.send_replace(u64::MAX);
                 }
             }
         }
+        Synced {
+            at,
+            reached: self.reached.clone(),
+        }
     }
 
-    /// A new latency, for txns from now on (those waiting keep theirs).
+    /// A new commit latency, for txns from now on (those waiting keep theirs).
     pub(crate) fn set_latency(&mut self, latency: Duration) {
         self.latency = latency;
         let now = Instant::now();
         self.start = self.start.min(now);
         self.end = self.end.min(now);
     }
+
+    /// A new pipeline latency, for requests from now on.
+    pub(crate) fn set_pipeline(&mut self, pipeline: Duration) {
+        self.pipeline = pipeline;
+    }
 }
 
 impl Drop for Syncs {
     fn drop(&mut self) {
-        lock(&self.log.queue).stop = true;
-        self.log.more.notify_one();
+        lock(&self.timer.queue).stop = true;
+        self.timer.more.notify_one();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
 }
 
-impl Log {
-    /// The syncing thread: each scheduled sync ends at its time, in order.
-    /// A server that stops meanwhile ends it at once.
-    fn run(&self) {
+impl Timer {
+    /// The timing thread: passes each deadline at its time, earliest
+    /// first. A server that stops meanwhile ends it at once.
+    fn run(&self, base: Instant) {
         let mut q = lock(&self.queue);
         loop {
             if q.stop {
                 return;
             }
-            let Some(&(sync, end)) = q.due.front() else {
+            let Some(&Reverse(next)) = q.due.peek() else {
                 q = self.more.wait(q).unwrap_or_else(PoisonError::into_inner);
                 continue;
             };
-            let now = Instant::now();
-            if end > now {
+            let now = u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            if next > now {
                 q = self
                     .more
-                    .wait_timeout(q, end - now)
+                    .wait_timeout(q, Duration::from_nanos(next - now))
                     .unwrap_or_else(PoisonError::into_inner)
                     .0;
                 continue;
             }
-            q.due.pop_front();
-            self.done.send_replace(sync);
+            let mut passed = next;
+            while let Some(&Reverse(d)) = q.due.peek() {
+                if d > now {
+                    break;
+                }
+                passed = d;
+                q.due.pop();
+            }
+            self.reached.send_replace(passed);
         }
     }
 }
@@ -220,60 +250,90 @@ mod tests {
     use super::*;
 
     const L: Duration = Duration::from_micros(300);
+    const NONE: Duration = Duration::ZERO;
 
-    fn sync(s: &mut Syncs, at: Instant) -> u64 {
-        s.durable_after(at).expect("a latency").sync
+    /// The deadline of a write reaching the log at `t`, from `s`'s base.
+    fn ready(s: &mut Syncs, t: Instant) -> Duration {
+        Duration::from_nanos(s.durable_after(t).expect("a latency").at)
     }
 
     #[test]
     fn no_latency_is_at_once() {
-        let mut s = Syncs::new(Duration::ZERO);
+        let mut s = Syncs::new(NONE, NONE);
         assert!(s.durable_after(Instant::now()).is_none());
+        assert!(s.answered_after(Instant::now()).is_none());
         assert!(s.thread.is_none());
     }
 
     #[test]
     fn writes_during_a_sync_share_the_next() {
-        let t0 = Instant::now() + Duration::from_secs(3600);
-        let mut s = Syncs::new(L);
-        assert_eq!(sync(&mut s, t0), 1);
+        let mut s = Syncs::new(L, NONE);
+        let t0 = Duration::from_secs(3600);
+        let base = s.base;
+        let at = |d: Duration| base + t0 + d;
+        let t = at(NONE);
+        assert_eq!(ready(&mut s, t), t0 + L);
         // Two arrivals while the first sync runs: both in the second batch.
-        assert_eq!(sync(&mut s, t0 + L / 3), 2);
-        assert_eq!(sync(&mut s, t0 + L / 2), 2);
-        assert_eq!(s.end, t0 + 2 * L);
+        let t = at(L / 3);
+        assert_eq!(ready(&mut s, t), t0 + 2 * L);
+        let t = at(L / 2);
+        assert_eq!(ready(&mut s, t), t0 + 2 * L);
         // Once the second batch's sync has begun, a third batch.
-        assert_eq!(sync(&mut s, t0 + L + L / 4), 3);
+        let t = at(L + L / 4);
+        assert_eq!(ready(&mut s, t), t0 + 3 * L);
         // Exactly at a sync's end: that sync is over, the next has begun.
-        assert_eq!(sync(&mut s, t0 + 2 * L), 4);
-        assert_eq!(s.end, t0 + 4 * L);
+        let t = at(2 * L);
+        assert_eq!(ready(&mut s, t), t0 + 4 * L);
         // Long after: one sync from its own arrival.
-        let t1 = t0 + 100 * L;
-        assert_eq!(sync(&mut s, t1), 5);
-        assert_eq!(s.end, t1 + L);
+        let t = at(100 * L);
+        assert_eq!(ready(&mut s, t), t0 + 101 * L);
+    }
+
+    #[test]
+    fn the_pipeline_adds_to_every_request() {
+        let p = Duration::from_micros(100);
+        let mut s = Syncs::new(L, p);
+        let t0 = Duration::from_secs(3600);
+        let t = s.base + t0;
+        assert_eq!(ready(&mut s, t), t0 + L + p);
+        let read = s.answered_after(t).expect("a pipeline latency");
+        assert_eq!(Duration::from_nanos(read.at), t0 + p);
+        // With no commit latency, a write takes the pipeline's time alone.
+        let mut s = Syncs::new(NONE, p);
+        let t = s.base + t0;
+        assert_eq!(ready(&mut s, t), t0 + p);
     }
 
     #[tokio::test]
-    async fn a_sync_ends_after_the_latency() {
-        let mut s = Syncs::new(Duration::from_millis(20));
+    async fn deadlines_pass_in_order_after_their_time() {
+        let mut s = Syncs::new(Duration::from_millis(20), Duration::from_millis(5));
         let begun = Instant::now();
         let first = s.durable_after(begun).expect("a latency");
         let second = s.durable_after(Instant::now()).expect("a latency");
+        let read = s
+            .answered_after(Instant::now())
+            .expect("a pipeline latency");
+        read.clone().wait().await;
+        assert!(begun.elapsed() >= Duration::from_millis(5));
+        assert!(read.is_done());
         first.wait().await;
-        assert!(begun.elapsed() >= Duration::from_millis(20));
+        assert!(begun.elapsed() >= Duration::from_millis(25));
         second.wait().await;
-        assert!(begun.elapsed() >= Duration::from_millis(40));
+        assert!(begun.elapsed() >= Duration::from_millis(45));
     }
 
     #[test]
     fn a_new_latency_applies_to_later_writes() {
-        let mut s = Syncs::new(L);
+        let mut s = Syncs::new(L, NONE);
         let t0 = Instant::now();
         s.durable_after(t0);
-        s.set_latency(Duration::ZERO);
+        s.set_latency(NONE);
         assert!(s.durable_after(t0).is_none());
         s.set_latency(L);
         let t1 = Instant::now();
-        assert_eq!(sync(&mut s, t1), 2);
-        assert!(s.end >= t1 + L);
+        assert!(ready(&mut s, t1) >= t1.duration_since(s.base) + L);
+        s.set_latency(NONE);
+        s.set_pipeline(L);
+        assert!(s.answered_after(t1).is_some());
     }
 }

@@ -199,6 +199,15 @@ def test_a_connect_latency_holds_each_handshake(zk_mock, clients):
     assert c.get("/up")[0] == b"v"
 
 
+@pytest.mark.zk_mock(request_latency_us=150_000)
+def test_a_request_latency_holds_each_read(zk_mock, clients):
+    c = clients(zk_mock)
+    c.create("/r", b"v")
+    begun = time.monotonic()
+    assert c.get("/r")[0] == b"v"
+    assert time.monotonic() - begun >= 0.15, "the read waited"
+
+
 def test_the_recorder_sees_every_request_and_notification(zk_mock, clients):
     c = clients(zk_mock)
     seen = threading.Event()

@@ -254,6 +254,8 @@ class ZkMock:
     :param connect_latency_us: how long each handshake takes at least, µs (0:
         as soon as it can be answered); for code whose tests rely on a real
         server's slower session set-up.
+    :param request_latency_us: how long every request takes besides a write's
+        sync, µs (0: none); each is answered no sooner than this after it is read.
     :param port: the first client port (0, the default: free ones).
     :param binary: the ``zk-mock`` executable (see :func:`find_binary`).
     :param extra_args: more flags for the binary.
@@ -284,6 +286,7 @@ class ZkMock:
         container_check_interval: Optional[int] = None,
         commit_latency_us: Optional[int] = None,
         connect_latency_us: Optional[int] = None,
+        request_latency_us: Optional[int] = None,
         port: int = 0,
         binary: Optional[str] = None,
         extra_args: Sequence[str] = (),
@@ -309,6 +312,7 @@ class ZkMock:
             ("--container-check-interval", container_check_interval),
             ("--commit-latency-us", commit_latency_us),
             ("--connect-latency-us", connect_latency_us),
+            ("--request-latency-us", request_latency_us),
         ):
             if value is not None:
                 args += [flag, str(value)]

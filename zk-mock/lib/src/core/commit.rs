@@ -1,19 +1,23 @@
-//! Commit latency: the time ZooKeeper takes to make a txn durable before it
-//! applies it. `SyncRequestProcessor` appends each txn to the transaction
+//! Commit and request latency: the time ZooKeeper takes to make a txn
+//! durable before it applies it, and to pass any request through its
+//! pipeline. `SyncRequestProcessor` appends each txn to the transaction
 //! log and fsyncs in batches: it syncs as soon as its queue is drained, and
 //! what arrives while a sync runs waits for the next one, which then covers
 //! all of it (group commit). Only then does `FinalRequestProcessor` apply
-//! the txns, fire their watches and answer.
+//! the txns, fire their watches and answer. Every request is handed from
+//! thread to thread on the way, which takes time of its own.
 //!
-//! With a latency set, a write (any request that becomes a txn, failed ones
-//! included, and a new session's createSession) is judged by the fault
-//! rules when it comes and applied once the sync of its batch ends. What
-//! its connection sends after it is still read (a pipelined write joins the
-//! batch), but is applied behind it, in order, as in ZooKeeper. Other
-//! connections' reads are not held: a read that overtakes a write in flight
-//! is one a quorum's follower would answer the same way. A connection that
-//! closes has what it sent applied at once. Zero, the default, applies
-//! every write when it comes.
+//! With a commit latency set, a write (any request that becomes a txn,
+//! failed ones included, and a new session's createSession) is judged by
+//! the fault rules when it comes and applied once the sync of its batch
+//! ends. With a request latency set, every request (a handshake included)
+//! is applied no sooner than that after it was read, a write after its
+//! sync. What a connection sends after a waiting request is still read (a
+//! pipelined write joins the batch), but is applied behind it, in order, as
+//! in ZooKeeper. Other connections are not held: a read that overtakes a
+//! write in flight is one a quorum's follower would answer the same way. A
+//! connection that closes has what it sent applied at once. Zero, the
+//! default for both, applies every request when it comes.
 //!
 //! A mock that answers writes in microseconds is the point of zk-mock; a
 //! latency is for code whose tests pass only because a real server's writes
@@ -105,6 +109,18 @@ impl State {
     /// The sync a txn made now waits for (None: it is durable at once).
     pub(crate) fn durable_after(&mut self) -> Option<Synced> {
         self.syncs.durable_after(Instant::now())
+    }
+
+    /// When a request that is not a txn, read now, may be answered (None:
+    /// now).
+    pub(crate) fn answered_after(&mut self) -> Option<Synced> {
+        self.syncs.answered_after(Instant::now())
+    }
+
+    /// Sets the request latency for requests from now on.
+    pub(crate) fn set_request_latency(&mut self, latency: Duration) {
+        self.settings.request_latency = latency;
+        self.syncs.set_pipeline(latency);
     }
 
     /// Sets the commit latency for writes from now on.

@@ -73,6 +73,9 @@ pub(crate) struct Settings {
     /// How long a handshake takes at least, from its ConnectRequest to its
     /// answer; zero: as soon as it can be answered.
     pub(crate) connect_latency: Duration,
+    /// How long any request takes through the pipeline besides a sync
+    /// (see `commit.rs`); zero: no time.
+    pub(crate) request_latency: Duration,
 }
 
 impl Settings {
@@ -184,7 +187,7 @@ impl State {
         servers: usize,
     ) -> State {
         let settings_check_interval = settings.container_check_interval_ms.max(1);
-        let settings_commit_latency = settings.commit_latency;
+        let settings_latencies = (settings.commit_latency, settings.request_latency);
         State {
             ensemble: Ensemble::new(servers, settings.compat),
             sessions,
@@ -203,7 +206,7 @@ impl State {
             refusing: false,
             handshakes: crate::hash::Map::default(),
             lag_wake: Arc::new(Notify::new()),
-            syncs: crate::txnlog::Syncs::new(settings_commit_latency),
+            syncs: crate::txnlog::Syncs::new(settings_latencies.0, settings_latencies.1),
             commits: crate::hash::Map::default(),
             replies: crate::codec::Arena::default(),
             events: Vec::new(),

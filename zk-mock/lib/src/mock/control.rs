@@ -145,6 +145,11 @@ impl Control {
         self.state().set_connect_latency(latency);
     }
 
+    /// As [`ZkMock::set_request_latency`](crate::ZkMock::set_request_latency).
+    pub fn set_request_latency(&self, latency: Duration) {
+        self.state().set_request_latency(latency);
+    }
+
     /// As [`ZkMock::connection_count`](crate::ZkMock::connection_count).
     pub fn connection_count(&self) -> usize {
         self.state().connection_count()

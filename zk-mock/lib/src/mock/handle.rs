@@ -184,6 +184,12 @@ impl ZkMock {
         self.control.set_connect_latency(latency)
     }
 
+    /// Sets the request latency for requests from now on
+    /// ([`ZkMockBuilder::request_latency`](crate::ZkMockBuilder::request_latency)).
+    pub fn set_request_latency(&self, latency: Duration) {
+        self.control.set_request_latency(latency)
+    }
+
     /// Number of open client connections.
     pub fn connection_count(&self) -> usize {
         self.control.connection_count()

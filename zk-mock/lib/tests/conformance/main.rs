@@ -181,6 +181,8 @@ pub(crate) struct Config {
     pub(crate) mock_commit_latency: Option<std::time::Duration>,
     /// The mock's connect latency (the real server's is its own).
     pub(crate) mock_connect_latency: Option<std::time::Duration>,
+    /// The mock's request latency (the real server's is its pipeline's).
+    pub(crate) mock_request_latency: Option<std::time::Duration>,
 }
 
 /// A case on a fresh real server and a fresh mock, both configured with `config`.
@@ -210,6 +212,9 @@ fn check_configured(name: &str, config: Config, ops: Vec<Op>) {
     }
     if let Some(latency) = config.mock_connect_latency {
         builder = builder.connect_latency(latency);
+    }
+    if let Some(latency) = config.mock_request_latency {
+        builder = builder.request_latency(latency);
     }
     let real = real.start().unwrap_or_else(|e| panic!("{e}"));
     let rt = runtime();
@@ -270,6 +275,36 @@ fn pipelined_connect_with_connect_latency() {
             ..Config::default()
         },
         cases::pipelined_connect(),
+    );
+}
+
+/// With a request latency (and a commit latency), reads and writes
+/// pipelined on one connection, and the watch events they set off, are
+/// answered in the order, and with the outcomes, a real server's are: each
+/// request waits its own latency from when it is read, and none overtakes
+/// another on its connection.
+#[test]
+fn pipelined_ordering_with_request_latency() {
+    check_configured(
+        "pipelined_ordering_with_request_latency",
+        Config {
+            mock_commit_latency: Some(std::time::Duration::from_millis(1)),
+            mock_request_latency: Some(std::time::Duration::from_millis(2)),
+            ..Config::default()
+        },
+        cases::pipelined_ordering(),
+    );
+}
+
+#[test]
+fn watches_writer_before_reply_with_request_latency() {
+    check_configured(
+        "watches_writer_before_reply_with_request_latency",
+        Config {
+            mock_request_latency: Some(std::time::Duration::from_millis(2)),
+            ..Config::default()
+        },
+        cases::watches_writer_before_reply(),
     );
 }
 

@@ -241,3 +241,41 @@ async fn the_connect_latency_changes_at_run_time_and_counts_with_the_sync() {
     client.create("/now", b"", &persistent()).await.unwrap();
     assert!(mock.snapshot().tree.contains_key("/now"));
 }
+
+#[tokio::test]
+async fn every_request_waits_for_the_request_latency_in_order() {
+    let latency = Duration::from_millis(150);
+    init_tracing();
+    let mock = ZkMock::builder()
+        .request_latency(latency)
+        .start()
+        .await
+        .expect("mock starts");
+    let begun = Instant::now();
+    let client = connect(&mock).await;
+    assert!(begun.elapsed() >= latency, "the handshake answered early");
+    let begun = Instant::now();
+    client.create("/r", b"1", &persistent()).await.unwrap();
+    assert!(begun.elapsed() >= latency, "a write answered early");
+    let begun = Instant::now();
+    assert!(client.check_stat("/r").await.unwrap().is_some());
+    assert!(begun.elapsed() >= latency, "a read answered early");
+    // Pipelined reads: each waits its own latency from when it was read,
+    // not one after the other, and they are answered in order.
+    let mut c = raw(&mock).await;
+    let mut batch = Vec::new();
+    for xid in 1..=5 {
+        batch.extend(request_bytes(
+            xid,
+            OpCode::Exists as i32,
+            &path_watch("/r", false).to_bytes(),
+        ));
+    }
+    let begun = Instant::now();
+    c.send_raw(&batch).await.unwrap();
+    for xid in 1..=5 {
+        let r = c.next_reply().await.unwrap().expect("a reply");
+        assert_eq!((r.header.xid, r.header.err), (xid, 0));
+    }
+    assert!(begun.elapsed() >= latency);
+}

@@ -191,10 +191,16 @@ impl State {
             }
         }
         let write = OpCode::from_i32(op).is_some_and(OpCode::is_write);
-        let sync = if write { self.durable_after() } else { None };
         // Auth is answered by the connection itself, not the pipeline
         // (`ZooKeeperServer.processPacket`): it overtakes what waits.
         let inline = matches!(req, Ok(Request::Auth(_) | Request::Sasl(_)));
+        let sync = if write {
+            self.durable_after()
+        } else if inline {
+            None
+        } else {
+            self.answered_after()
+        };
         if sync.is_some() || (!inline && self.commits_pending(conn)) {
             self.defer(
                 conn,

@@ -165,6 +165,14 @@ public final class ZkMockServer implements Closeable {
             return flag("--connect-latency-us", latency.toNanos() / 1000);
         }
 
+        /**
+         * How long every request takes through the server besides a write's sync (none by
+         * default): each is answered no sooner than this after it is read, in order.
+         */
+        public Settings requestLatency(Duration latency) {
+            return flag("--request-latency-us", latency.toNanos() / 1000);
+        }
+
         /** An ensemble of this many servers behind one connect string. */
         public Settings servers(int n) {
             return flag("--servers", n);

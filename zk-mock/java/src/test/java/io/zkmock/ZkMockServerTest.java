@@ -100,6 +100,21 @@ class ZkMockServerTest {
     }
 
     @Test
+    void aRequestLatencyHoldsEachReadAndWrite() throws Exception {
+        Duration latency = Duration.ofMillis(150);
+        try (ZkMockServer server = new ZkMockServer(new ZkMockServer.Settings().requestLatency(latency), true)) {
+            try (CuratorFramework c = connect(server.getConnectString())) {
+                long begun = System.nanoTime();
+                c.create().forPath("/r", "v".getBytes());
+                assertTrue(System.nanoTime() - begun >= latency.toNanos(), "the create waited");
+                begun = System.nanoTime();
+                assertArrayEquals("v".getBytes(), c.getData().forPath("/r"));
+                assertTrue(System.nanoTime() - begun >= latency.toNanos(), "the read waited");
+            }
+        }
+    }
+
+    @Test
     void unknownSessionsAreNotFound(ZkMockServer server) {
         assertThrows(ZkMockServer.NotFoundException.class, () -> server.expireSession(12345));
     }
