@@ -1,5 +1,6 @@
-//! The transaction log's syncs, for the commit latency (`core/commit.rs`):
-//! when a txn is durable, and the thread that times the syncs. ZooKeeper's
+//! The transaction log's syncs and the request pipeline's time, for the
+//! commit and request latencies (`core/commit.rs`): when a txn is durable,
+//! when any request may be answered, and the thread that times them. ZooKeeper's
 //! `SyncRequestProcessor` syncs as soon as its queue is drained, and what
 //! arrives while a sync runs waits for the next one, which covers all of it
 //! (group commit).
@@ -86,8 +87,9 @@ pub(crate) struct Pending {
     /// What the fault rules said when it came.
     pub(crate) verdict: Option<Verdict>,
     pub(crate) path: Option<String>,
-    /// The sync a write waits for (None: a read, or a write whose sync
-    /// ended, ready once what is before it is applied).
+    /// The deadline it waits for: a write's sync (and the request latency
+    /// after it), or any other request's request latency (None: ready once
+    /// what is before it is applied).
     pub(crate) sync: Option<Synced>,
 }
 

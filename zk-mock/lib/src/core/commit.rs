@@ -10,9 +10,10 @@
 //! With a commit latency set, a write (any request that becomes a txn,
 //! failed ones included, and a new session's createSession) is judged by
 //! the fault rules when it comes and applied once the sync of its batch
-//! ends. With a request latency set, every request (a handshake included)
-//! is applied no sooner than that after it was read, a write after its
-//! sync. What a connection sends after a waiting request is still read (a
+//! ends. With a request latency set, every request is applied no sooner
+//! than that after it was read, a write that long after its sync; a new
+//! session's handshake waits too, a reconnect does not (ZooKeeper
+//! re-attaches a session outside its pipeline, `revalidateSession`). What a connection sends after a waiting request is still read (a
 //! pipelined write joins the batch), but is applied behind it, in order, as
 //! in ZooKeeper. Other connections are not held: a read that overtakes a
 //! write in flight is one a quorum's follower would answer the same way. A
@@ -107,13 +108,20 @@ impl State {
     }
 
     /// The sync a txn made now waits for (None: it is durable at once).
+    /// With neither latency set, the request path reads no clock here.
     pub(crate) fn durable_after(&mut self) -> Option<Synced> {
+        if self.settings.commit_latency.is_zero() && self.settings.request_latency.is_zero() {
+            return None;
+        }
         self.syncs.durable_after(Instant::now())
     }
 
     /// When a request that is not a txn, read now, may be answered (None:
-    /// now).
+    /// now). With no request latency, the request path reads no clock here.
     pub(crate) fn answered_after(&mut self) -> Option<Synced> {
+        if self.settings.request_latency.is_zero() {
+            return None;
+        }
         self.syncs.answered_after(Instant::now())
     }
 

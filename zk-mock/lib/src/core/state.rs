@@ -187,7 +187,7 @@ impl State {
         servers: usize,
     ) -> State {
         let settings_check_interval = settings.container_check_interval_ms.max(1);
-        let settings_latencies = (settings.commit_latency, settings.request_latency);
+        let (commit_latency, request_latency) = (settings.commit_latency, settings.request_latency);
         State {
             ensemble: Ensemble::new(servers, settings.compat),
             sessions,
@@ -206,7 +206,7 @@ impl State {
             refusing: false,
             handshakes: crate::hash::Map::default(),
             lag_wake: Arc::new(Notify::new()),
-            syncs: crate::txnlog::Syncs::new(settings_latencies.0, settings_latencies.1),
+            syncs: crate::txnlog::Syncs::new(commit_latency, request_latency),
             commits: crate::hash::Map::default(),
             replies: crate::codec::Arena::default(),
             events: Vec::new(),

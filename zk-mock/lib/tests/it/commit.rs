@@ -2,6 +2,8 @@
 //! and answered only once the transaction log's sync of its batch is over,
 //! and what its connection sends after it waits behind it. The connect
 //! latency: a handshake is answered no sooner than it after it is read.
+//! The request latency: every request is answered no sooner than it after
+//! it is read, in its connection's order.
 //! Each test checks what a latency guarantees (a lower bound, an order,
 //! what others see meanwhile), never how fast the rest is.
 
@@ -12,17 +14,17 @@ use zk_mock::client::RawClient;
 use zk_mock::codec::Record;
 use zk_mock::proto::ConnectRequest;
 use zk_mock::proto::OpCode;
-use zk_mock::ZkMock;
+use zk_mock::{ZkMock, ZkMockBuilder};
 
 use crate::support::*;
 
 async fn mock_with(latency: Duration) -> ZkMock {
+    start(ZkMock::builder().commit_latency(latency)).await
+}
+
+async fn start(builder: ZkMockBuilder) -> ZkMock {
     init_tracing();
-    ZkMock::builder()
-        .commit_latency(latency)
-        .start()
-        .await
-        .expect("mock starts")
+    builder.start().await.expect("mock starts")
 }
 
 #[tokio::test]
@@ -163,13 +165,8 @@ async fn a_write_whose_client_goes_before_its_sync_is_still_applied() {
 
 #[tokio::test]
 async fn each_handshake_waits_the_connect_latency_and_what_follows_it_waits_too() {
-    init_tracing();
     let latency = Duration::from_millis(150);
-    let mock = ZkMock::builder()
-        .connect_latency(latency)
-        .start()
-        .await
-        .expect("mock starts");
+    let mock = start(ZkMock::builder().connect_latency(latency)).await;
     let begun = Instant::now();
     let first = RawClient::connect(mock.addr(), 30_000).await.unwrap();
     assert!(
@@ -245,12 +242,7 @@ async fn the_connect_latency_changes_at_run_time_and_counts_with_the_sync() {
 #[tokio::test]
 async fn every_request_waits_for_the_request_latency_in_order() {
     let latency = Duration::from_millis(150);
-    init_tracing();
-    let mock = ZkMock::builder()
-        .request_latency(latency)
-        .start()
-        .await
-        .expect("mock starts");
+    let mock = start(ZkMock::builder().request_latency(latency)).await;
     let begun = Instant::now();
     let client = connect(&mock).await;
     assert!(begun.elapsed() >= latency, "the handshake answered early");
@@ -260,8 +252,7 @@ async fn every_request_waits_for_the_request_latency_in_order() {
     let begun = Instant::now();
     assert!(client.check_stat("/r").await.unwrap().is_some());
     assert!(begun.elapsed() >= latency, "a read answered early");
-    // Pipelined reads: each waits its own latency from when it was read,
-    // not one after the other, and they are answered in order.
+    // Pipelined reads: answered in order, and none before the latency.
     let mut c = raw(&mock).await;
     let mut batch = Vec::new();
     for xid in 1..=5 {
