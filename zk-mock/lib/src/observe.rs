@@ -106,14 +106,19 @@ impl Observers {
 
     /// Whether the log keeps the per-path counts of the next record of
     /// `kind` until they are tallied (see [`Tally::catch_up`]); with the log
-    /// full, what it is about to drop is tallied first. False with the log
-    /// off: the caller counts at once.
+    /// full, what it is about to drop is tallied first (with everything
+    /// logged after it). False with the log off: the caller counts at once.
     fn keeps_paths(&mut self, kind: LogKind) -> bool {
         if !self.log.enabled() {
             return false;
         }
-        if let Some(seq) = self.log.next_dropped(kind) {
-            self.tally.catch_up(&self.log, seq + 1);
+        let uncounted = self.log.next_dropped(kind);
+        if uncounted.is_some_and(|seq| seq >= self.tally.paths_counted_to()) {
+            // Everything logged so far, not only the record about to go:
+            // the records that follow it are then dropped with nothing to
+            // tally, until the log has turned over once. A full log costs
+            // each record one count, not a search of the log per record.
+            self.tally.catch_up(&self.log, self.log.end_seq());
         }
         true
     }

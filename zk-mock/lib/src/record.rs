@@ -936,6 +936,11 @@ impl Tally {
         f(self.per_path.get_or_insert_with(path, Counters::default));
     }
 
+    /// Every logged record below this seq is counted against its path.
+    pub(crate) fn paths_counted_to(&self) -> u64 {
+        self.paths_counted_to
+    }
+
     /// With the log on, the per-path counters are tallied from it, lazily:
     /// counts every logged request, watch, notification and change with a
     /// seq below `upto` that is not counted yet, in history order, as
