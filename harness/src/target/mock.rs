@@ -147,7 +147,7 @@ impl MockTarget {
                 pos: c.zxid,
                 zxid: Some(c.zxid),
                 session: Some(c.session.0),
-                path: c.path.clone(),
+                path: c.path.to_string(),
                 kind: c.kind,
                 by_session_end: ends.contains_key(&c.zxid),
             })

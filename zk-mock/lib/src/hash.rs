@@ -10,9 +10,13 @@
 //!   every create, so each entry keeps its key's hash: a table that doubles
 //!   moves its entries without hashing a single string again, and a lookup
 //!   followed by an insert hashes the key once and copies it only when the
-//!   key is new.
+//!   key is new. A key is an `Arc<str>`: the tree's node table shares each
+//!   path with the change's event and the recorder's record of it
+//!   ([`StrMap::insert_shared`], [`StrMap::get_key_mut`],
+//!   [`StrMap::remove_entry`]), so a write copies its path once.
 
 use std::hash::BuildHasher;
+use std::sync::Arc;
 
 use hashbrown::hash_table::{Entry, HashTable};
 
@@ -29,7 +33,7 @@ pub(crate) struct StrMap<V> {
 #[derive(Clone)]
 struct Slot<V> {
     hash: u64,
-    key: Box<str>,
+    key: Arc<str>,
     value: V,
 }
 
@@ -67,6 +71,46 @@ impl<V> StrMap<V> {
         self.table
             .find_mut(h, |s| s.hash == h && &*s.key == key)
             .map(|s| &mut s.value)
+    }
+
+    /// The value of `key`, to change, with the key as the map holds it.
+    pub(crate) fn get_key_mut(&mut self, key: &str) -> Option<(&Arc<str>, &mut V)> {
+        let h = self.hash(key);
+        self.table
+            .find_mut(h, |s| s.hash == h && &*s.key == key)
+            .map(|s| (&s.key, &mut s.value))
+    }
+
+    /// Sets `key`'s value; returns the one it replaces. A new key is kept
+    /// as it is given (shared, not copied); an old one stays.
+    pub(crate) fn insert_shared(&mut self, key: Arc<str>, value: V) -> Option<V> {
+        let h = self.hash(&key);
+        match self
+            .table
+            .entry(h, |s| s.hash == h && s.key == key, |s| s.hash)
+        {
+            Entry::Occupied(mut o) => Some(std::mem::replace(&mut o.get_mut().value, value)),
+            Entry::Vacant(v) => {
+                v.insert(Slot {
+                    hash: h,
+                    key,
+                    value,
+                });
+                None
+            }
+        }
+    }
+
+    /// Removes `key`; returns the key as the map held it, and its value.
+    pub(crate) fn remove_entry(&mut self, key: &str) -> Option<(Arc<str>, V)> {
+        let h = self.hash(key);
+        self.table
+            .find_entry(h, |s| s.hash == h && &*s.key == key)
+            .ok()
+            .map(|o| {
+                let s = o.remove().0;
+                (s.key, s.value)
+            })
     }
 
     /// Whether `key` is in.

@@ -27,6 +27,8 @@
 //! or a connection: they cannot change what a client sees except through a
 //! verdict.
 
+use std::sync::Arc;
+
 use rand::rngs::SmallRng;
 use tokio::sync::watch;
 
@@ -139,17 +141,18 @@ impl Observers {
         self.log.session(at_ms, session, event, zxid);
     }
 
-    /// The leader applied a transaction that changed a node.
+    /// The leader applied a transaction that changed a node. `path` is
+    /// the tree's own copy (the log keeps it, shared, not copied).
     pub(crate) fn change(
         &mut self,
         at_ms: u64,
         zxid: i64,
         session: i64,
-        path: &str,
+        path: &Arc<str>,
         kind: ChangeKind,
     ) {
         if self.keeps_paths(LogKind::Change) {
-            self.log.change(at_ms, zxid, session, path, kind);
+            self.log.change(at_ms, zxid, session, path.clone(), kind);
         } else {
             self.tally.path_changed(path, kind);
         }
@@ -193,7 +196,7 @@ mod tests {
         for id in 0..n {
             let path = format!("/e-{id}");
             r.request(req(id, 1, 1, Some(path.clone()), id));
-            r.change(0, id, id, &path, ChangeKind::Deleted);
+            r.change(0, id, id, &path.as_str().into(), ChangeKind::Deleted);
             r.session(0, id, SessionEvent::Expired, id);
         }
         assert_eq!(r.tally.per_session.len(), RETAINED_ENDED);
@@ -213,26 +216,26 @@ mod tests {
         // "/lock" is deleted, created again (live), and many other paths
         // are deleted after it: the live path's counters stay.
         r.request(req(1, 1, 1, Some("/lock".into()), 1));
-        r.change(0, 2, 1, "/lock", ChangeKind::Deleted);
-        r.change(0, 3, 1, "/lock", ChangeKind::Created);
+        r.change(0, 2, 1, &"/lock".into(), ChangeKind::Deleted);
+        r.change(0, 3, 1, &"/lock".into(), ChangeKind::Created);
         r.request(req(1, 2, 1, Some("/lock".into()), 3));
         for id in 0..RETAINED_ENDED as i64 + 10 {
-            r.change(0, id, 1, &format!("/e-{id}"), ChangeKind::Deleted);
+            r.change(0, id, 1, &format!("/e-{id}").into(), ChangeKind::Deleted);
         }
         assert_eq!(r.tally.per_path["/lock"].requests, 2);
         // Deleted again: it ages out like any other.
-        r.change(0, 9, 1, "/lock", ChangeKind::Deleted);
+        r.change(0, 9, 1, &"/lock".into(), ChangeKind::Deleted);
         for id in 0..RETAINED_ENDED as i64 {
-            r.change(0, id, 1, &format!("/f-{id}"), ChangeKind::Deleted);
+            r.change(0, id, 1, &format!("/f-{id}").into(), ChangeKind::Deleted);
         }
         assert!(!r.tally.per_path.contains_key("/lock"));
 
         // After clear, deletions from before it no longer age out new counters.
-        r.change(0, 1, 1, "/x", ChangeKind::Deleted);
+        r.change(0, 1, 1, &"/x".into(), ChangeKind::Deleted);
         r.clear();
         r.request(req(1, 3, 1, Some("/x".into()), 1));
         for id in 0..RETAINED_ENDED as i64 {
-            r.change(0, id, 1, &format!("/g-{id}"), ChangeKind::Deleted);
+            r.change(0, id, 1, &format!("/g-{id}").into(), ChangeKind::Deleted);
         }
         assert_eq!(r.tally.per_path["/x"].requests, 1);
     }
@@ -277,8 +280,20 @@ mod tests {
                         zxid: i as i64,
                         server: 0,
                     }),
-                    4 => o.change(0, i as i64, session, &path, ChangeKind::Deleted),
-                    _ => o.change(0, i as i64, session, &path, ChangeKind::Created),
+                    4 => o.change(
+                        0,
+                        i as i64,
+                        session,
+                        &path.as_str().into(),
+                        ChangeKind::Deleted,
+                    ),
+                    _ => o.change(
+                        0,
+                        i as i64,
+                        session,
+                        &path.as_str().into(),
+                        ChangeKind::Created,
+                    ),
                 }
             }
             if i % 20_000 == 0 {

@@ -188,6 +188,93 @@ pub enum ChangeKind {
     DataChanged,
 }
 
+/// A node's path in a [`ChangeRecord`]: the server's tree, the change and
+/// its record share one copy of it. It reads as a `str` (it derefs to one,
+/// and compares with `&str` and `String`), prints as one and serializes as
+/// one.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NodePath(Arc<str>);
+
+impl NodePath {
+    /// The path.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for NodePath {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for NodePath {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for NodePath {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for NodePath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for NodePath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl PartialEq<str> for NodePath {
+    fn eq(&self, other: &str) -> bool {
+        &*self.0 == other
+    }
+}
+
+impl PartialEq<&str> for NodePath {
+    fn eq(&self, other: &&str) -> bool {
+        &*self.0 == *other
+    }
+}
+
+impl PartialEq<String> for NodePath {
+    fn eq(&self, other: &String) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl From<&str> for NodePath {
+    fn from(p: &str) -> NodePath {
+        NodePath(p.into())
+    }
+}
+
+impl From<String> for NodePath {
+    fn from(p: String) -> NodePath {
+        NodePath(p.into())
+    }
+}
+
+impl From<NodePath> for String {
+    fn from(p: NodePath) -> String {
+        p.0.to_string()
+    }
+}
+
+impl Serialize for NodePath {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
 /// One change to the tree, in commit order: the server's own history of
 /// the data, independent of who watched it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -201,7 +288,7 @@ pub struct ChangeRecord {
     /// The session whose request (or whose expiry or close) made the change.
     pub session: SessionId,
     /// The node's path (the full name, sequence suffix included).
-    pub path: String,
+    pub path: NodePath,
     /// What happened to it.
     pub kind: ChangeKind,
 }
@@ -378,7 +465,7 @@ impl Recorder {
         at_ms: u64,
         zxid: i64,
         session: i64,
-        path: &str,
+        path: Arc<str>,
         kind: ChangeKind,
     ) {
         if !self.enabled {
@@ -390,7 +477,7 @@ impl Recorder {
             at_ms,
             zxid,
             session: SessionId(session),
-            path: path.to_string(),
+            path: NodePath(path),
             kind,
         };
         Self::push(&mut self.changes, self.capacity, &mut self.dropped, r);

@@ -318,7 +318,7 @@ fn apply(
                     Caller { session, auth: &[] },
                     &mut events,
                 )
-                .map(|(p, _)| p);
+                .map(|(p, _)| p.to_string());
             // /zookeeper is a normal persistent node to the tree's create.
             let want = model.create(zxid, &path, data.clone(), *ephemeral, *sequential, session);
             if got != want {

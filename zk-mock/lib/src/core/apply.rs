@@ -240,7 +240,8 @@ impl State {
                 TreeEvent::Deleted { .. } => ChangeKind::Deleted,
                 TreeEvent::DataChanged { .. } => ChangeKind::DataChanged,
             };
-            self.observers.change(now, zxid, session, e.path(), kind);
+            self.observers
+                .change(now, zxid, session, e.shared_path(), kind);
         }
     }
 

@@ -30,8 +30,8 @@ use crate::proto::{perms, Acl, ErrorCode, Id, Stat};
 pub enum TreeEvent {
     /// A node was created.
     Created {
-        /// The node's path.
-        path: String,
+        /// The node's path (shared with the tree's table and the recorder).
+        path: Arc<str>,
         /// The node's ACL.
         acl: Arc<[Acl]>,
         /// The parent's ACL.
@@ -39,8 +39,8 @@ pub enum TreeEvent {
     },
     /// A node was deleted.
     Deleted {
-        /// The node's path.
-        path: String,
+        /// The node's path (shared with the tree's table and the recorder).
+        path: Arc<str>,
         /// The node's ACL.
         acl: Arc<[Acl]>,
         /// The parent's ACL.
@@ -48,8 +48,8 @@ pub enum TreeEvent {
     },
     /// A node's data was set.
     DataChanged {
-        /// The node's path.
-        path: String,
+        /// The node's path (shared with the tree's table and the recorder).
+        path: Arc<str>,
         /// The node's ACL.
         acl: Arc<[Acl]>,
     },
@@ -58,6 +58,15 @@ pub enum TreeEvent {
 impl TreeEvent {
     /// The changed node's path.
     pub fn path(&self) -> &str {
+        match self {
+            TreeEvent::Created { path, .. }
+            | TreeEvent::Deleted { path, .. }
+            | TreeEvent::DataChanged { path, .. } => path,
+        }
+    }
+
+    /// The changed node's path, as the tree keeps it.
+    pub fn shared_path(&self) -> &Arc<str> {
         match self {
             TreeEvent::Created { path, .. }
             | TreeEvent::Deleted { path, .. }
@@ -207,7 +216,7 @@ impl DataTree {
         node.mtime = time;
         let stat = node.stat();
         events.push(TreeEvent::DataChanged {
-            path: path.to_string(),
+            path: path.into(),
             acl: node.acl.clone(),
         });
         stat
@@ -286,10 +295,16 @@ impl DataTree {
     }
 
     fn insert(&mut self, path: &str, node: Node) {
+        self.insert_shared(path.into(), node);
+    }
+
+    /// [`insert`](Self::insert) with the path as the table is to keep it.
+    fn insert_shared(&mut self, path: Arc<str>, node: Node) {
         let kind = node.kind;
-        if let Some(old) = self.nodes.insert(path, node) {
-            self.forget_ephemeral(path, &old);
+        if let Some(old) = self.nodes.insert_shared(path.clone(), node) {
+            self.forget_ephemeral(&path, &old);
         }
+        let path = &*path;
         // After forgetting the old version: restoring a saved ephemeral over
         // itself (a rolled-back multi) must leave it indexed.
         if let NodeKind::Ephemeral(s) = kind {
@@ -314,11 +329,12 @@ impl DataTree {
         }
     }
 
-    fn remove(&mut self, path: &str) -> Option<Node> {
-        let node = self.nodes.remove(path)?;
+    /// Removes a node; returns it, and its path as the table kept it.
+    fn remove(&mut self, path: &str) -> Option<(Arc<str>, Node)> {
+        let (key, node) = self.nodes.remove_entry(path)?;
         self.nodes.shrink_if_sparse();
         self.forget_ephemeral(path, &node);
-        Some(node)
+        Some((key, node))
     }
 
     /// Starts journaling for a multi: later writes can be rolled back.
@@ -366,7 +382,7 @@ impl DataTree {
         args: CreateArgs<'_>,
         caller: Caller<'_>,
         events: &mut Vec<TreeEvent>,
-    ) -> Result<(String, Stat), ErrorCode> {
+    ) -> Result<(Arc<str>, Stat), ErrorCode> {
         let path = args.path;
         // validatePathForCreate
         let Some((parent_path, _)) = path::split(path) else {
@@ -394,10 +410,12 @@ impl DataTree {
         };
         let parent = self.get(parent_path).ok_or(ErrorCode::NoNode)?;
         acl::check(&parent.acl, perms::CREATE, caller.auth)?;
-        let full = if args.mode.sequential {
-            format!("{path}{}", path::sequence_suffix(parent.cversion))
+        // The new node's path: the one copy of it that the table, the
+        // event, the recorder and the reply share.
+        let full: Arc<str> = if args.mode.sequential {
+            format!("{path}{}", path::sequence_suffix(parent.cversion)).into()
         } else {
-            path.to_string()
+            path.into()
         };
         if !path::is_valid(&full) {
             return Err(ErrorCode::BadArguments);
@@ -445,7 +463,7 @@ impl DataTree {
         parent.pzxid = zxid;
         let parent_acl = parent.acl.clone();
         let bytes = node.data.as_ref().map_or(0, |d| d.len() as i64);
-        self.insert(&full, node);
+        self.insert_shared(full.clone(), node);
         let child = &full[parent_path.len() + 1..];
         self.quota_created(Self::key(parent_path), child, &full, bytes);
         events.push(TreeEvent::Created {
@@ -569,12 +587,15 @@ impl DataTree {
         let removed = self.remove(path);
         let bytes = removed
             .as_ref()
-            .and_then(|n| n.data.as_ref())
+            .and_then(|(_, n)| n.data.as_ref())
             .map_or(0, |d| d.len() as i64);
-        let acl = removed.map_or_else(|| self.open_acl.clone(), |n| n.acl);
+        let (key, acl) = match removed {
+            Some((key, n)) => (key, n.acl),
+            None => (path.into(), self.open_acl.clone()),
+        };
         self.quota_deleted(parent_key, child, path, bytes);
         events.push(TreeEvent::Deleted {
-            path: path.to_string(),
+            path: key,
             acl,
             parent_acl,
         });
@@ -601,7 +622,11 @@ impl DataTree {
             return Err(ErrorCode::BadVersion);
         }
         self.save(path);
-        let node = self.nodes.get_mut(Self::key(path)).expect("checked above");
+        let (key, node) = self
+            .nodes
+            .get_key_mut(Self::key(path))
+            .expect("checked above");
+        let key = key.clone();
         let len = |d: &Option<Bytes>| d.as_ref().map_or(0, |d| d.len() as i64);
         let bytes_diff = len(&data) - len(&node.data);
         node.data = data;
@@ -611,10 +636,7 @@ impl DataTree {
         let stat = node.stat();
         let acl = node.acl.clone();
         self.quota_data_changed(path, bytes_diff);
-        events.push(TreeEvent::DataChanged {
-            path: path.to_string(),
-            acl,
-        });
+        events.push(TreeEvent::DataChanged { path: key, acl });
         Ok(stat)
     }
 
@@ -713,7 +735,8 @@ mod tests {
             mode: CreateMode::from_flags(flags)?,
             ttl: 0,
         };
-        t.create(zxid, 0, args, ME, &mut Vec::new()).map(|(p, _)| p)
+        t.create(zxid, 0, args, ME, &mut Vec::new())
+            .map(|(p, _)| p.to_string())
     }
 
     #[test]

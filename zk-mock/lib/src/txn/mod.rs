@@ -5,6 +5,8 @@
 //! that follower applies it; it needs nothing but the replica, the settings
 //! and the txn, so every replica reaches the same result.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 
 use crate::proto::*;
@@ -198,7 +200,7 @@ impl Writer<'_> {
     }
 
     /// create in `pRequest2TxnCreate` order: flags, TTL rules, then the tree's checks.
-    fn create(&mut self, new: NewNode<'_>) -> Result<(String, Stat), ErrorCode> {
+    fn create(&mut self, new: NewNode<'_>) -> Result<(Arc<str>, Stat), ErrorCode> {
         let mode = CreateMode::from_flags(new.flags)?;
         if mode.ttl && !self.settings.extended_types {
             // zookeeper.extendedTypesEnabled is false by default.
@@ -284,6 +286,7 @@ impl Writer<'_> {
             // createContainer and createTTL already answer type 15 with a Stat.
             MultiOp::Create(code, r) => {
                 let (path, stat) = self.create(NewNode::create(*code, r))?;
+                let path = path.to_string();
                 match code {
                     OpCode::CreateContainer => MultiResult::Create2 { path, stat },
                     OpCode::Create2 if self.settings.compat == Compat::V3_9 => {
@@ -294,7 +297,10 @@ impl Writer<'_> {
             }
             MultiOp::CreateTtl(r) => {
                 let (path, stat) = self.create(NewNode::ttl(r))?;
-                MultiResult::Create2 { path, stat }
+                MultiResult::Create2 {
+                    path: path.to_string(),
+                    stat,
+                }
             }
             MultiOp::Delete(r) => {
                 self.tree
@@ -353,7 +359,7 @@ impl<'a> NewNode<'a> {
     }
 }
 
-fn create_reply(code: OpCode, path: String, stat: Stat) -> Reply {
+fn create_reply(code: OpCode, path: Arc<str>, stat: Stat) -> Reply {
     match code {
         OpCode::Create => Reply::Path(path),
         _ => Reply::PathStat(path, stat),

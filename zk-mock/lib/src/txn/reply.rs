@@ -1,7 +1,10 @@
 //! [`Reply`]: a successful reply body, as data, and its encoding.
 
+use std::sync::Arc;
+
 use bytes::{Bytes, BytesMut};
 
+use crate::codec::jute::put_ustring;
 use crate::codec::Record;
 use crate::proto::*;
 
@@ -9,8 +12,9 @@ use crate::proto::*;
 #[derive(Debug)]
 pub(crate) enum Reply {
     None,
-    Path(String),
-    PathStat(String, Stat),
+    /// A create's path: the tree's own copy of it, not another.
+    Path(Arc<str>),
+    PathStat(Arc<str>, Stat),
     Stat(Stat),
     Data(Option<Bytes>, Stat),
     Children(Vec<String>),
@@ -29,8 +33,12 @@ impl Reply {
         ReplyHeader { xid, zxid, err: 0 }.encode(b);
         match self {
             Reply::None => {}
-            Reply::Path(path) => CreateResponse { path }.encode(b),
-            Reply::PathStat(path, stat) => Create2Response { path, stat }.encode(b),
+            // CreateResponse and Create2Response, field by field.
+            Reply::Path(path) => put_ustring(b, &path),
+            Reply::PathStat(path, stat) => {
+                put_ustring(b, &path);
+                stat.encode(b);
+            }
             Reply::Stat(stat) => StatResponse { stat }.encode(b),
             Reply::Data(data, stat) => GetDataResponse { data, stat }.encode(b),
             Reply::Children(children) => GetChildrenResponse { children }.encode(b),

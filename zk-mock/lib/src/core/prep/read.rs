@@ -84,7 +84,7 @@ impl State {
                 // (`FollowerRequestProcessor` sends sync to the leader, and the
                 // answer comes after every commit before it).
                 self.catch_up(server);
-                self.read(cx, |_| Ok(Reply::Path(r.path.clone())))
+                self.read(cx, |_| Ok(Reply::Path(r.path.as_str().into())))
             }
             Request::GetEphemerals(r) => self.read(cx, |st| {
                 let prefix = r.path.trim();
