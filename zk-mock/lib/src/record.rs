@@ -1174,6 +1174,30 @@ pub(crate) mod tests {
     use super::*;
     use crate::observe::Observers;
 
+    #[test]
+    fn a_node_path_reads_prints_and_serializes_as_a_string_and_is_not_copied() {
+        let shared: Arc<str> = "/locks/lock-0000000001".into();
+        let mut log = Recorder::new(true, 10);
+        log.change(5, 7, 0x100, shared.clone(), ChangeKind::Created);
+        let p = &log.changes[0].path;
+        assert!(
+            Arc::ptr_eq(&p.0, &shared),
+            "the record shares the tree's copy"
+        );
+        assert_eq!(*p, "/locks/lock-0000000001");
+        assert_eq!(*p, String::from("/locks/lock-0000000001"));
+        assert!(p.starts_with("/locks/"));
+        assert_eq!(p.as_str(), "/locks/lock-0000000001");
+        assert_eq!(
+            format!("{p} {p:?}"),
+            "/locks/lock-0000000001 \"/locks/lock-0000000001\""
+        );
+        assert_eq!(
+            serde_json::to_string(&log.changes()[0]).unwrap(),
+            r#"{"seq":1,"at_ms":5,"zxid":7,"session":256,"path":"/locks/lock-0000000001","kind":"created"}"#
+        );
+    }
+
     pub(crate) fn req(
         session: i64,
         xid: i32,
