@@ -33,28 +33,20 @@ fn main() {
         .collect();
     feed_all(&mut s, &mk);
     let path = |r: usize, i: usize| format!("/b/s{}/c{r}-{i}", i % dirs);
-    let mut creates = vec![];
-    for r in 0..rounds {
-        let frames: Vec<Bytes> = (0..per)
-            .map(|i| create_frame(i as i32 + 2, &path(r, i)))
-            .collect();
-        let t = feed_all(&mut s, &frames);
-        creates.push(t.as_nanos() as f64 / per as f64);
-    }
-    let mut sets = vec![];
-    for r in 0..rounds {
-        let frames: Vec<Bytes> = (0..per)
-            .map(|i| set_data_frame(i as i32 + 2, &path(r, i)))
-            .collect();
-        sets.push(feed_all(&mut s, &frames).as_nanos() as f64 / per as f64);
-    }
-    let mut deletes = vec![];
-    for r in 0..rounds {
-        let frames: Vec<Bytes> = (0..per)
-            .map(|i| delete_frame(i as i32 + 2, &path(r, i)))
-            .collect();
-        deletes.push(feed_all(&mut s, &frames).as_nanos() as f64 / per as f64);
-    }
+    // Each round's time per request: `per` requests made by `frame`, one
+    // per path of the round.
+    let mut time_rounds = |frame: fn(i32, &str) -> Bytes| -> Vec<f64> {
+        (0..rounds)
+            .map(|r| {
+                let frames: Vec<Bytes> =
+                    (0..per).map(|i| frame(i as i32 + 2, &path(r, i))).collect();
+                feed_all(&mut s, &frames).as_nanos() as f64 / per as f64
+            })
+            .collect()
+    };
+    let creates = time_rounds(create_frame);
+    let sets = time_rounds(set_data_frame);
+    let deletes = time_rounds(delete_frame);
     let show = |name: &str, v: &[f64]| {
         let mut m = v.to_vec();
         m.sort_by(f64::total_cmp);

@@ -13,7 +13,8 @@
 //! ends. With a request latency set, every request is applied no sooner
 //! than that after it was read, a write that long after its sync; a new
 //! session's handshake waits too, a reconnect does not (ZooKeeper
-//! re-attaches a session outside its pipeline, `revalidateSession`). What a connection sends after a waiting request is still read (a
+//! re-attaches a session outside its pipeline, `revalidateSession`). What
+//! a connection sends after a waiting request is still read (a
 //! pipelined write joins the batch), but is applied behind it, in order, as
 //! in ZooKeeper. Other connections are not held: a read that overtakes a
 //! write in flight is one a quorum's follower would answer the same way. A

@@ -58,11 +58,7 @@ pub enum TreeEvent {
 impl TreeEvent {
     /// The changed node's path.
     pub fn path(&self) -> &str {
-        match self {
-            TreeEvent::Created { path, .. }
-            | TreeEvent::Deleted { path, .. }
-            | TreeEvent::DataChanged { path, .. } => path,
-        }
+        self.shared_path()
     }
 
     /// The changed node's path, as the tree keeps it.
