@@ -444,6 +444,15 @@ public final class ZkMockServer implements Closeable {
         }
     }
 
+    /**
+     * Starts a leader election in the ensemble, as losing its leader would: every server
+     * drops its clients and takes none until {@code window} has passed, then the
+     * highest-numbered server that is up leads ({@code POST /election}).
+     */
+    public void leaderElection(Duration window) {
+        call("POST", "/election", Map.of("ms", window.toMillis()));
+    }
+
     /** The servers: each one's {@code status}, {@code role} and address, as the admin interface has them. */
     public List<Map<String, Object>> servers() {
         return listOfMaps(call("GET", "/servers", null));

@@ -5,12 +5,20 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.RetryNTimes;
+import org.apache.curator.test.InstanceSpec;
+import org.apache.curator.test.TestingCluster;
 import org.apache.curator.test.TestingServer;
 import org.apache.curator.test.Timing;
 import org.apache.zookeeper.KeeperException;
@@ -80,6 +88,40 @@ class ZkMockOnlyTest {
             c.blockUntilConnected();
             server.getZkMock().expireSession(c.getZookeeperClient().getZooKeeper().getSessionId());
             DropInTest.awaitState(states, ConnectionState.LOST);
+        }
+    }
+
+    /**
+     * Curator's TestingCluster.start() returns before its servers have elected a leader; the
+     * drop-in's too: each server answers srvr that it is not serving, and a client connects
+     * once the election is over.
+     */
+    @Test
+    void aNewClusterElectsItsFirstLeaderAfterStartReturns() throws Exception {
+        try (TestingCluster cluster = new TestingCluster(3)) {
+            cluster.start();
+            for (InstanceSpec s : cluster.getInstances()) {
+                String answer = srvr(s.getPort());
+                assertTrue(answer.contains("not currently serving"), answer);
+            }
+            try (CuratorFramework c = DropInTest.client(cluster.getConnectString(), 30_000)) {
+                assertTrue(c.blockUntilConnected(new Timing().forWaiting().seconds(), TimeUnit.SECONDS));
+            }
+            for (InstanceSpec s : cluster.getInstances()) {
+                String answer = srvr(s.getPort());
+                assertTrue(answer.contains("Mode: "), answer);
+            }
+        }
+    }
+
+    /** The answer to the four-letter word {@code srvr}. */
+    static String srvr(int port) throws IOException {
+        try (Socket s = new Socket("127.0.0.1", port)) {
+            OutputStream out = s.getOutputStream();
+            out.write("srvr".getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            InputStream in = s.getInputStream();
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
         }
     }
 }

@@ -62,6 +62,18 @@ final class MockEnsemble {
     /** The connect latency unless {@link #CONNECT_LATENCY} says otherwise, µs. */
     static final int DEFAULT_CONNECT_LATENCY_MICROS = 2000;
 
+    /**
+     * The system property that sets how long a cluster's first leader election takes, ms.
+     * Curator's {@code TestingCluster.start()} returns once each server's {@code QuorumPeer}
+     * runs, before the servers have elected a leader: a client that connects meanwhile is
+     * closed unanswered and tries again, so a test's clients find the cluster at different
+     * moments, not all at once. 0 starts the cluster with its leader elected.
+     */
+    static final String START_ELECTION = "zkmock.startElectionMillis";
+
+    /** The first election's length unless {@link #START_ELECTION} says otherwise, ms. */
+    static final int DEFAULT_START_ELECTION_MILLIS = 200;
+
     /** The custom properties that become the binary's flags; others are ignored with a warning. */
     private static final Set<String> KNOWN_PROPERTIES = Set.of("minSessionTimeout", "maxSessionTimeout", "reconfigEnabled");
 
@@ -103,6 +115,10 @@ final class MockEnsemble {
             launch();
             java.util.Arrays.fill(up, true);
             java.util.Arrays.fill(closed, false);
+            int election = Integer.getInteger(START_ELECTION, DEFAULT_START_ELECTION_MILLIS);
+            if (specs.size() > 1 && election > 0) {
+                server.leaderElection(Duration.ofMillis(election));
+            }
             return;
         }
         for (int j = 0; j < specs.size(); j++) {
