@@ -26,7 +26,13 @@ pub(crate) struct Clock {
     start: Instant,
     start_wall_ms: i64,
     offset_ms: AtomicU64,
+    /// The time a request in progress reads ([`Clock::pin`]), or
+    /// [`UNPINNED`]: one request is one instant, as ZooKeeper's txn header
+    /// carries one time, and it reads the system clock once.
+    pinned_ms: AtomicU64,
 }
+
+const UNPINNED: u64 = u64::MAX;
 
 impl Clock {
     pub(crate) fn new(mode: ClockMode) -> Clock {
@@ -38,11 +44,36 @@ impl Clock {
             start: Instant::now(),
             start_wall_ms,
             offset_ms: AtomicU64::new(0),
+            pinned_ms: AtomicU64::new(UNPINNED),
         }
     }
 
     /// Milliseconds since the server started, as sessions see them.
     pub(crate) fn now_ms(&self) -> u64 {
+        match self.pinned_ms.load(Ordering::Relaxed) {
+            UNPINNED => self.read_ms(),
+            pinned => pinned,
+        }
+    }
+
+    /// Holds the time still at now until [`Clock::unpin`], for one request
+    /// applied under the state's lock (nothing advances the clock
+    /// meanwhile). False if it was held already: only the caller that
+    /// pinned it unpins it.
+    pub(crate) fn pin(&self) -> bool {
+        if self.pinned_ms.load(Ordering::Relaxed) != UNPINNED {
+            return false;
+        }
+        self.pinned_ms.store(self.read_ms(), Ordering::Relaxed);
+        true
+    }
+
+    /// Lets the time run again (see [`Clock::pin`]).
+    pub(crate) fn unpin(&self) {
+        self.pinned_ms.store(UNPINNED, Ordering::Relaxed);
+    }
+
+    fn read_ms(&self) -> u64 {
         let base = match self.mode {
             ClockMode::Real => self.start.elapsed().as_millis() as u64,
             ClockMode::Manual => 0,
@@ -58,6 +89,7 @@ impl Clock {
 
     /// Moves the clock forward.
     pub(crate) fn advance(&self, by: Duration) {
+        debug_assert_eq!(self.pinned_ms.load(Ordering::Relaxed), UNPINNED);
         self.offset_ms
             .fetch_add(by.as_millis() as u64, Ordering::Relaxed);
     }
@@ -80,6 +112,20 @@ mod tests {
         c.advance(Duration::from_millis(1500));
         assert_eq!(c.now_ms(), 1500);
         assert_eq!(c.wall_ms(), c.start_wall_ms + 1500);
+    }
+
+    #[test]
+    fn a_pinned_clock_reads_one_time_until_unpinned() {
+        let c = Clock::new(ClockMode::Real);
+        c.advance(Duration::from_secs(60));
+        assert!(c.pin());
+        let pinned = c.now_ms();
+        assert!(!c.pin(), "pinned already");
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(c.now_ms(), pinned);
+        assert_eq!(c.wall_ms(), c.start_wall_ms + pinned as i64);
+        c.unpin();
+        assert!(c.now_ms() >= pinned + 20);
     }
 
     #[test]

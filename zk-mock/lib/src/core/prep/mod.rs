@@ -98,6 +98,23 @@ impl State {
         op: i32,
         req: Result<Request, RequestError>,
     ) -> Flow {
+        // One request, one time: its session touch, its txn's time, its
+        // records and its events all read the clock once.
+        let pinned = self.clock.pin();
+        let flow = self.process_request(conn, xid, op, req);
+        if pinned {
+            self.clock.unpin();
+        }
+        flow
+    }
+
+    fn process_request(
+        &mut self,
+        conn: ConnId,
+        xid: i32,
+        op: i32,
+        req: Result<Request, RequestError>,
+    ) -> Flow {
         self.out.packets_received += 1;
         let Some(c) = self.out.conns.get_mut(&conn) else {
             return Flow::Close;
