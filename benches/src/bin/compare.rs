@@ -42,6 +42,12 @@ struct Args {
     /// Recipes for the lock sections (default: all).
     #[arg(long, value_delimiter = ',')]
     recipes: Vec<String>,
+    /// Runs of each op and session count in the ops section, the floor and
+    /// the servers taking turns: the table gives the medians (one run with
+    /// `--quick`). One run's CPU ratio to the floor swings by ±0.3x on a
+    /// shared 2-core machine.
+    #[arg(long, default_value_t = 5)]
+    repeats: usize,
 }
 
 struct Report {
@@ -99,6 +105,20 @@ fn cpu_cell(per: &[Duration]) -> String {
         ),
         _ => "-".into(),
     }
+}
+
+fn median_f64(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Each run's ratio, after the median, when there was more than one.
+fn each_run(ratios: &[f64]) -> String {
+    if ratios.len() < 2 {
+        return String::new();
+    }
+    let each: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
+    format!("; runs {}", each.join(" "))
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -167,7 +187,10 @@ async fn run(args: Args) -> Result<(), BoxError> {
         // mock's server CPU per op within 1.5x of it, its throughput at
         // least 80% of it, at 16 and 64 sessions).
         let floor = Server::floor()?;
-        r.line("## Ops (closed loop, one op outstanding per session)\n");
+        let repeats = if args.quick { 1 } else { args.repeats.max(1) };
+        r.line(format!(
+            "## Ops (closed loop, one op outstanding per session; each figure the median of {repeats} run(s), the floor and the servers taking turns)\n"
+        ));
         r.line("| op | sessions | floor ops/s | zk-mock ops/s | ZooKeeper ops/s | zk-mock / ZooKeeper | zk-mock / floor, ops/s | zk-mock p50 / p99 | ZooKeeper p50 / p99 | server CPU per op: floor / zk-mock / ZooKeeper | zk-mock CPU / floor CPU |");
         r.line("|---|---|---|---|---|---|---|---|---|---|---|");
         let total_ops = if args.quick { 2_000 } else { 20_000 };
@@ -179,24 +202,44 @@ async fn run(args: Args) -> Result<(), BoxError> {
             }
             for op in Op::ALL {
                 let per = (total_ops / sessions).max(20);
-                op_workload(&floor_clients, op, (per / 10).max(5)).await?;
-                let w = OpWorkload::prepare(&floor_clients, op, per).await?;
-                let (floor_run, floor_used) = with_cpu(&floor, w.run()).await?;
-                let floor_cpu = floor_used / floor_run.ops.max(1) as u32;
-                let mut runs = Vec::new();
-                let mut cpu = Vec::new();
-                for (cs, s) in clients.iter().zip(&servers) {
-                    // Warm up (JIT, caches), then measure.
-                    op_workload(cs, op, (per / 10).max(5)).await?;
-                    let w = OpWorkload::prepare(cs, op, per).await?;
-                    let (run, used) = with_cpu(s, w.run()).await?;
-                    cpu.push(used / run.ops.max(1) as u32);
-                    runs.push(run);
-                    if let Some(m) = mock.mock_handle() {
-                        m.clear_recording();
+                // The floor and each server take turns, `repeats` times;
+                // each column is the median of its runs, and latencies are
+                // taken over all of them.
+                let mut floor_tput = Vec::new();
+                let mut floor_cpus = Vec::new();
+                let mut tput = vec![Vec::new(); servers.len()];
+                let mut cpus = vec![Vec::new(); servers.len()];
+                let mut lats = vec![Vec::new(); servers.len()];
+                let mut per_repeat = Vec::new();
+                for _ in 0..repeats {
+                    op_workload(&floor_clients, op, (per / 10).max(5)).await?;
+                    let w = OpWorkload::prepare(&floor_clients, op, per).await?;
+                    let (floor_run, floor_used) = with_cpu(&floor, w.run()).await?;
+                    let floor_cpu = floor_used / floor_run.ops.max(1) as u32;
+                    floor_tput.push(floor_run.throughput());
+                    floor_cpus.push(floor_cpu);
+                    for (i, (cs, s)) in clients.iter().zip(&servers).enumerate() {
+                        // Warm up (JIT, caches), then measure.
+                        op_workload(cs, op, (per / 10).max(5)).await?;
+                        let w = OpWorkload::prepare(cs, op, per).await?;
+                        let (run, used) = with_cpu(s, w.run()).await?;
+                        let c = used / run.ops.max(1) as u32;
+                        if i == 0 {
+                            per_repeat.push(c.as_secs_f64() / floor_cpu.as_secs_f64().max(1e-12));
+                        }
+                        cpus[i].push(c);
+                        tput[i].push(run.throughput());
+                        lats[i].extend(run.latencies);
+                        if let Some(m) = mock.mock_handle() {
+                            m.clear_recording();
+                        }
                     }
                 }
-                let ratio = runs.get(1).map(|z| runs[0].throughput() / z.throughput());
+                let tput: Vec<f64> = tput.into_iter().map(median_f64).collect();
+                let cpu: Vec<Duration> = cpus.into_iter().map(median).collect();
+                let floor_tput_med = median_f64(floor_tput);
+                let floor_cpu = median(floor_cpus);
+                let ratio = tput.get(1).map(|z| tput[0] / z.max(1e-9));
                 let want = if op.is_write() { 5.0 } else { 3.0 };
                 let verdict = if sessions >= 16 {
                     r.target(&format!("{} x{sessions}", op.name()), ratio, want)
@@ -205,7 +248,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
                         .map(|x| format!("{x:.1}x"))
                         .unwrap_or_else(|| "-".into())
                 };
-                let of_floor = runs[0].throughput() / floor_run.throughput().max(1e-9);
+                let of_floor = tput[0] / floor_tput_med.max(1e-9);
                 let cpu_over_floor = cpu[0].as_secs_f64() / floor_cpu.as_secs_f64().max(1e-12);
                 let (floor_tput, floor_cpu_cell) = if sessions >= 16 {
                     let what = format!("{} x{sessions}", op.name());
@@ -222,31 +265,34 @@ async fn run(args: Args) -> Result<(), BoxError> {
                     }
                     (
                         format!("{:.0}% (target 80%)", of_floor * 100.0),
-                        format!("{cpu_over_floor:.2}x (target 1.5x)"),
+                        format!(
+                            "{cpu_over_floor:.2}x (target 1.5x){}",
+                            each_run(&per_repeat)
+                        ),
                     )
                 } else {
                     (
                         format!("{:.0}%", of_floor * 100.0),
-                        format!("{cpu_over_floor:.2}x"),
+                        format!("{cpu_over_floor:.2}x{}", each_run(&per_repeat)),
                     )
                 };
-                let lat = |run: &benches::OpRun| {
+                let lat = |latencies: &Vec<Duration>| {
                     format!(
                         "{} / {}",
-                        ms(percentile(&run.latencies, 0.5)),
-                        ms(percentile(&run.latencies, 0.99))
+                        ms(percentile(latencies, 0.5)),
+                        ms(percentile(latencies, 0.99))
                     )
                 };
                 r.line(format!(
                     "| {} | {sessions} | {:.0} | {:.0} | {} | {verdict} | {floor_tput} | {} | {} | {} / {} | {floor_cpu_cell} |",
                     op.name(),
-                    floor_run.throughput(),
-                    runs[0].throughput(),
-                    runs.get(1)
-                        .map(|z| format!("{:.0}", z.throughput()))
+                    floor_tput_med,
+                    tput[0],
+                    tput.get(1)
+                        .map(|z| format!("{z:.0}"))
                         .unwrap_or_else(|| "-".into()),
-                    lat(&runs[0]),
-                    runs.get(1).map(lat).unwrap_or_else(|| "-".into()),
+                    lat(&lats[0]),
+                    lats.get(1).map(lat).unwrap_or_else(|| "-".into()),
                     ms(floor_cpu),
                     cpu_cell(&cpu),
                 ));
