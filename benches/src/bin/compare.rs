@@ -205,9 +205,9 @@ async fn run(args: Args) -> Result<(), BoxError> {
                 // The floor and each server take turns, `repeats` times;
                 // each column is the median of its runs, and latencies are
                 // taken over all of them.
-                let mut floor_tput = Vec::new();
+                let mut floor_tputs = Vec::new();
                 let mut floor_cpus = Vec::new();
-                let mut tput = vec![Vec::new(); servers.len()];
+                let mut tputs = vec![Vec::new(); servers.len()];
                 let mut cpus = vec![Vec::new(); servers.len()];
                 let mut lats = vec![Vec::new(); servers.len()];
                 let mut per_repeat = Vec::new();
@@ -216,7 +216,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
                     let w = OpWorkload::prepare(&floor_clients, op, per).await?;
                     let (floor_run, floor_used) = with_cpu(&floor, w.run()).await?;
                     let floor_cpu = floor_used / floor_run.ops.max(1) as u32;
-                    floor_tput.push(floor_run.throughput());
+                    floor_tputs.push(floor_run.throughput());
                     floor_cpus.push(floor_cpu);
                     for (i, (cs, s)) in clients.iter().zip(&servers).enumerate() {
                         // Warm up (JIT, caches), then measure.
@@ -228,16 +228,16 @@ async fn run(args: Args) -> Result<(), BoxError> {
                             per_repeat.push(c.as_secs_f64() / floor_cpu.as_secs_f64().max(1e-12));
                         }
                         cpus[i].push(c);
-                        tput[i].push(run.throughput());
+                        tputs[i].push(run.throughput());
                         lats[i].extend(run.latencies);
                         if let Some(m) = mock.mock_handle() {
                             m.clear_recording();
                         }
                     }
                 }
-                let tput: Vec<f64> = tput.into_iter().map(median_f64).collect();
+                let tput: Vec<f64> = tputs.into_iter().map(median_f64).collect();
                 let cpu: Vec<Duration> = cpus.into_iter().map(median).collect();
-                let floor_tput_med = median_f64(floor_tput);
+                let floor_tput_med = median_f64(floor_tputs);
                 let floor_cpu = median(floor_cpus);
                 let ratio = tput.get(1).map(|z| tput[0] / z.max(1e-9));
                 let want = if op.is_write() { 5.0 } else { 3.0 };
