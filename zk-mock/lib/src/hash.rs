@@ -113,6 +113,19 @@ impl<V> StrMap<V> {
             })
     }
 
+    /// Adds `key` with `value` if it is not in, keeping the key as given
+    /// (shared, not copied); false (and nothing changes) if it is.
+    pub(crate) fn insert_new_shared(&mut self, key: Arc<str>, value: V) -> bool {
+        let (hash, entry) = self.entry(&key);
+        match entry {
+            Entry::Occupied(_) => false,
+            Entry::Vacant(v) => {
+                v.insert(Slot { hash, key, value });
+                true
+            }
+        }
+    }
+
     /// Whether `key` is in.
     pub(crate) fn contains_key(&self, key: &str) -> bool {
         self.get(key).is_some()
@@ -131,23 +144,6 @@ impl<V> StrMap<V> {
                     value,
                 });
                 None
-            }
-        }
-    }
-
-    /// Adds `key` with `value` if it is not in; false (and nothing
-    /// changes) if it is.
-    pub(crate) fn insert_new(&mut self, key: &str, value: V) -> bool {
-        let (hash, entry) = self.entry(key);
-        match entry {
-            Entry::Occupied(_) => false,
-            Entry::Vacant(v) => {
-                v.insert(Slot {
-                    hash,
-                    key: key.into(),
-                    value,
-                });
-                true
             }
         }
     }
@@ -240,9 +236,12 @@ mod tests {
     fn a_str_map_keeps_every_entry_through_growth_and_shrinking() {
         let mut m: StrMap<usize> = StrMap::default();
         for i in 0..10_000 {
-            assert!(m.insert_new(&format!("/a/n-{i}"), i));
+            assert!(m.insert_new_shared(format!("/a/n-{i}").into(), i));
         }
-        assert!(!m.insert_new("/a/n-7", 0), "present: nothing changes");
+        assert!(
+            !m.insert_new_shared("/a/n-7".into(), 0),
+            "present: nothing changes"
+        );
         assert_eq!(m["/a/n-7"], 7);
         assert_eq!(m.insert("/a/n-7", 70), Some(7));
         *m.get_or_insert_with("/a/n-8", || 0) += 1;

@@ -25,10 +25,17 @@ fn bin(name: &str, table: usize) -> usize {
 }
 
 /// The bookkeeping that decides a `HashSet<String>`'s iteration order.
+///
+/// A member is kept as a key the tree already holds (a node's path), so
+/// adding one copies nothing: a session's ephemerals are their paths, and a
+/// node's children are their paths with the first `skip` bytes (the
+/// parent's path and a `/`) left off. Lookups take the key whole.
 #[derive(Debug, Clone)]
 pub(crate) struct JavaHashSet {
-    /// Each member's insertion number.
+    /// Each member's insertion number, by key.
     seq: StrMap<u64>,
+    /// How many bytes of a key come before the member's name.
+    skip: usize,
     next: u64,
     /// The table size (0 until the first insertion).
     table: usize,
@@ -40,8 +47,15 @@ impl JavaHashSet {
     /// A set created with `new HashSet<>(capacity)` (a power of two here;
     /// `new HashSet<>()` is 16).
     pub(crate) fn with_capacity(capacity: usize) -> JavaHashSet {
+        JavaHashSet::of_names(capacity, 0)
+    }
+
+    /// [`with_capacity`](Self::with_capacity) for members whose names
+    /// start `skip` bytes into their keys.
+    pub(crate) fn of_names(capacity: usize, skip: usize) -> JavaHashSet {
         JavaHashSet {
             seq: StrMap::default(),
+            skip,
             next: 0,
             table: 0,
             initial: capacity.next_power_of_two().max(1),
@@ -56,18 +70,37 @@ impl JavaHashSet {
         self.seq.len()
     }
 
-    pub(crate) fn contains(&self, name: &str) -> bool {
-        self.seq.contains_key(name)
+    /// Whether the member keyed `key` is in.
+    pub(crate) fn contains(&self, key: &str) -> bool {
+        self.seq.contains_key(key)
+    }
+
+    /// The bytes a key has before its member's name.
+    pub(crate) fn skip(&self) -> usize {
+        self.skip
     }
 
     /// The names, in no particular order.
     pub(crate) fn names(&self) -> impl Iterator<Item = &str> + '_ {
-        self.seq.keys()
+        self.seq.keys().map(|k| &k[self.skip..])
     }
 
-    /// Adds `name`; false if it was there.
-    pub(crate) fn insert(&mut self, name: &str) -> bool {
-        if !self.seq.insert_new(name, self.next) {
+    /// Any one key.
+    pub(crate) fn any_key(&self) -> Option<&str> {
+        self.seq.keys().next()
+    }
+
+    /// Adds the member keyed `key` (copied); false if it was there.
+    #[cfg(test)]
+    pub(crate) fn insert(&mut self, key: &str) -> bool {
+        self.insert_shared(key.into())
+    }
+
+    /// Adds the member keyed `key`, keeping the key as given; false if it
+    /// was there.
+    pub(crate) fn insert_shared(&mut self, key: std::sync::Arc<str>) -> bool {
+        debug_assert!(key.len() >= self.skip);
+        if !self.seq.insert_new_shared(key, self.next) {
             return false;
         }
         self.next += 1;
@@ -80,9 +113,9 @@ impl JavaHashSet {
         true
     }
 
-    /// Removes `name`; false if it was not there.
-    pub(crate) fn remove(&mut self, name: &str) -> bool {
-        let removed = self.seq.remove(name).is_some();
+    /// Removes the member keyed `key`; false if it was not there.
+    pub(crate) fn remove(&mut self, key: &str) -> bool {
+        let removed = self.seq.remove(key).is_some();
         self.seq.shrink_if_sparse();
         removed
     }
@@ -98,7 +131,10 @@ impl JavaHashSet {
         let mut v: Vec<(usize, u64, &str)> = self
             .seq
             .iter()
-            .map(|(n, s)| (bin(n, self.table), *s, n))
+            .map(|(k, s)| {
+                let n = &k[self.skip..];
+                (bin(n, self.table), *s, n)
+            })
             .collect();
         v.sort_unstable();
         v.into_iter().map(|(_, _, n)| n).collect()

@@ -164,17 +164,19 @@ impl DataTree {
     pub fn new() -> DataTree {
         let open: Arc<[Acl]> = Acl::open_unsafe().into();
         let mut nodes = StrMap::default();
+        let [zookeeper, quota, config_path]: [Arc<str>; 3] =
+            ["/zookeeper", "/zookeeper/quota", "/zookeeper/config"].map(Arc::from);
         let mut root = Node::special(open.clone());
-        root.add_child("zookeeper");
+        root.add_child(zookeeper.clone(), 1);
         let mut zk = Node::special(open.clone());
-        zk.add_child("quota");
-        zk.add_child("config");
+        zk.add_child(quota.clone(), "/zookeeper/".len());
+        zk.add_child(config_path.clone(), "/zookeeper/".len());
         let mut config = Node::special(Acl::read_unsafe().into());
         config.aversion = -1;
         nodes.insert("/", Box::new(root));
-        nodes.insert("/zookeeper", Box::new(zk));
-        nodes.insert("/zookeeper/quota", Box::new(Node::special(open.clone())));
-        nodes.insert("/zookeeper/config", Box::new(config));
+        nodes.insert_shared(zookeeper, Box::new(zk));
+        nodes.insert_shared(quota, Box::new(Node::special(open.clone())));
+        nodes.insert_shared(config_path, Box::new(config));
         DataTree {
             nodes,
             ephemerals: Map::default(),
@@ -307,7 +309,6 @@ impl DataTree {
         if let Some(old) = self.nodes.insert_shared(path.clone(), Box::new(node)) {
             self.forget_ephemeral(&path, &old);
         }
-        let path = &*path;
         // After forgetting the old version: restoring a saved ephemeral over
         // itself (a rolled-back multi) must leave it indexed.
         if let NodeKind::Ephemeral(s) = kind {
@@ -315,7 +316,7 @@ impl DataTree {
             self.ephemerals
                 .entry(s)
                 .or_insert_with(|| JavaHashSet::with_capacity(16))
-                .insert(path);
+                .insert_shared(path.clone());
         }
     }
 
@@ -461,7 +462,7 @@ impl DataTree {
             .nodes
             .get_mut(parent_key)
             .expect("parent checked above");
-        parent.add_child(&full[parent_path.len() + 1..]);
+        parent.add_child(full.clone(), parent_path.len() + 1);
         parent.cversion = parent.cversion.wrapping_add(1);
         parent.pzxid = zxid;
         let parent_acl = parent.acl.clone();
@@ -581,7 +582,7 @@ impl DataTree {
         self.save(path);
         let mut parent_acl = self.open_acl.clone();
         if let Some(parent) = self.nodes.get_mut(parent_key) {
-            parent.remove_child(child);
+            parent.remove_child(path);
             if zxid > parent.pzxid {
                 parent.pzxid = zxid;
             }

@@ -71,7 +71,17 @@ impl Children {
 
     /// Whether `name` is a child.
     pub fn contains(&self, name: &str) -> bool {
-        self.0.as_ref().is_some_and(|c| c.set.contains(name))
+        let Some(c) = &self.0 else {
+            return false;
+        };
+        // The set holds each child by its path: the parent's path (any
+        // member's first `skip` bytes) and the name.
+        c.set.any_key().is_some_and(|k| {
+            let mut key = String::with_capacity(c.set.skip() + name.len());
+            key.push_str(&k[..c.set.skip()]);
+            key.push_str(name);
+            c.set.contains(&key)
+        })
     }
 
     /// The names, in no particular order.
@@ -86,27 +96,30 @@ impl Children {
         v
     }
 
-    /// Adds a name; false if it was there.
-    pub(crate) fn insert(&mut self, name: &str) -> bool {
+    /// Adds the child whose path is `path`, its name starting at byte
+    /// `name_at`; the set keeps the path as given (the node table's key),
+    /// so adding one copies nothing. False if it was there.
+    pub(crate) fn insert(&mut self, path: Arc<str>, name_at: usize) -> bool {
         let c = self.0.get_or_insert_with(|| {
             Box::new(ChildSet {
-                set: JavaHashSet::with_capacity(8),
+                set: JavaHashSet::of_names(8, name_at),
                 cache: std::sync::OnceLock::new(),
             })
         });
-        let added = c.set.insert(name);
+        debug_assert_eq!(c.set.skip(), name_at, "{path}");
+        let added = c.set.insert_shared(path);
         if added {
             c.cache = std::sync::OnceLock::new();
         }
         added
     }
 
-    /// Removes a name; false if it was not there.
-    pub(crate) fn remove(&mut self, name: &str) -> bool {
+    /// Removes the child whose path is `path`; false if it was not there.
+    pub(crate) fn remove(&mut self, path: &str) -> bool {
         let Some(c) = self.0.as_mut() else {
             return false;
         };
-        let removed = c.set.remove(name);
+        let removed = c.set.remove(path);
         if removed {
             c.cache = std::sync::OnceLock::new();
         }
@@ -132,14 +145,15 @@ impl Children {
 }
 
 impl Node {
-    /// Adds a child name (no-op if present).
-    pub(crate) fn add_child(&mut self, name: &str) {
-        self.children.insert(name);
+    /// Adds the child at `path`, its name starting at byte `name_at`
+    /// (no-op if present).
+    pub(crate) fn add_child(&mut self, path: Arc<str>, name_at: usize) {
+        self.children.insert(path, name_at);
     }
 
-    /// Removes a child name.
-    pub(crate) fn remove_child(&mut self, name: &str) {
-        self.children.remove(name);
+    /// Removes the child at `path`.
+    pub(crate) fn remove_child(&mut self, path: &str) {
+        self.children.remove(path);
     }
 
     /// The children in the order a real ZooKeeper lists them.
