@@ -1688,8 +1688,16 @@ pub(crate) fn set_watches2_persistent() -> Vec<Op> {
         sync(1, "@"),
         set(0, "@/p", d("missed"), -1),
         create(0, "@/r/missed", NULL, 0),
+        // A node deleted and created again, its version 0 again: a client
+        // that reconnects learns nothing of it (what CuratorCache's rebuild
+        // then misses).
+        create(0, "@/r/again", d("a"), 0),
+        del(0, "@/r/again", -1),
+        create(0, "@/r/again", d("b"), 0),
         // Missed events are not replayed for persistent watches.
         sw2(Zx::Last, &[], &["@/p"], &["@/r"]),
+        get(1, "@/r/again", false),
+        set(0, "@/r/again", d("c"), 0),
         set(0, "@/p", d("seen"), -1),
         create(0, "@/p/c", NULL, 0),
         create(0, "@/r/x", NULL, 0),
