@@ -765,6 +765,30 @@ mod tests {
     }
 
     #[test]
+    fn children_are_listed_and_tested_by_name_under_any_parent() {
+        let mut t = DataTree::new();
+        create(&mut t, "/a", 0).unwrap();
+        create(&mut t, "/a/b", 0).unwrap();
+        create(&mut t, "/a/b/c", 0).unwrap();
+        create(&mut t, "/x", 0).unwrap();
+        let names = |p: &str| t.get(p).unwrap().children.sorted().join(",");
+        assert_eq!(names("/"), "a,x,zookeeper");
+        assert_eq!(names("/a"), "b");
+        assert_eq!(names("/zookeeper"), "config,quota");
+        assert_eq!(&*t.get("/a/b").unwrap().listing(), ["c".to_string()]);
+        let root = &t.get("/").unwrap().children;
+        assert!(root.contains("a") && root.contains("zookeeper"));
+        assert!(!root.contains("b") && !root.contains("/a") && !root.contains(""));
+        let a = &t.get("/a").unwrap().children;
+        assert!(a.contains("b") && !a.contains("c") && !a.contains("a"));
+        let z = t.next_zxid();
+        t.delete(z, "/a/b/c", -1, ME, &mut Vec::new()).unwrap();
+        let b = &t.get("/a/b").unwrap().children;
+        assert!(!b.contains("c") && b.is_empty());
+        assert!(!t.get("/x").unwrap().children.contains("x"));
+    }
+
+    #[test]
     fn fresh_tree_matches_zookeeper() {
         let t = DataTree::new();
         assert_eq!(t.node_count(), 5);
