@@ -6,26 +6,27 @@
 #
 #   zk-mock/java/curator-suite/cache-race/run.sh [RUNS]
 #
-# Needs what ../../run-tests.sh needs; it builds the drop-in's jar with it.
+# Needs what ../../run-tests.sh needs; ../program.sh builds the drop-in's jar with it.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../../../.." && pwd)"
-jars="${JAVA_JARS:-/usr/share/java}"
 runs="${1:-3}"
-out="$root/target/java"
-bash "$root/zk-mock/java/run-tests.sh" --jar > /dev/null
-binary="${ZK_MOCK_BINARY:-$root/target/release/zk-mock}"
-[ -x "$binary" ] || cargo build --release -q -p zk-mock-cli --manifest-path "$root/Cargo.toml"
+# shellcheck source=../program.sh
+source "$here/../program.sh"
 curator="$jars/curator-recipes.jar:$jars/curator-framework.jar:$jars/curator-client.jar"
 zk="$jars/zookeeper.jar:$jars/zookeeper-jute.jar:$jars/slf4j-api.jar:$jars/slf4j-nop.jar:$jars/guava.jar"
 mkdir -p "$out/cache-race"
 javac -encoding UTF-8 --release 17 -proc:none -d "$out/cache-race" -cp "$jars/curator-test.jar:$curator:$zk" \
   "$here/CacheRace.java"
+# Each program's log (stderr) goes to $out/cache-race/<kind>.<run>.log; a program that fails
+# says so, and the runs go on.
 for i in $(seq 1 "$runs"); do
   echo "== run $i: Curator's TestingCluster (curator-test)"
-  java -cp "$out/cache-race:$jars/curator-test.jar:$curator:$zk:$jars/commons-math.jar" CacheRace 2>/dev/null \
-    | grep -v '^\s*at '
+  java -cp "$out/cache-race:$jars/curator-test.jar:$curator:$zk:$jars/commons-math.jar" CacheRace \
+    2> "$out/cache-race/curator-test.$i.log" \
+    || echo "RESULT the program failed (exit $?), see $out/cache-race/curator-test.$i.log"
   echo "== run $i: zk-mock's drop-in TestingCluster"
   java -Dzkmock.binary="$binary" \
-    -cp "$out/cache-race:$out/zk-mock-curator-test.jar:$out/zk-mock-java.jar:$curator:$zk" CacheRace 2>/dev/null
+    -cp "$out/cache-race:$out/zk-mock-curator-test.jar:$out/zk-mock-java.jar:$curator:$zk" CacheRace \
+    2> "$out/cache-race/zk-mock.$i.log" \
+    || echo "RESULT the program failed (exit $?), see $out/cache-race/zk-mock.$i.log"
 done

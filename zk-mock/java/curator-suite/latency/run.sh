@@ -8,16 +8,12 @@
 #   CURATOR_SUITE_JAVA_OPTS="-Dzkmock.commitLatencyMicros=0 -Dzkmock.connectLatencyMicros=0"
 #                                                              the drop-in's options
 #
-# Needs what ../../run-tests.sh needs; it builds the drop-in's jar with it.
+# Needs what ../../run-tests.sh needs; ../program.sh builds the drop-in's jar with it.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../../../.." && pwd)"
-jars="${JAVA_JARS:-/usr/share/java}"
 ops="${1:-2000}"
-out="$root/target/java"
-bash "$root/zk-mock/java/run-tests.sh" --jar > /dev/null
-binary="${ZK_MOCK_BINARY:-$root/target/release/zk-mock}"
-[ -x "$binary" ] || cargo build --release -q -p zk-mock-cli --manifest-path "$root/Cargo.toml"
+# shellcheck source=../program.sh
+source "$here/../program.sh"
 zk="$jars/zookeeper.jar:$jars/zookeeper-jute.jar:$jars/slf4j-api.jar"
 mkdir -p "$out/latency"
 javac -encoding UTF-8 --release 17 -proc:none -d "$out/latency" -cp "$jars/curator-test.jar:$zk" "$here/Latency.java"
