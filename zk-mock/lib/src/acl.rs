@@ -22,7 +22,7 @@ pub fn fixup(acl: &[Acl], auth_info: &[Id]) -> Result<Vec<Acl>, ErrorCode> {
     }
     let mut out = Vec::with_capacity(unique.len());
     for a in unique {
-        match a.id.scheme.as_str() {
+        match &*a.id.scheme {
             "world" if a.id.id == "anyone" => out.push(a.clone()),
             "auth" => {
                 let mut any = false;
@@ -157,7 +157,7 @@ pub fn check(acl: &[Acl], perm: i32, auth_info: &[Id]) -> Result<(), ErrorCode> 
     if acl.is_empty() || auth_info.iter().any(|id| id.scheme == "super") {
         return Ok(());
     }
-    let granted = |a: &Acl| match a.id.scheme.as_str() {
+    let granted = |a: &Acl| match &*a.id.scheme {
         "world" => a.id.id == "anyone",
         "digest" => auth_info
             .iter()
@@ -219,10 +219,7 @@ mod tests {
 
     #[test]
     fn auth_ids_come_in_java_hash_set_order() {
-        let id = |scheme: &str, id: &str| Id {
-            scheme: scheme.into(),
-            id: id.into(),
-        };
+        let id = Id::new;
         // What a real 3.8.0 answers zkCli's whoami after `addauth digest alice:secret`.
         let mut ids = vec![
             id("ip", "127.0.0.1"),

@@ -23,10 +23,11 @@ use std::collections::VecDeque;
 use std::future::{poll_fn, Future};
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Context, Poll, Wake, Waker};
 
+use atomic_waker::AtomicWaker;
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -312,6 +313,12 @@ impl Connection {
                 self.take(m);
                 continue;
             }
+            // An empty channel (the usual case: a connection's own replies
+            // come through `taken`) is seen with one atomic load; a message
+            // sent meanwhile wakes the wait's `recv`.
+            if self.inbox.rx.is_empty() {
+                break;
+            }
             match self.inbox.rx.try_recv() {
                 Ok(m) => self.take(m),
                 Err(mpsc::error::TryRecvError::Empty) => break,
@@ -374,14 +381,73 @@ async fn push<W: AsyncWrite + Unpin>(wr: &mut W, out: &[u8]) -> std::io::Result<
 }
 
 /// A change on a watch channel: resolves with whether the sender is still
-/// there, and the receiver, to wait for the next one.
-type Changed<T> = Pin<Box<dyn Future<Output = (bool, watch::Receiver<T>)> + Send>>;
+/// there, and the receiver, to wait for the next one. Polled only once its
+/// channel has woken it (see [`WhenWoken`]).
+type Changed<T> = WhenWoken<Pin<Box<dyn Future<Output = (bool, watch::Receiver<T>)> + Send>>>;
 
 fn changed<T: Send + Sync + 'static>(mut rx: watch::Receiver<T>) -> Changed<T> {
-    Box::pin(async move {
+    WhenWoken::new(Box::pin(async move {
         let alive = rx.changed().await.is_ok();
         (alive, rx)
-    })
+    }))
+}
+
+/// A future that its task polls again only after the future's own waker
+/// has fired. A connection's wait is woken by its socket and its outbox far
+/// more often than by the gate or the server's shutdown, and polling a
+/// watch channel's `changed()` takes the channel's lock each time; this
+/// costs two atomic operations instead.
+struct WhenWoken<F> {
+    inner: F,
+    woken: Arc<Woken>,
+    waker: Waker,
+}
+
+/// Whether a [`WhenWoken`]'s future was woken since it was last polled,
+/// and the task to wake then.
+struct Woken {
+    flag: AtomicBool,
+    task: AtomicWaker,
+}
+
+impl Wake for Woken {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.flag.store(true, Ordering::Release);
+        self.task.wake();
+    }
+}
+
+impl<F> WhenWoken<F> {
+    fn new(inner: F) -> WhenWoken<F> {
+        // Woken to begin with: the first poll polls the future.
+        let woken = Arc::new(Woken {
+            flag: AtomicBool::new(true),
+            task: AtomicWaker::new(),
+        });
+        let waker = Waker::from(woken.clone());
+        WhenWoken {
+            inner,
+            woken,
+            waker,
+        }
+    }
+}
+
+impl<F: Future + Unpin> Future for WhenWoken<F> {
+    type Output = F::Output;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        // Registered before the flag is read: a wake after the read wakes
+        // this task.
+        self.woken.task.register(cx.waker());
+        if !self.woken.flag.swap(false, Ordering::AcqRel) {
+            return Poll::Pending;
+        }
+        let this = &mut *self;
+        Pin::new(&mut this.inner).poll(&mut Context::from_waker(&this.waker))
+    }
 }
 
 /// Waits for a kept [`Changed`] future (never, if there is none).

@@ -166,7 +166,7 @@ impl Outboxes {
         self.next_conn += 1;
         let auth: Arc<[Id]> = Arc::new([Id {
             scheme: "ip".into(),
-            id: peer.ip().to_string(),
+            id: peer.ip().to_string().into(),
         }]);
         let (gate, gate_rx) = watch::channel(Gate::Open);
         let queued = Arc::new(AtomicUsize::new(0));

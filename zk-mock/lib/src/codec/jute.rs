@@ -101,6 +101,18 @@ pub fn buffer(input: &[u8]) -> Parse<'_, Option<Bytes>> {
     }
 }
 
+/// `ustring` that may be null, borrowed from the input when it is valid UTF-8
+/// (as nearly every string is); anything else decodes as [`ustring_opt`] does.
+pub fn ustr_opt(input: &[u8]) -> Parse<'_, Option<std::borrow::Cow<'_, str>>> {
+    let (rest, len) = length(input)?;
+    match len {
+        None => Ok((rest, None)),
+        // Borrowed when valid; for strings as short as an ACL's scheme and
+        // id this checks faster than `str::from_utf8`.
+        Some(n) => Ok((&rest[n..], Some(String::from_utf8_lossy(&rest[..n])))),
+    }
+}
+
 /// `ustring` that may be null. Invalid UTF-8 decodes with U+FFFD, as Java's
 /// `new String(bytes, UTF_8)` does (path validation then rejects it).
 pub fn ustring_opt(input: &[u8]) -> Parse<'_, Option<String>> {

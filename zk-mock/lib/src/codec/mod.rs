@@ -238,6 +238,72 @@ macro_rules! record {
 }
 pub(crate) use record;
 
+/// A field of fixed size, written into a record's stack buffer (see
+/// [`fixed_record!`]).
+pub(crate) trait FixedField {
+    /// Writes the field at `*at` in `b` and moves `*at` past it.
+    fn write(&self, b: &mut [u8], at: &mut usize);
+}
+
+impl FixedField for i32 {
+    fn write(&self, b: &mut [u8], at: &mut usize) {
+        b[*at..*at + 4].copy_from_slice(&self.to_be_bytes());
+        *at += 4;
+    }
+}
+
+impl FixedField for i64 {
+    fn write(&self, b: &mut [u8], at: &mut usize) {
+        b[*at..*at + 8].copy_from_slice(&self.to_be_bytes());
+        *at += 8;
+    }
+}
+
+/// [`record!`] for a record whose fields all have a fixed size (`int`,
+/// `long`), `$len` bytes in all: it is encoded on the stack and appended
+/// to the buffer in one copy, not one append per field (a `Stat` is in
+/// nearly every reply).
+macro_rules! fixed_record {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident ($len:expr) {
+            $( $(#[$fmeta:meta])* pub $field:ident : $ty:ty ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        ///
+        /// Fields carry their Jute names and are encoded in declaration order.
+        #[derive(Debug, Clone, PartialEq, Eq, Default)]
+        pub struct $name {
+            $( $(#[$fmeta])* pub $field: $ty ),*
+        }
+
+        impl $crate::codec::Record for $name {
+            fn encode(&self, buf: &mut ::bytes::BytesMut) {
+                let mut b = [0u8; $len];
+                let mut at = 0;
+                $( $crate::codec::FixedField::write(&self.$field, &mut b, &mut at); )*
+                debug_assert_eq!(at, $len);
+                buf.extend_from_slice(&b);
+            }
+            fn parse(input: &[u8]) -> $crate::codec::Parse<'_, Self> {
+                $( let (input, $field) = <$ty as $crate::codec::Field>::take(input)?; )*
+                Ok((input, $name { $($field),* }))
+            }
+        }
+
+        impl $crate::codec::Field for $name {
+            fn put(&self, buf: &mut ::bytes::BytesMut) {
+                $crate::codec::Record::encode(self, buf)
+            }
+            fn take(input: &[u8]) -> $crate::codec::Parse<'_, Self> {
+                <Self as $crate::codec::Record>::parse(input)
+            }
+        }
+    };
+}
+pub(crate) use fixed_record;
+
 /// Shared test helper: every record round-trips and every strict prefix of its
 /// encoding is rejected as short (or invalid), never accepted and never a panic.
 #[cfg(test)]

@@ -1,5 +1,7 @@
 //! `Id`, `ACL`, permissions and the predefined ACL lists (`ZooDefs.Ids`).
 
+use std::borrow::Cow;
+
 use crate::codec::record;
 
 /// `ZooDefs.Perms`.
@@ -25,27 +27,55 @@ pub mod perms {
 /// reads null and `fixupACL` ignores the id of `auth` entries (and rejects a
 /// null scheme as InvalidACL), so null decodes as the empty string here
 /// rather than failing the request as malformed.
+///
+/// The strings are [`Cow`]s: the schemes and the ids that nearly every
+/// request names (`world`, `anyone`, `auth`, `digest`, `ip`, `super`, the
+/// empty string) decode to shared constants, with no allocation; any other
+/// is owned. Build one with `.into()` from a `&'static str` or a `String`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Id {
     /// The scheme: `world`, `auth`, `digest`, `ip`, `super`.
-    pub scheme: String,
+    pub scheme: Cow<'static, str>,
     /// The identity within the scheme.
-    pub id: String,
+    pub id: Cow<'static, str>,
+}
+
+impl Id {
+    /// An Id of `scheme` and `id`.
+    pub fn new(scheme: &str, id: &str) -> Id {
+        Id {
+            scheme: shared(scheme),
+            id: shared(id),
+        }
+    }
+}
+
+/// The strings an [`Id`] keeps as constants.
+const SHARED: [&str; 9] = [
+    "world", "anyone", "auth", "digest", "ip", "super", "x509", "sasl", "",
+];
+
+/// `s` as one of the [`SHARED`] constants, or owned.
+fn shared(s: &str) -> Cow<'static, str> {
+    match SHARED.iter().find(|c| **c == s) {
+        Some(c) => Cow::Borrowed(c),
+        None => Cow::Owned(s.to_owned()),
+    }
 }
 
 impl crate::codec::Record for Id {
     fn encode(&self, buf: &mut bytes::BytesMut) {
-        crate::codec::Field::put(&self.scheme, buf);
-        crate::codec::Field::put(&self.id, buf);
+        crate::codec::jute::put_ustring(buf, &self.scheme);
+        crate::codec::jute::put_ustring(buf, &self.id);
     }
     fn parse(input: &[u8]) -> crate::codec::Parse<'_, Self> {
-        let (input, scheme) = crate::codec::jute::ustring_opt(input)?;
-        let (input, id) = crate::codec::jute::ustring_opt(input)?;
+        let (input, scheme) = crate::codec::jute::ustr_opt(input)?;
+        let (input, id) = crate::codec::jute::ustr_opt(input)?;
         Ok((
             input,
             Id {
-                scheme: scheme.unwrap_or_default(),
-                id: id.unwrap_or_default(),
+                scheme: scheme.map_or(Cow::Borrowed(""), |s| shared(&s)),
+                id: id.map_or(Cow::Borrowed(""), |s| shared(&s)),
             },
         ))
     }
@@ -75,10 +105,7 @@ impl Acl {
     pub fn new(perms: i32, scheme: &str, id: &str) -> Acl {
         Acl {
             perms,
-            id: Id {
-                scheme: scheme.into(),
-                id: id.into(),
-            },
+            id: Id::new(scheme, id),
         }
     }
 
@@ -105,6 +132,7 @@ mod tests {
             scheme: "digest".into(),
             id: "u:h=".into(),
         });
+        assert_round_trip(&Id::new("world", "anyone"));
     }
 
     #[test]

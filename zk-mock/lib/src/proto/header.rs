@@ -1,6 +1,6 @@
 //! `RequestHeader`, `ReplyHeader` and the special xids.
 
-use crate::codec::record;
+use crate::codec::{fixed_record, record};
 
 /// xid of a watch notification (server to client).
 pub const XID_NOTIFICATION: i32 = -1;
@@ -21,9 +21,9 @@ record! {
     }
 }
 
-record! {
+fixed_record! {
     /// `ReplyHeader {int xid; long zxid; int err}`: 16 bytes before every reply body.
-    pub struct ReplyHeader {
+    pub struct ReplyHeader (16) {
         /// The request's xid, or a special xid (−1 notification, −2 ping).
         pub xid: i32,
         /// The last zxid the server has applied; −1 on a notification (3.9 sends

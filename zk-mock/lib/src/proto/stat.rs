@@ -1,10 +1,10 @@
 //! `Stat`: 68 bytes, Jute order, **pzxid last**.
 
-use crate::codec::record;
+use crate::codec::fixed_record;
 
-record! {
+fixed_record! {
     /// The metadata of a znode as clients see it (`data.Stat`).
-    pub struct Stat {
+    pub struct Stat (STAT_LEN) {
         /// The zxid of the transaction that created the node.
         pub czxid: i64,
         /// The zxid of the last change to its data.

@@ -18,24 +18,50 @@ pub fn is_valid(path: &str) -> bool {
         return false;
     }
     // One pass over the bytes: the segments, and the ASCII control
-    // characters; a path with other characters is checked char by char.
+    // characters (one table lookup per byte); a path with other characters
+    // is checked char by char.
     let segment_ok = |s: &[u8]| !(s.is_empty() || s == b"." || s == b"..");
     let mut start = 1;
     let mut ascii = true;
     for (i, &c) in b.iter().enumerate().skip(1) {
-        if c == b'/' {
-            if !segment_ok(&b[start..i]) {
-                return false;
+        match BYTE_CLASS[usize::from(c)] {
+            PLAIN => {}
+            SLASH => {
+                if !segment_ok(&b[start..i]) {
+                    return false;
+                }
+                start = i + 1;
             }
-            start = i + 1;
-        } else if c < 0x20 || c == 0x7f {
-            return false;
-        } else if c >= 0x80 {
-            ascii = false;
+            CONTROL => return false,
+            _ => ascii = false,
         }
     }
     segment_ok(&b[start..]) && (ascii || !path.chars().any(is_invalid_char))
 }
+
+const PLAIN: u8 = 0;
+const SLASH: u8 = 1;
+const CONTROL: u8 = 2;
+const NON_ASCII: u8 = 3;
+
+/// What [`is_valid`] makes of each byte of a path.
+const BYTE_CLASS: [u8; 256] = {
+    let mut t = [PLAIN; 256];
+    let mut c = 0;
+    while c < 256 {
+        t[c] = if c == b'/' as usize {
+            SLASH
+        } else if c < 0x20 || c == 0x7f {
+            CONTROL
+        } else if c >= 0x80 {
+            NON_ASCII
+        } else {
+            PLAIN
+        };
+        c += 1;
+    }
+    t
+};
 
 fn is_invalid_char(c: char) -> bool {
     matches!(c,

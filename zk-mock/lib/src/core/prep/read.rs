@@ -73,7 +73,7 @@ impl State {
                 if crate::acl::check(&node.acl, perms::ADMIN, caller.auth).is_err() {
                     for a in acl.iter_mut().filter(|a| a.id.scheme == "digest") {
                         if let Some(i) = a.id.id.find(':') {
-                            a.id.id.replace_range(i.., ":x");
+                            a.id.id.to_mut().replace_range(i.., ":x");
                         }
                     }
                 }

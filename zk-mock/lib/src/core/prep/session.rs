@@ -49,10 +49,10 @@ impl State {
                     .auth
                     .iter()
                     .map(|id| ClientInfo {
-                        auth_scheme: id.scheme.clone(),
-                        user: match id.scheme.as_str() {
+                        auth_scheme: id.scheme.to_string(),
+                        user: match &*id.scheme {
                             "digest" => id.id.split(':').next().unwrap_or_default().to_string(),
-                            _ => id.id.clone(),
+                            _ => id.id.to_string(),
                         },
                     })
                     .collect();
@@ -70,12 +70,12 @@ impl State {
                         let is_super = self.settings.super_digest.as_deref() == Some(id.as_str());
                         let mut ids = vec![Id {
                             scheme: "digest".into(),
-                            id,
+                            id: id.into(),
                         }];
                         if is_super {
                             ids.push(Id {
                                 scheme: "super".into(),
-                                id: String::new(),
+                                id: "".into(),
                             });
                         }
                         ids
@@ -89,7 +89,7 @@ impl State {
                             .unwrap_or_default();
                         vec![Id {
                             scheme: "ip".into(),
-                            id: peer,
+                            id: peer.into(),
                         }]
                     }
                     _ => {
