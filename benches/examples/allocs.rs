@@ -34,12 +34,17 @@ fn main() {
         let (a1, b1) = counts();
         let k = frames.len() as f64;
         println!(
-            "{name:<10} {:>6.1} allocations, {:>7.0} bytes per request",
+            "{name:<11} {:>6.1} allocations, {:>7.0} bytes per request",
             (a1 - a0) as f64 / k,
             (b1 - b0) as f64 / k
         );
     };
     let n = 2_000;
+    // A node with ten children, as `compare`'s getChildren lists.
+    let ten: Vec<Bytes> = std::iter::once(create_frame(1, "/c"))
+        .chain((0..10).map(|i| create_frame(1, &format!("/c/k{i}"))))
+        .collect();
+    feed_all(&mut s, &ten);
     // Two rounds to warm the tables up, then one measured.
     for round in 0..3 {
         let creates: Vec<Bytes> = (0..n)
@@ -59,6 +64,10 @@ fn main() {
         measure("create", creates, &mut s);
         measure("getData", reads(OpCode::GetData), &mut s);
         measure("exists", reads(OpCode::Exists), &mut s);
+        let listings = (0..n)
+            .map(|i| read_frame(i + 2, OpCode::GetChildren, "/c"))
+            .collect();
+        measure("getChildren", listings, &mut s);
         measure("setData", sets, &mut s);
         measure("delete", deletes, &mut s);
     }

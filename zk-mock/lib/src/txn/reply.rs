@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
-use crate::codec::jute::put_ustring;
+use crate::codec::jute::{put_int, put_ustring};
 use crate::codec::Record;
 use crate::proto::*;
 
@@ -17,8 +17,9 @@ pub(crate) enum Reply {
     PathStat(Arc<str>, Stat),
     Stat(Stat),
     Data(Option<Bytes>, Stat),
-    Children(Vec<String>),
-    Children2(Vec<String>, Stat),
+    /// A node's listing: the tree's cached copy of it, not another.
+    Children(Arc<[String]>),
+    Children2(Arc<[String]>, Stat),
     Acl(Vec<Acl>, Stat),
     Ephemerals(Vec<String>),
     Count(i32),
@@ -41,14 +42,26 @@ impl Reply {
             }
             Reply::Stat(stat) => StatResponse { stat }.encode(b),
             Reply::Data(data, stat) => GetDataResponse { data, stat }.encode(b),
-            Reply::Children(children) => GetChildrenResponse { children }.encode(b),
-            Reply::Children2(children, stat) => GetChildren2Response { children, stat }.encode(b),
+            // GetChildrenResponse and GetChildren2Response, field by field.
+            Reply::Children(children) => put_names(b, &children),
+            Reply::Children2(children, stat) => {
+                put_names(b, &children);
+                stat.encode(b);
+            }
             Reply::Acl(acl, stat) => GetAclResponse { acl, stat }.encode(b),
             Reply::Ephemerals(ephemerals) => GetEphemeralsResponse { ephemerals }.encode(b),
             Reply::AddWatch => ErrorResponse { err: 0 }.encode(b),
             Reply::WhoAmI(client_info) => WhoAmIResponse { client_info }.encode(b),
             Reply::Count(total_number) => GetAllChildrenNumberResponse { total_number }.encode(b),
         }
+    }
+}
+
+/// A `vector<ustring>`.
+fn put_names(b: &mut BytesMut, names: &[String]) {
+    put_int(b, names.len() as i32);
+    for name in names {
+        put_ustring(b, name);
     }
 }
 
@@ -99,5 +112,45 @@ mod tests {
         }
         .encode(&mut want);
         assert_eq!(encoded(Reply::PathStat(path, stat)), want);
+    }
+
+    /// The listings are written field by field from the tree's cached
+    /// listing: the same bytes as the records they stand for.
+    #[test]
+    fn a_listing_encodes_as_get_children_response_and_get_children2_response() {
+        let stat = Stat {
+            czxid: 3,
+            num_children: 2,
+            ..Default::default()
+        };
+        let names: Arc<[String]> = vec!["b".to_string(), "a".to_string()].into();
+        let encoded = |reply: Reply| {
+            let mut b = BytesMut::new();
+            reply.encode(5, 9, &mut b);
+            b
+        };
+        let mut header = BytesMut::new();
+        ReplyHeader {
+            xid: 5,
+            zxid: 9,
+            err: 0,
+        }
+        .encode(&mut header);
+        let mut want = header.clone();
+        GetChildrenResponse {
+            children: names.to_vec(),
+        }
+        .encode(&mut want);
+        assert_eq!(encoded(Reply::Children(names.clone())), want);
+        let mut want = header.clone();
+        GetChildren2Response {
+            children: names.to_vec(),
+            stat: stat.clone(),
+        }
+        .encode(&mut want);
+        assert_eq!(encoded(Reply::Children2(names.clone(), stat)), want);
+        let mut want = header;
+        GetChildrenResponse { children: vec![] }.encode(&mut want);
+        assert_eq!(encoded(Reply::Children(Arc::from([]))), want);
     }
 }

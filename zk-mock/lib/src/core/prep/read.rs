@@ -53,7 +53,7 @@ impl State {
                 let two = op == OpCode::GetChildren2 as i32;
                 self.read(cx, |st| {
                     let node = st.tree.read(&r.path, perms::READ, caller)?;
-                    let children: Vec<String> = node.listing().to_vec();
+                    let children = node.listing();
                     let stat = node.stat();
                     if r.watch {
                         st.watches
