@@ -334,7 +334,7 @@ async fn a_node_with_our_prefix_owned_by_another_session_is_not_ours() {
             .await
             .unwrap_or_else(|e| panic!("{kind:?}: the create was never cut\n{e}"));
         let cut = zk.inspect(|log| log.requests().faulted().next().cloned());
-        let prefix = cut.unwrap().path.unwrap();
+        let prefix = cut.unwrap().path.unwrap().to_string();
         assert_eq!(rule.fired(), 1, "{kind:?}");
         drop(rule);
         // Another session's node with the contender's protected prefix.

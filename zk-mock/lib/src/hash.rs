@@ -73,6 +73,14 @@ impl<V> StrMap<V> {
             .map(|s| &mut s.value)
     }
 
+    /// The key as the map holds it.
+    pub(crate) fn get_key(&self, key: &str) -> Option<&Arc<str>> {
+        let h = self.hash(key);
+        self.table
+            .find(h, |s| s.hash == h && &*s.key == key)
+            .map(|s| &s.key)
+    }
+
     /// The value of `key`, to change, with the key as the map holds it.
     pub(crate) fn get_key_mut(&mut self, key: &str) -> Option<(&Arc<str>, &mut V)> {
         let h = self.hash(key);

@@ -51,7 +51,7 @@ pub(crate) struct RequestSeen {
     pub(crate) session: i64,
     pub(crate) xid: i32,
     pub(crate) op: i32,
-    pub(crate) path: Option<String>,
+    pub(crate) path: Option<NodePath>,
     pub(crate) err: i32,
     pub(crate) zxid: i64,
     /// The fault verdict played, if a rule matched.
@@ -87,8 +87,10 @@ pub struct RequestRecord {
     pub op_code: i32,
     /// The op's name (`create`, `getData`, …), or `unknown`.
     pub op: &'static str,
-    /// The path the request named, if any.
-    pub path: Option<String>,
+    /// The path the request named, if any: the tree's own copy of it when
+    /// the node was there as the request came in (a [`NodePath`] reads as
+    /// a `str`).
+    pub path: Option<NodePath>,
     /// The error code answered (0 on success).
     pub err: i32,
     /// The zxid in the reply header (the transaction's zxid for writes).
@@ -199,6 +201,18 @@ impl NodePath {
     /// The path.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// A path that shares `path`'s copy.
+    pub(crate) fn shared(path: Arc<str>) -> NodePath {
+        NodePath(path)
+    }
+}
+
+/// The empty path (what `Option<NodePath>::unwrap_or_default` gives).
+impl Default for NodePath {
+    fn default() -> NodePath {
+        NodePath(Arc::from(""))
     }
 }
 
@@ -1210,7 +1224,7 @@ pub(crate) mod tests {
             session,
             xid,
             op,
-            path,
+            path: path.map(NodePath::from),
             err: 0,
             zxid,
             verdict: None,

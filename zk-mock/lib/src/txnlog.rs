@@ -86,7 +86,6 @@ pub(crate) struct Pending {
     pub(crate) req: Result<Request, RequestError>,
     /// What the fault rules said when it came.
     pub(crate) verdict: Option<Verdict>,
-    pub(crate) path: Option<String>,
     /// The deadline it waits for: a write's sync (and the request latency
     /// after it), or any other request's request latency (None: ready once
     /// what is before it is applied).

@@ -103,9 +103,7 @@ impl State {
             return Flow::Continue;
         }
         let now = self.clock.now_ms();
-        self.complete(
-            conn, server, session, now, p.xid, p.op, p.req, p.verdict, p.path,
-        )
+        self.complete(conn, server, session, now, p.xid, p.op, p.req, p.verdict)
     }
 
     /// The sync a txn made now waits for (None: it is durable at once).

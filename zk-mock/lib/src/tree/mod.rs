@@ -249,6 +249,12 @@ impl DataTree {
             .map(|n| &**n)
     }
 
+    /// The node table's own copy of `path` (shared, not copied), if the node
+    /// is there.
+    pub(crate) fn shared_path(&self, path: &str) -> Option<Arc<str>> {
+        self.nodes.get_key(path).cloned()
+    }
+
     /// The number of nodes, counted as ZooKeeper does (`""` and `/` both count).
     pub fn node_count(&self) -> usize {
         self.nodes.len() + 1

@@ -14,6 +14,7 @@ use crate::core::{Flow, State};
 use crate::fault::{RequestView, Verdict};
 use crate::observe::RequestSeen;
 use crate::proto::*;
+use crate::record::NodePath;
 use crate::session::ConnId;
 use crate::tree::Caller;
 use std::sync::Arc;
@@ -176,12 +177,12 @@ impl State {
                 return flow;
             }
         }
-        let path = req.as_ref().ok().and_then(|r| r.path().map(str::to_string));
+        let path = req.as_ref().ok().and_then(Request::path);
         let verdict = if judge {
             self.observers.judge(
                 &RequestView {
                     op,
-                    path: path.as_deref(),
+                    path,
                     session,
                     now_ms: now,
                 },
@@ -226,13 +227,12 @@ impl State {
                     op,
                     req,
                     verdict,
-                    path,
                     sync,
                 },
             );
             return Flow::Continue;
         }
-        self.complete(conn, server, session, now, xid, op, req, verdict, path)
+        self.complete(conn, server, session, now, xid, op, req, verdict)
     }
 
     /// Applies a judged request (or its fault's verdict), reports it to the
@@ -248,14 +248,14 @@ impl State {
         op: i32,
         req: Result<Request, RequestError>,
         verdict: Option<Verdict>,
-        path: Option<String>,
     ) -> Flow {
+        let path = self.record_path(&req);
         let (flow, applied) = match &verdict {
             None => self.apply(conn, session, xid, op, req),
             Some(v) => self.apply_fault(v, conn, session, xid, op, req),
         };
         if let Some(v) = &verdict {
-            tracing::debug!(conn, session = format_args!("{session:#x}"), op, path, verdict = %v.name(), "fault");
+            tracing::debug!(conn, session = format_args!("{session:#x}"), op, path = path.as_deref(), verdict = %v.name(), "fault");
         }
         self.observers.request(RequestSeen {
             at_ms: now,
@@ -373,6 +373,21 @@ impl State {
         Some(Flow::Continue)
     }
 
+    /// The path a request named, for its record: the tree's own copy when
+    /// the node is there (shared, not copied; nearly every request other
+    /// than a create names a node that exists), else a copy.
+    fn record_path(&self, req: &Result<Request, RequestError>) -> Option<NodePath> {
+        let req = req.as_ref().ok()?;
+        let path = req.path()?;
+        if matches!(req, Request::Create(..) | Request::CreateTtl(_)) {
+            return Some(NodePath::from(path));
+        }
+        Some(match self.tree().shared_path(path) {
+            Some(shared) => NodePath::shared(shared),
+            None => NodePath::from(path),
+        })
+    }
+
     /// Records a request its session's state refused before the fault
     /// rules and the families saw it (moved, or ended at the leader).
     #[allow(clippy::too_many_arguments)]
@@ -386,7 +401,7 @@ impl State {
         err: ErrorCode,
         zxid: i64,
     ) {
-        let path = req.as_ref().ok().and_then(|r| r.path().map(str::to_string));
+        let path = self.record_path(req);
         self.observers.request(RequestSeen {
             at_ms: self.clock.now_ms(),
             session,
