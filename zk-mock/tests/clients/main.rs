@@ -44,12 +44,16 @@ fn mask_sessions(line: &str) -> String {
     out
 }
 
-/// A client's output split into its ordered transcript and its watch
-/// events (printed by another thread, so their position is not compared).
+/// A client's output split into its ordered transcript, its watch events
+/// (printed by another thread, so their position is not compared) and,
+/// for a client that prints from two threads, what its command thread
+/// printed, in order (where it falls among the transcript's lines depends
+/// on the threads' timing, so it is compared on its own).
 #[derive(Debug, Default, PartialEq)]
 struct Output {
     lines: Vec<String>,
     events: Vec<String>,
+    commands: Vec<String>,
 }
 
 fn compare(client: &str, real: &Output, mock: &Output) {
@@ -68,8 +72,8 @@ fn compare(client: &str, real: &Output, mock: &Output) {
         ));
     }
     panic!(
-        "{client}: zk-mock's transcript differs from real ZooKeeper's (real | mock):\n{diff}\nevents real: {:?}\nevents mock: {:?}",
-        real.events, mock.events
+        "{client}: zk-mock's transcript differs from real ZooKeeper's (real | mock):\n{diff}\nevents real: {:?}\nevents mock: {:?}\ncommands real: {:?}\ncommands mock: {:?}",
+        real.events, mock.events, real.commands, mock.commands
     );
 }
 
@@ -255,6 +259,23 @@ const CLI_MT_SCRIPT: &[&str] = &[
     "config",
 ];
 
+/// Whether a line of cli_mt's is an asynchronous request's completion
+/// (`[/c]: rc = 0`, `/c: rc = 0 Stat:`): every command of the script
+/// prints exactly one, but `exists` and `wexists` (synchronous calls in
+/// cli_mt, done when the command returns; they print only an error) and
+/// `addauth` (no callback).
+fn cli_mt_completion(line: &str) -> bool {
+    line.contains(": rc = ")
+}
+
+/// Whether cli_mt answers `cmd` through a completion (see
+/// [`cli_mt_completion`]).
+fn cli_mt_completes(cmd: &str) -> bool {
+    !["exists ", "wexists ", "addauth "]
+        .iter()
+        .any(|sync| cmd.starts_with(sync))
+}
+
 fn cli_mt(addr: SocketAddr) -> Output {
     let mut child = Command::new(CLI_MT)
         .arg(addr.to_string())
@@ -264,18 +285,70 @@ fn cli_mt(addr: SocketAddr) -> Output {
         .spawn()
         .expect("cli_mt runs");
     let mut stdin = child.stdin.take().unwrap();
-    // cli_mt answers asynchronously: one command at a time, with time to answer.
-    std::thread::sleep(Duration::from_millis(500));
+    // cli_mt answers asynchronously, on another thread: each command is
+    // sent once the one before it has begun to complete (a completion
+    // prints several lines, and the next command's echo may fall among
+    // them: the two threads' lines are compared apart, see `Output`).
+    let (tx, lines) = std::sync::mpsc::channel::<(bool, String)>();
+    let streams: [(bool, Box<dyn std::io::Read + Send>); 2] = [
+        (false, Box::new(child.stdout.take().unwrap())),
+        (true, Box::new(child.stderr.take().unwrap())),
+    ];
+    let readers: Vec<_> = streams
+        .into_iter()
+        .map(|(is_err, stream)| {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                use std::io::BufRead;
+                for line in std::io::BufReader::new(stream).lines() {
+                    let Ok(line) = line else { break };
+                    if tx.send((is_err, line)).is_err() {
+                        break;
+                    }
+                }
+            })
+        })
+        .collect();
+    drop(tx);
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let mut wait_for = |what: &str, done: &dyn Fn(&str) -> bool| loop {
+        let (is_err, line) = lines
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|e| {
+                panic!("cli_mt: no {what} within 30 s ({e}); so far:\n{out:?}\n{err:?}")
+            });
+        let hit = done(&line);
+        if is_err {
+            err.push(line)
+        } else {
+            out.push(line)
+        }
+        if hit {
+            break;
+        }
+    };
+    wait_for("session", &|l| l.starts_with("Watcher SESSION_EVENT"));
     for cmd in CLI_MT_SCRIPT {
         stdin.write_all(format!("{cmd}\n").as_bytes()).unwrap();
         stdin.flush().unwrap();
-        std::thread::sleep(Duration::from_millis(150));
+        if cli_mt_completes(cmd) {
+            wait_for(cmd, &cli_mt_completion);
+        }
     }
     stdin.write_all(b"quit\n").unwrap();
     drop(stdin);
-    let out = child.wait_with_output().unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    for (is_err, line) in lines {
+        if is_err {
+            err.push(line)
+        } else {
+            out.push(line)
+        }
+    }
+    for r in readers {
+        r.join().unwrap();
+    }
+    child.wait().unwrap();
+    let text = out.join("\n") + "\n" + &err.join("\n");
     let mut o = Output::default();
     for raw in text.lines() {
         let line = raw.trim_end();
@@ -289,6 +362,15 @@ fn cli_mt(addr: SocketAddr) -> Output {
         }
         if line.starts_with("Watcher ") {
             o.events.push(mask_sessions(line));
+            continue;
+        }
+        // The command thread's own lines: a command's echo, a synchronous
+        // call's error, the goodbye.
+        if ["Creating [", "Error ", "Quitting"]
+            .iter()
+            .any(|p| line.starts_with(p))
+        {
+            o.commands.push(line.to_string());
             continue;
         }
         // Stat lines carry wall-clock times.
