@@ -310,19 +310,14 @@ fn cli_mt(addr: SocketAddr) -> Output {
         })
         .collect();
     drop(tx);
-    let (mut out, mut err) = (Vec::new(), Vec::new());
+    // Every line read, with whether it came on stderr.
+    let mut got: Vec<(bool, String)> = Vec::new();
     let mut wait_for = |what: &str, done: &dyn Fn(&str) -> bool| loop {
         let (is_err, line) = lines
             .recv_timeout(Duration::from_secs(30))
-            .unwrap_or_else(|e| {
-                panic!("cli_mt: no {what} within 30 s ({e}); so far:\n{out:?}\n{err:?}")
-            });
+            .unwrap_or_else(|e| panic!("cli_mt: no {what} within 30 s ({e}); so far:\n{got:?}"));
         let hit = done(&line);
-        if is_err {
-            err.push(line)
-        } else {
-            out.push(line)
-        }
+        got.push((is_err, line));
         if hit {
             break;
         }
@@ -337,18 +332,19 @@ fn cli_mt(addr: SocketAddr) -> Output {
     }
     stdin.write_all(b"quit\n").unwrap();
     drop(stdin);
-    for (is_err, line) in lines {
-        if is_err {
-            err.push(line)
-        } else {
-            out.push(line)
-        }
-    }
+    got.extend(lines);
     for r in readers {
         r.join().unwrap();
     }
     child.wait().unwrap();
-    let text = out.join("\n") + "\n" + &err.join("\n");
+    // stdout's lines, then stderr's.
+    let (err, out): (Vec<_>, Vec<_>) = got.into_iter().partition(|(is_err, _)| *is_err);
+    let text = out
+        .into_iter()
+        .chain(err)
+        .map(|(_, line)| line)
+        .collect::<Vec<_>>()
+        .join("\n");
     let mut o = Output::default();
     for raw in text.lines() {
         let line = raw.trim_end();

@@ -12,11 +12,8 @@ here="$(cd "$(dirname "$0")" && pwd)"
 runs="${1:-3}"
 # shellcheck source=../program.sh
 source "$here/../program.sh"
-curator="$jars/curator-recipes.jar:$jars/curator-framework.jar:$jars/curator-client.jar"
 zk="$jars/zookeeper.jar:$jars/zookeeper-jute.jar:$jars/slf4j-api.jar:$jars/slf4j-nop.jar:$jars/guava.jar"
-mkdir -p "$out/cache-race"
-javac -encoding UTF-8 --release 17 -proc:none -d "$out/cache-race" -cp "$jars/curator-test.jar:$curator:$zk" \
-  "$here/CacheRace.java"
+compile cache-race "$jars/curator-test.jar:$curator:$zk" "$here/CacheRace.java"
 # Each program's log (stderr) goes to $out/cache-race/<kind>.<run>.log; a program that fails
 # says so, and the runs go on.
 for i in $(seq 1 "$runs"); do

@@ -20,11 +20,8 @@ step="${3:-0}"
 only="${4:-}"
 # shellcheck source=../program.sh
 source "$here/../program.sh"
-curator="$jars/curator-recipes.jar:$jars/curator-framework.jar:$jars/curator-client.jar"
 zk="$jars/zookeeper.jar:$jars/zookeeper-jute.jar:$jars/slf4j-api.jar:$jars/slf4j-simple.jar:$jars/guava.jar"
-mkdir -p "$out/killed-session"
-javac -encoding UTF-8 --release 17 -proc:none -d "$out/killed-session" -cp "$jars/curator-test.jar:$curator:$zk" \
-  "$here/KilledSession.java"
+compile killed-session "$jars/curator-test.jar:$curator:$zk" "$here/KilledSession.java"
 # slf4j-simple: time and thread on each line; the client's packets at debug, the rest quiet.
 logging=(-Dorg.slf4j.simpleLogger.showDateTime=true -Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS
   -Dorg.slf4j.simpleLogger.defaultLogLevel=warn

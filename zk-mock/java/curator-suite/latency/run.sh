@@ -15,8 +15,7 @@ ops="${1:-2000}"
 # shellcheck source=../program.sh
 source "$here/../program.sh"
 zk="$jars/zookeeper.jar:$jars/zookeeper-jute.jar:$jars/slf4j-api.jar"
-mkdir -p "$out/latency"
-javac -encoding UTF-8 --release 17 -proc:none -d "$out/latency" -cp "$jars/curator-test.jar:$zk" "$here/Latency.java"
+compile latency "$jars/curator-test.jar:$zk" "$here/Latency.java"
 echo "== Curator's TestingServer (curator-test)"
 java -cp "$out/latency:$jars/curator-test.jar:$jars/*" Latency "$ops" 2>/dev/null
 echo "== zk-mock's drop-in TestingServer"

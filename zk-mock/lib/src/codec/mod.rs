@@ -186,12 +186,17 @@ impl Field for String {
     }
 }
 
+/// A `vector`: its length, then each item.
+pub(crate) fn put_vector<T: Field>(buf: &mut BytesMut, items: &[T]) {
+    jute::put_int(buf, items.len() as i32);
+    for v in items {
+        v.put(buf);
+    }
+}
+
 impl<T: Field> Field for Vec<T> {
     fn put(&self, buf: &mut BytesMut) {
-        jute::put_int(buf, self.len() as i32);
-        for v in self {
-            v.put(buf);
-        }
+        put_vector(buf, self)
     }
     fn take(input: &[u8]) -> Parse<'_, Self> {
         jute::vector(T::take)(input)
@@ -200,10 +205,15 @@ impl<T: Field> Field for Vec<T> {
 
 /// Declares a Jute record: a struct whose fields are encoded in declaration
 /// order, with a [`Record`] impl that is also usable as a [`Field`].
+///
+/// `pub struct Name (LEN) { .. }` declares a record whose fields all have a
+/// fixed size (`int`, `long`), `LEN` bytes in all: it is encoded on the
+/// stack and appended to the buffer in one copy, not one append per field
+/// (a `Stat` is in nearly every reply).
 macro_rules! record {
     (
         $(#[$meta:meta])*
-        pub struct $name:ident {
+        pub struct $name:ident $(($len:expr))? {
             $( $(#[$fmeta:meta])* pub $field:ident : $ty:ty ),* $(,)?
         }
     ) => {
@@ -216,10 +226,7 @@ macro_rules! record {
         }
 
         impl $crate::codec::Record for $name {
-            #[allow(unused_variables)]
-            fn encode(&self, buf: &mut ::bytes::BytesMut) {
-                $( $crate::codec::Field::put(&self.$field, buf); )*
-            }
+            $crate::codec::record!(@encode [$($len)?] $($field)*);
             fn parse(input: &[u8]) -> $crate::codec::Parse<'_, Self> {
                 $( let (input, $field) = <$ty as $crate::codec::Field>::take(input)?; )*
                 Ok((input, $name { $($field),* }))
@@ -235,11 +242,28 @@ macro_rules! record {
             }
         }
     };
+    // Field by field.
+    (@encode [] $($field:ident)*) => {
+        #[allow(unused_variables)]
+        fn encode(&self, buf: &mut ::bytes::BytesMut) {
+            $( $crate::codec::Field::put(&self.$field, buf); )*
+        }
+    };
+    // On the stack, then in one copy.
+    (@encode [$len:expr] $($field:ident)*) => {
+        fn encode(&self, buf: &mut ::bytes::BytesMut) {
+            let mut b = [0u8; $len];
+            let mut at = 0;
+            $( $crate::codec::FixedField::write(&self.$field, &mut b, &mut at); )*
+            debug_assert_eq!(at, $len);
+            buf.extend_from_slice(&b);
+        }
+    };
 }
 pub(crate) use record;
 
 /// A field of fixed size, written into a record's stack buffer (see
-/// [`fixed_record!`]).
+/// [`record!`]'s fixed-size form).
 pub(crate) trait FixedField {
     /// Writes the field at `*at` in `b` and moves `*at` past it.
     fn write(&self, b: &mut [u8], at: &mut usize);
@@ -258,51 +282,6 @@ impl FixedField for i64 {
         *at += 8;
     }
 }
-
-/// [`record!`] for a record whose fields all have a fixed size (`int`,
-/// `long`), `$len` bytes in all: it is encoded on the stack and appended
-/// to the buffer in one copy, not one append per field (a `Stat` is in
-/// nearly every reply).
-macro_rules! fixed_record {
-    (
-        $(#[$meta:meta])*
-        pub struct $name:ident ($len:expr) {
-            $( $(#[$fmeta:meta])* pub $field:ident : $ty:ty ),* $(,)?
-        }
-    ) => {
-        $(#[$meta])*
-        ///
-        /// Fields carry their Jute names and are encoded in declaration order.
-        #[derive(Debug, Clone, PartialEq, Eq, Default)]
-        pub struct $name {
-            $( $(#[$fmeta])* pub $field: $ty ),*
-        }
-
-        impl $crate::codec::Record for $name {
-            fn encode(&self, buf: &mut ::bytes::BytesMut) {
-                let mut b = [0u8; $len];
-                let mut at = 0;
-                $( $crate::codec::FixedField::write(&self.$field, &mut b, &mut at); )*
-                debug_assert_eq!(at, $len);
-                buf.extend_from_slice(&b);
-            }
-            fn parse(input: &[u8]) -> $crate::codec::Parse<'_, Self> {
-                $( let (input, $field) = <$ty as $crate::codec::Field>::take(input)?; )*
-                Ok((input, $name { $($field),* }))
-            }
-        }
-
-        impl $crate::codec::Field for $name {
-            fn put(&self, buf: &mut ::bytes::BytesMut) {
-                $crate::codec::Record::encode(self, buf)
-            }
-            fn take(input: &[u8]) -> $crate::codec::Parse<'_, Self> {
-                <Self as $crate::codec::Record>::parse(input)
-            }
-        }
-    };
-}
-pub(crate) use fixed_record;
 
 /// Shared test helper: every record round-trips and every strict prefix of its
 /// encoding is rejected as short (or invalid), never accepted and never a panic.

@@ -1,6 +1,6 @@
 //! `RequestHeader`, `ReplyHeader` and the special xids.
 
-use crate::codec::{fixed_record, record};
+use crate::codec::record;
 
 /// xid of a watch notification (server to client).
 pub const XID_NOTIFICATION: i32 = -1;
@@ -21,7 +21,7 @@ record! {
     }
 }
 
-fixed_record! {
+record! {
     /// `ReplyHeader {int xid; long zxid; int err}`: 16 bytes before every reply body.
     pub struct ReplyHeader (16) {
         /// The request's xid, or a special xid (−1 notification, −2 ping).

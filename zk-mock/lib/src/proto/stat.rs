@@ -1,8 +1,8 @@
 //! `Stat`: 68 bytes, Jute order, **pzxid last**.
 
-use crate::codec::fixed_record;
+use crate::codec::record;
 
-fixed_record! {
+record! {
     /// The metadata of a znode as clients see it (`data.Stat`).
     pub struct Stat (STAT_LEN) {
         /// The zxid of the transaction that created the node.

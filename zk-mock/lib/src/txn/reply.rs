@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
-use crate::codec::jute::{put_int, put_ustring};
-use crate::codec::Record;
+use crate::codec::jute::put_ustring;
+use crate::codec::{put_vector, Record};
 use crate::proto::*;
 
 /// A successful reply body.
@@ -43,9 +43,9 @@ impl Reply {
             Reply::Stat(stat) => StatResponse { stat }.encode(b),
             Reply::Data(data, stat) => GetDataResponse { data, stat }.encode(b),
             // GetChildrenResponse and GetChildren2Response, field by field.
-            Reply::Children(children) => put_names(b, &children),
+            Reply::Children(children) => put_vector(b, &children),
             Reply::Children2(children, stat) => {
-                put_names(b, &children);
+                put_vector(b, &children);
                 stat.encode(b);
             }
             Reply::Acl(acl, stat) => GetAclResponse { acl, stat }.encode(b),
@@ -54,14 +54,6 @@ impl Reply {
             Reply::WhoAmI(client_info) => WhoAmIResponse { client_info }.encode(b),
             Reply::Count(total_number) => GetAllChildrenNumberResponse { total_number }.encode(b),
         }
-    }
-}
-
-/// A `vector<ustring>`.
-fn put_names(b: &mut BytesMut, names: &[String]) {
-    put_int(b, names.len() as i32);
-    for name in names {
-        put_ustring(b, name);
     }
 }
 
