@@ -864,7 +864,7 @@ pub async fn raw_fanout(
         }
     };
     let create = CreateRequest {
-        path: path.clone(),
+        path: path.as_str().into(),
         data: Some(bytes::Bytes::new()),
         acl: Acl::open_unsafe(),
         flags: 0,

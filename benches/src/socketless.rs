@@ -28,7 +28,7 @@ pub fn request_frame(xid: i32, op: OpCode, body: &dyn Fn(&mut BytesMut)) -> Byte
 pub fn create_frame(xid: i32, path: &str) -> Bytes {
     request_frame(xid, OpCode::Create, &|b| {
         CreateRequest {
-            path: path.to_string(),
+            path: path.into(),
             data: Some(Bytes::from_static(&[7; 100])),
             acl: Acl::open_unsafe(),
             flags: 0,

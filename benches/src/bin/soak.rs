@@ -332,7 +332,7 @@ async fn main() {
                     .request(
                         OpCode::Create,
                         &CreateRequest {
-                            path,
+                            path: path.into(),
                             data: Some(bytes::Bytes::from_static(b"ephemeral")),
                             acl: Acl::open_unsafe(),
                             flags: 1,

@@ -309,7 +309,7 @@ fn apply(
                     zxid,
                     zxid,
                     CreateArgs {
-                        path: &path,
+                        path: path.as_str().into(),
                         data: data.clone().map(Bytes::from),
                         acl: &open,
                         mode: CreateMode::from_flags(flags).unwrap(),

@@ -499,7 +499,7 @@ fn four_letter_words_have_zookeepers_formats() {
                         .await
                         .unwrap();
                     let create = CreateRequest {
-                        path: format!("/e{i}"),
+                        path: format!("/e{i}").into(),
                         data: Some(bytes::Bytes::from_static(b"x")),
                         acl: Acl::open_unsafe(),
                         flags: 1,

@@ -141,6 +141,14 @@ pub fn ustring(input: &[u8]) -> Parse<'_, String> {
     }
 }
 
+/// [`ustring`] as a shared string, with one allocation (the string's own).
+pub fn ustring_shared(input: &[u8]) -> Parse<'_, std::sync::Arc<str>> {
+    match ustr_opt(input)? {
+        (rest, Some(s)) => Ok((rest, std::sync::Arc::from(&*s))),
+        (_, None) => fail(DecodeError::Invalid("null string")),
+    }
+}
+
 /// `vector<T>`: count then elements. Null (−1) and other negative counts read
 /// as empty, as Java's `BinaryIndex` does.
 pub fn vector<'a, T>(

@@ -186,6 +186,17 @@ impl Field for String {
     }
 }
 
+/// `ustring` that must not be null, decoded straight into a shared string:
+/// a create's path, which the new node, its records and its reply then share.
+impl Field for std::sync::Arc<str> {
+    fn put(&self, buf: &mut BytesMut) {
+        jute::put_ustring(buf, self)
+    }
+    fn take(input: &[u8]) -> Parse<'_, Self> {
+        jute::ustring_shared(input)
+    }
+}
+
 /// A `vector`: its length, then each item.
 pub(crate) fn put_vector<T: Field>(buf: &mut BytesMut, items: &[T]) {
     jute::put_int(buf, items.len() as i32);

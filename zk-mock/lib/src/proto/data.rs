@@ -2,6 +2,8 @@
 //! exists, getData, setData, getChildren, sync, check, ACL reads/writes,
 //! getEphemerals, getAllChildrenNumber).
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 
 use super::acl::Acl;
@@ -11,8 +13,9 @@ use crate::codec::record;
 record! {
     /// `CreateRequest`: ops create (1), create2 (15) and createContainer (19).
     pub struct CreateRequest {
-        /// The node's path; a sequential node gets a suffix appended.
-        pub path: String,
+        /// The node's path; a sequential node gets a suffix appended. The
+        /// new node, its records and the reply share this string.
+        pub path: Arc<str>,
         /// The node's data (`None`: null).
         pub data: Option<Bytes>,
         /// The node's ACL.
@@ -26,8 +29,9 @@ record! {
 record! {
     /// `CreateTTLRequest`: op createTTL (21).
     pub struct CreateTtlRequest {
-        /// The node's path; a sequential node gets a suffix appended.
-        pub path: String,
+        /// The node's path; a sequential node gets a suffix appended. The
+        /// new node, its records and the reply share this string.
+        pub path: Arc<str>,
         /// The node's data (`None`: null).
         pub data: Option<Bytes>,
         /// The node's ACL.

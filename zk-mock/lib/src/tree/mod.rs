@@ -109,8 +109,9 @@ impl CreateMode {
 /// Everything a create needs beyond the tree itself.
 #[derive(Debug, Clone)]
 pub struct CreateArgs<'a> {
-    /// Requested path (before any sequential suffix).
-    pub path: &'a str,
+    /// Requested path (before any sequential suffix). A node created at
+    /// exactly this path keeps this string as its path, shared, not copied.
+    pub path: Arc<str>,
     /// Data; `None` is null.
     pub data: Option<Bytes>,
     /// Requested ACL (before fixup).
@@ -393,7 +394,7 @@ impl DataTree {
         caller: Caller<'_>,
         events: &mut Vec<TreeEvent>,
     ) -> Result<(Arc<str>, Stat), ErrorCode> {
-        let path = args.path;
+        let path: &str = &args.path;
         // validatePathForCreate
         let Some((parent_path, _)) = path::split(path) else {
             return Err(ErrorCode::BadArguments);
@@ -421,11 +422,12 @@ impl DataTree {
         let parent = self.get(parent_path).ok_or(ErrorCode::NoNode)?;
         acl::check(&parent.acl, perms::CREATE, caller.auth)?;
         // The new node's path: the one copy of it that the table, the
-        // event, the recorder and the reply share.
+        // event, the recorder and the reply share (the request's own, unless
+        // a sequence suffix makes a new one).
         let full: Arc<str> = if args.mode.sequential {
             format!("{path}{}", path::sequence_suffix(parent.cversion)).into()
         } else {
-            path.into()
+            args.path.clone()
         };
         if !path::is_valid(&full) {
             return Err(ErrorCode::BadArguments);
@@ -739,7 +741,7 @@ mod tests {
         let zxid = t.next_zxid();
         let open = Acl::open_unsafe();
         let args = CreateArgs {
-            path,
+            path: path.into(),
             data: None,
             acl: &open,
             mode: CreateMode::from_flags(flags)?,

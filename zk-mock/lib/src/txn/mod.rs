@@ -217,7 +217,7 @@ impl Writer<'_> {
             _ => return Err(ErrorCode::BadArguments),
         };
         let args = CreateArgs {
-            path: new.path,
+            path: new.path.clone(),
             data: new.data.clone(),
             acl: new.acl,
             mode,
@@ -323,7 +323,7 @@ impl Writer<'_> {
 
 /// The create-family request fields, whichever op carried them.
 struct NewNode<'a> {
-    path: &'a str,
+    path: &'a Arc<str>,
     data: &'a Option<Bytes>,
     acl: &'a [Acl],
     flags: i32,

@@ -1185,7 +1185,7 @@ impl Run {
                 flags,
             } => {
                 let b = CreateRequest {
-                    path: p(path),
+                    path: p(path).into(),
                     data: d(data),
                     acl: acl.clone(),
                     flags: *flags,
@@ -1201,7 +1201,7 @@ impl Run {
             } => (
                 OpCode::CreateTtl,
                 CreateTtlRequest {
-                    path: p(path),
+                    path: p(path).into(),
                     data: d(data),
                     acl: Acl::open_unsafe(),
                     flags: *flags,
@@ -1356,7 +1356,7 @@ impl Run {
                     } => MultiOp::Create(
                         OpCode::from_i32(*op).unwrap_or(OpCode::Create),
                         CreateRequest {
-                            path: p(path),
+                            path: p(path).into(),
                             data: d(data),
                             acl: Acl::open_unsafe(),
                             flags: *flags,
@@ -1726,7 +1726,7 @@ pub(crate) async fn run(addr: SocketAddr, prefix: &str, mode: Mode, ops: &[Op]) 
             .request(
                 OpCode::Create,
                 &CreateRequest {
-                    path: prefix.to_string(),
+                    path: prefix.into(),
                     data: None,
                     acl: Acl::open_unsafe(),
                     flags: 0,

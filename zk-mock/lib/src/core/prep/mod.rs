@@ -373,15 +373,18 @@ impl State {
         Some(Flow::Continue)
     }
 
-    /// The path a request named, for its record: the tree's own copy when
-    /// the node is there (shared, not copied; nearly every request other
-    /// than a create names a node that exists), else a copy.
+    /// The path a request named, for its record, shared, not copied: a
+    /// create's own (which the node it makes keeps too), or the tree's copy
+    /// when the node is there (nearly every other request names a node that
+    /// exists); else a copy.
     fn record_path(&self, req: &Result<Request, RequestError>) -> Option<NodePath> {
         let req = req.as_ref().ok()?;
-        let path = req.path()?;
-        if matches!(req, Request::Create(..) | Request::CreateTtl(_)) {
-            return Some(NodePath::from(path));
+        match req {
+            Request::Create(_, r) => return Some(NodePath::shared(r.path.clone())),
+            Request::CreateTtl(r) => return Some(NodePath::shared(r.path.clone())),
+            _ => {}
         }
+        let path = req.path()?;
         Some(match self.tree().shared_path(path) {
             Some(shared) => NodePath::shared(shared),
             None => NodePath::from(path),
