@@ -32,9 +32,16 @@ impl State {
     /// Commits a prepared txn: the leader applies it at once, and each
     /// follower when its lag allows. Returns the outcome as the leader saw
     /// it, which every replica repeats.
-    pub(crate) fn commit(&mut self, txn: Txn) -> Applied {
+    pub(crate) fn commit(&mut self, mut txn: Txn) -> Applied {
         let leader = self.ensemble.leader;
-        let err = self.apply_txn(leader, &txn, true);
+        // A single server applies the txn once: its node takes the
+        // request's data as it is.
+        let data = if self.ensemble.servers.len() == 1 {
+            txn.take_data()
+        } else {
+            None
+        };
+        let err = self.apply_txn(leader, &txn, true, data);
         let applied = Applied {
             err,
             zxid: txn.zxid,
@@ -61,7 +68,13 @@ impl State {
     /// Applies one txn to one server's replica: fires that server's watches,
     /// then answers the request if it came through this server. `record`:
     /// the leader's apply, which the recorder keeps the changes of.
-    fn apply_txn(&mut self, server: usize, txn: &Txn, record: bool) -> i32 {
+    fn apply_txn(
+        &mut self,
+        server: usize,
+        txn: &Txn,
+        record: bool,
+        data: Option<Option<Bytes>>,
+    ) -> i32 {
         // The kept vector (empty) lends its allocation; a nested apply
         // would just take an empty one.
         let mut events = std::mem::take(&mut self.events);
@@ -69,6 +82,7 @@ impl State {
             &mut self.ensemble.servers[server].tree,
             self.settings.txn(),
             txn,
+            data,
             &mut events,
         );
         if record {
@@ -138,7 +152,7 @@ impl State {
             let Some(p) = self.ensemble.servers[server].backlog.pop_front() else {
                 break;
             };
-            self.apply_txn(server, &p.txn, false);
+            self.apply_txn(server, &p.txn, false, None);
         }
     }
 
@@ -153,7 +167,7 @@ impl State {
     /// `sync`, a restart and an election do.
     pub(crate) fn catch_up(&mut self, server: usize) {
         while let Some(p) = self.ensemble.servers[server].backlog.pop_front() {
-            self.apply_txn(server, &p.txn, false);
+            self.apply_txn(server, &p.txn, false, None);
         }
     }
 

@@ -106,11 +106,29 @@ pub(crate) struct TxnSettings {
     pub(crate) extended_types: bool,
 }
 
+impl Txn {
+    /// Moves the data out of a create or a setData, for the one replica
+    /// that applies the txn and then drops it (a single server's): that
+    /// replica's node keeps the request's own buffer instead of a shared
+    /// clone of it, which `Bytes` would allocate a count for. The data
+    /// goes to [`execute`] as its `data`; the txn is not to be applied again.
+    pub(crate) fn take_data(&mut self) -> Option<Option<Bytes>> {
+        match &mut self.op {
+            TxnOp::Write(Request::Create(_, r)) => Some(r.data.take()),
+            TxnOp::Write(Request::CreateTtl(r)) => Some(r.data.take()),
+            TxnOp::Write(Request::SetData(r)) => Some(r.data.take()),
+            _ => None,
+        }
+    }
+}
+
 /// Applies `txn` to a replica, collecting the watch events it causes.
+/// `data`: what [`Txn::take_data`] moved out of it, if that was called.
 pub(crate) fn execute(
     tree: &mut DataTree,
     settings: TxnSettings,
     txn: &Txn,
+    data: Option<Option<Bytes>>,
     events: &mut Vec<TreeEvent>,
 ) -> Outcome {
     tree.advance_to(txn.zxid);
@@ -125,6 +143,7 @@ pub(crate) fn execute(
         time: txn.time,
         caller,
         events,
+        data,
     };
     match &txn.op {
         TxnOp::Write(req) => w.write(req),
@@ -159,6 +178,9 @@ struct Writer<'a> {
     time: i64,
     caller: Caller<'a>,
     events: &'a mut Vec<TreeEvent>,
+    /// The data taken out of the txn's create or setData, used in place of
+    /// a clone of the request's (see [`Txn::take_data`]).
+    data: Option<Option<Bytes>>,
 }
 
 impl Writer<'_> {
@@ -218,7 +240,7 @@ impl Writer<'_> {
         };
         let args = CreateArgs {
             path: new.path.clone(),
-            data: new.data.clone(),
+            data: self.data.take().unwrap_or_else(|| new.data.clone()),
             acl: new.acl,
             mode,
             ttl,
@@ -233,7 +255,7 @@ impl Writer<'_> {
             self.zxid,
             self.time,
             &r.path,
-            r.data.clone(),
+            self.data.take().unwrap_or_else(|| r.data.clone()),
             r.version,
             self.caller,
             self.events,
