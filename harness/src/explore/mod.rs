@@ -501,10 +501,10 @@ pub async fn explore(
         }
     }
     let mut error_reasons: Vec<(String, u64)> = reasons.into_iter().collect();
-    error_reasons.sort_by(|a, b| b.1.cmp(&a.1));
+    error_reasons.sort_by_key(|r| std::cmp::Reverse(r.1));
     error_reasons.truncate(5);
     let mut unapplied_reasons: Vec<(String, u64)> = idle_reasons.into_iter().collect();
-    unapplied_reasons.sort_by(|a, b| b.1.cmp(&a.1));
+    unapplied_reasons.sort_by_key(|r| std::cmp::Reverse(r.1));
     unapplied_reasons.truncate(8);
     let exploration = Exploration {
         seed: opts.seed,

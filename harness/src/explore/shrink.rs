@@ -768,13 +768,13 @@ fn reanchored(d: &Draft, i: usize, record: &RunRecord) -> Option<Draft> {
     let (at, on) = record
         .journal
         .iter()
+        .rev()
         .filter(|e| e.t <= t && members.contains(&e.client))
-        .filter_map(|e| match &e.event {
+        .find_map(|e| match &e.event {
             Event::Acquired { .. } => Some((e.t, json!({"holds": e.client}))),
             Event::Waiting { .. } => Some((e.t, json!({"waiting": e.client}))),
             _ => None,
-        })
-        .last()?;
+        })?;
     let mut c = d.clone();
     let s = &mut c.timeline[i];
     let extra = s.get("after").and_then(dur).unwrap_or_default();
