@@ -542,7 +542,7 @@ mod tests {
             ("kazoo".to_string(), "kazoo 2.11.0".to_string()),
         ];
         let m = Matrix::new(
-            &[l.clone()],
+            std::slice::from_ref(&l),
             imps.clone(),
             "mock",
             &outcomes,
@@ -559,7 +559,7 @@ mod tests {
             outcome(&l, "kazoo", Status::Passed, &[]),
         ];
         let m = Matrix::new(
-            &[l.clone()],
+            std::slice::from_ref(&l),
             imps.clone(),
             "mock",
             &fixed,
@@ -576,7 +576,7 @@ mod tests {
             outcome(&l, "kazoo", Status::Failed, &["liveness"]),
         ];
         assert!(!Matrix::new(
-            &[l.clone()],
+            std::slice::from_ref(&l),
             imps.clone(),
             "mock",
             &other,
@@ -585,7 +585,15 @@ mod tests {
         )
         .ok());
         let ok = |target: &str, outcomes: &[Outcome], e: &Expectations| {
-            Matrix::new(&[l.clone()], imps.clone(), target, outcomes, Some(e), 1.0).ok()
+            Matrix::new(
+                std::slice::from_ref(&l),
+                imps.clone(),
+                target,
+                outcomes,
+                Some(e),
+                1.0,
+            )
+            .ok()
         };
         // On a real server a listed cell may be skipped (a mock-only knob); on
         // the mock it may not.
