@@ -73,6 +73,30 @@ impl Report {
             None => "-".into(),
         }
     }
+
+    /// Files a floor aim's standing (`claim`: what was measured; `beyond`:
+    /// the side of the aim a miss is on) and gives the note for its cell.
+    fn judged(
+        &mut self,
+        at: Standing,
+        claim: String,
+        beyond: &str,
+        show: impl Fn(f64) -> String,
+    ) -> String {
+        match at {
+            Standing::Met => String::new(),
+            Standing::Missed => {
+                self.misses.push(format!("{claim} {beyond}"));
+                ": MISSED".into()
+            }
+            Standing::Open(lo, hi) => {
+                let (lo, hi) = (show(lo), show(hi));
+                self.open
+                    .push(format!("{claim}, its 90% interval {lo} to {hi}"));
+                format!(": not decided, {lo}–{hi}")
+            }
+        }
+    }
 }
 
 fn ms(d: Duration) -> String {
@@ -312,42 +336,18 @@ async fn run(args: Args) -> Result<(), BoxError> {
                 let cpu_over_floor = cpu[0].as_secs_f64() / floor_cpu.as_secs_f64().max(1e-12);
                 let (floor_tput, floor_cpu_cell) = if sessions >= 16 {
                     let what = format!("{} x{sessions}", op.name());
-                    let tput_at = standing(&tput_per_repeat, of_floor, 0.8, false);
-                    let tput_note = match tput_at {
-                        Standing::Met => String::new(),
-                        Standing::Missed => {
-                            r.misses.push(format!(
-                                "{what}: throughput {:.0}% of the floor's < 80%",
-                                of_floor * 100.0
-                            ));
-                            ": MISSED".into()
-                        }
-                        Standing::Open(lo, hi) => {
-                            r.open.push(format!(
-                                "{what}: throughput {:.0}% of the floor's, its 90% interval {:.0}% to {:.0}%",
-                                of_floor * 100.0,
-                                lo * 100.0,
-                                hi * 100.0
-                            ));
-                            format!(": not decided, {:.0}–{:.0}%", lo * 100.0, hi * 100.0)
-                        }
-                    };
-                    let cpu_at = standing(&per_repeat, cpu_over_floor, 1.5, true);
-                    let cpu_note = match cpu_at {
-                        Standing::Met => String::new(),
-                        Standing::Missed => {
-                            r.misses.push(format!(
-                                "{what}: server CPU {cpu_over_floor:.2}x the floor's > 1.5x"
-                            ));
-                            ": MISSED".into()
-                        }
-                        Standing::Open(lo, hi) => {
-                            r.open.push(format!(
-                                "{what}: server CPU {cpu_over_floor:.2}x the floor's, its 90% interval {lo:.2}x to {hi:.2}x"
-                            ));
-                            format!(": not decided, {lo:.2}–{hi:.2}x")
-                        }
-                    };
+                    let tput_note = r.judged(
+                        standing(&tput_per_repeat, of_floor, 0.8, false),
+                        format!("{what}: throughput {:.0}% of the floor's", of_floor * 100.0),
+                        "< 80%",
+                        |x| format!("{:.0}%", x * 100.0),
+                    );
+                    let cpu_note = r.judged(
+                        standing(&per_repeat, cpu_over_floor, 1.5, true),
+                        format!("{what}: server CPU {cpu_over_floor:.2}x the floor's"),
+                        "> 1.5x",
+                        |x| format!("{x:.2}x"),
+                    );
                     (
                         format!("{:.0}% (target 80%{tput_note})", of_floor * 100.0),
                         format!(

@@ -114,9 +114,11 @@ impl Txn {
     /// goes to [`execute`] as its `data`; the txn is not to be applied again.
     pub(crate) fn take_data(&mut self) -> Option<Option<Bytes>> {
         match &mut self.op {
-            TxnOp::Write(Request::Create(_, r)) => Some(r.data.take()),
-            TxnOp::Write(Request::CreateTtl(r)) => Some(r.data.take()),
-            TxnOp::Write(Request::SetData(r)) => Some(r.data.take()),
+            TxnOp::Write(
+                Request::Create(_, CreateRequest { data, .. })
+                | Request::CreateTtl(CreateTtlRequest { data, .. })
+                | Request::SetData(SetDataRequest { data, .. }),
+            ) => Some(data.take()),
             _ => None,
         }
     }

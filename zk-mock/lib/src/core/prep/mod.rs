@@ -379,10 +379,10 @@ impl State {
     /// exists); else a copy.
     fn record_path(&self, req: &Result<Request, RequestError>) -> Option<NodePath> {
         let req = req.as_ref().ok()?;
-        match req {
-            Request::Create(_, r) => return Some(NodePath::shared(r.path.clone())),
-            Request::CreateTtl(r) => return Some(NodePath::shared(r.path.clone())),
-            _ => {}
+        if let Request::Create(_, CreateRequest { path, .. })
+        | Request::CreateTtl(CreateTtlRequest { path, .. }) = req
+        {
+            return Some(NodePath::shared(path.clone()));
         }
         let path = req.path()?;
         Some(match self.tree().shared_path(path) {
