@@ -6,13 +6,13 @@
 //!   foldhash is several times faster on such keys and still seeded per
 //!   process, so a client cannot choose colliding paths ahead of time.
 //! - [`StrMap`]: the tables keyed by a path or a child's name (the tree's
-//!   nodes, a node's children, the per-path counters). These grow with
+//!   nodes' index, a node's children, the per-path counters). These grow with
 //!   every create, so each entry keeps its key's hash: a table that doubles
 //!   moves its entries without hashing a single string again, and a lookup
 //!   followed by an insert hashes the key once and copies it only when the
 //!   key is new. A key is an `Arc<str>`: the tree's node table shares each
 //!   path with the change's event and the recorder's record of it
-//!   ([`StrMap::insert_shared`], [`StrMap::get_key_mut`],
+//!   ([`StrMap::insert_new_shared`], [`StrMap::get_key_mut`],
 //!   [`StrMap::remove_entry`]), so a write copies its path once.
 
 use std::hash::BuildHasher;
@@ -65,14 +65,6 @@ impl<V> StrMap<V> {
             .map(|s| &s.value)
     }
 
-    /// The value of `key`, to change.
-    pub(crate) fn get_mut(&mut self, key: &str) -> Option<&mut V> {
-        let h = self.hash(key);
-        self.table
-            .find_mut(h, |s| s.hash == h && &*s.key == key)
-            .map(|s| &mut s.value)
-    }
-
     /// The key as the map holds it.
     pub(crate) fn get_key(&self, key: &str) -> Option<&Arc<str>> {
         let h = self.hash(key);
@@ -87,26 +79,6 @@ impl<V> StrMap<V> {
         self.table
             .find_mut(h, |s| s.hash == h && &*s.key == key)
             .map(|s| (&s.key, &mut s.value))
-    }
-
-    /// Sets `key`'s value; returns the one it replaces. A new key is kept
-    /// as it is given (shared, not copied); an old one stays.
-    pub(crate) fn insert_shared(&mut self, key: Arc<str>, value: V) -> Option<V> {
-        let h = self.hash(&key);
-        match self
-            .table
-            .entry(h, |s| s.hash == h && s.key == key, |s| s.hash)
-        {
-            Entry::Occupied(mut o) => Some(std::mem::replace(&mut o.get_mut().value, value)),
-            Entry::Vacant(v) => {
-                v.insert(Slot {
-                    hash: h,
-                    key,
-                    value,
-                });
-                None
-            }
-        }
     }
 
     /// Removes `key`; returns the key as the map held it, and its value.
@@ -134,6 +106,31 @@ impl<V> StrMap<V> {
         }
     }
 
+    /// The value of `key`, and false; or, if it is not in, the value
+    /// `make` gives it, kept with the key as given (shared, not copied),
+    /// and true. One hashing for the lookup and the insert.
+    pub(crate) fn get_or_insert_shared(
+        &mut self,
+        key: Arc<str>,
+        make: impl FnOnce() -> V,
+    ) -> (&mut V, bool) {
+        let h = self.hash(&key);
+        match self
+            .table
+            .entry(h, |s| s.hash == h && s.key == key, |s| s.hash)
+        {
+            Entry::Occupied(o) => (&mut o.into_mut().value, false),
+            Entry::Vacant(v) => {
+                let slot = v.insert(Slot {
+                    hash: h,
+                    key,
+                    value: make(),
+                });
+                (&mut slot.into_mut().value, true)
+            }
+        }
+    }
+
     /// Whether `key` is in.
     pub(crate) fn contains_key(&self, key: &str) -> bool {
         self.get(key).is_some()
@@ -141,6 +138,7 @@ impl<V> StrMap<V> {
 
     /// Sets `key`'s value; returns the one it replaces. The key is copied
     /// only if it is new.
+    #[cfg(test)]
     pub(crate) fn insert(&mut self, key: &str, value: V) -> Option<V> {
         let (hash, entry) = self.entry(key);
         match entry {
@@ -216,6 +214,11 @@ impl<V> StrMap<V> {
     /// Every key, in no particular order.
     pub(crate) fn keys(&self) -> impl Iterator<Item = &str> + '_ {
         self.table.iter().map(|s| &*s.key)
+    }
+
+    /// Every value, to change, in no particular order.
+    pub(crate) fn values_mut(&mut self) -> impl Iterator<Item = &mut V> + '_ {
+        self.table.iter_mut().map(|s| &mut s.value)
     }
 
     /// Shrinks the table to twice its length if it is less than a quarter

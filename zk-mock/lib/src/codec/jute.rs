@@ -101,35 +101,38 @@ pub fn buffer(input: &[u8]) -> Parse<'_, Option<Bytes>> {
     }
 }
 
+/// A `ustring`'s bytes, not yet checked as UTF-8; `None` is null.
+pub fn ubytes_opt(input: &[u8]) -> Parse<'_, Option<&[u8]>> {
+    let (rest, len) = length(input)?;
+    Ok(match len {
+        None => (rest, None),
+        Some(n) => (&rest[n..], Some(&rest[..n])),
+    })
+}
+
+/// A `ustring`'s bytes as text: borrowed when they are valid UTF-8, as
+/// nearly every string is (`str::from_utf8` checks ASCII a word at a
+/// time); anything else with U+FFFD, as Java's `new String(bytes, UTF_8)`
+/// decodes it.
+pub fn utf8(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
+
 /// `ustring` that may be null, borrowed from the input when it is valid UTF-8
 /// (as nearly every string is); anything else decodes as [`ustring_opt`] does.
 pub fn ustr_opt(input: &[u8]) -> Parse<'_, Option<std::borrow::Cow<'_, str>>> {
-    let (rest, len) = length(input)?;
-    match len {
-        None => Ok((rest, None)),
-        // Borrowed when valid; for strings as short as an ACL's scheme and
-        // id this checks faster than `str::from_utf8`.
-        Some(n) => Ok((&rest[n..], Some(String::from_utf8_lossy(&rest[..n])))),
-    }
+    let (rest, bytes) = ubytes_opt(input)?;
+    Ok((rest, bytes.map(utf8)))
 }
 
 /// `ustring` that may be null. Invalid UTF-8 decodes with U+FFFD, as Java's
 /// `new String(bytes, UTF_8)` does (path validation then rejects it).
 pub fn ustring_opt(input: &[u8]) -> Parse<'_, Option<String>> {
-    let (rest, len) = length(input)?;
-    match len {
-        None => Ok((rest, None)),
-        Some(n) => {
-            // Valid UTF-8, as nearly every string is, is checked once and
-            // copied; anything else decodes as Java's would, lossily.
-            let bytes = &rest[..n];
-            let s = match std::str::from_utf8(bytes) {
-                Ok(s) => s.to_owned(),
-                Err(_) => String::from_utf8_lossy(bytes).into_owned(),
-            };
-            Ok((&rest[n..], Some(s)))
-        }
-    }
+    let (rest, bytes) = ubytes_opt(input)?;
+    Ok((rest, bytes.map(|b| utf8(b).into_owned())))
 }
 
 /// `ustring` that must not be null.

@@ -63,21 +63,32 @@ fn shared(s: &str) -> Cow<'static, str> {
     }
 }
 
+/// A `ustring` of an [`Id`]: one of the [`SHARED`] constants when its bytes
+/// are one (compared as bytes: a constant needs no UTF-8 check), else
+/// decoded as any other string is. Null decodes as empty.
+fn id_string(input: &[u8]) -> crate::codec::Parse<'_, Cow<'static, str>> {
+    let (rest, bytes) = crate::codec::jute::ubytes_opt(input)?;
+    let Some(bytes) = bytes else {
+        return Ok((rest, Cow::Borrowed("")));
+    };
+    if let Some(c) = SHARED.iter().find(|c| c.as_bytes() == bytes) {
+        return Ok((rest, Cow::Borrowed(c)));
+    }
+    Ok((
+        rest,
+        Cow::Owned(crate::codec::jute::utf8(bytes).into_owned()),
+    ))
+}
+
 impl crate::codec::Record for Id {
     fn encode(&self, buf: &mut bytes::BytesMut) {
         crate::codec::jute::put_ustring(buf, &self.scheme);
         crate::codec::jute::put_ustring(buf, &self.id);
     }
     fn parse(input: &[u8]) -> crate::codec::Parse<'_, Self> {
-        let (input, scheme) = crate::codec::jute::ustr_opt(input)?;
-        let (input, id) = crate::codec::jute::ustr_opt(input)?;
-        Ok((
-            input,
-            Id {
-                scheme: scheme.map_or(Cow::Borrowed(""), |s| shared(&s)),
-                id: id.map_or(Cow::Borrowed(""), |s| shared(&s)),
-            },
-        ))
+        let (input, scheme) = id_string(input)?;
+        let (input, id) = id_string(input)?;
+        Ok((input, Id { scheme, id }))
     }
 }
 
@@ -133,6 +144,28 @@ mod tests {
             id: "u:h=".into(),
         });
         assert_round_trip(&Id::new("world", "anyone"));
+    }
+
+    #[test]
+    fn an_id_decodes_its_constants_shared_and_anything_else_as_java_would() {
+        let decode = |scheme: Option<&[u8]>, id: Option<&[u8]>| {
+            let mut b = bytes::BytesMut::new();
+            crate::codec::jute::put_buffer(&mut b, scheme);
+            crate::codec::jute::put_buffer(&mut b, id);
+            <Id as crate::codec::Record>::decode(&b).unwrap()
+        };
+        let open = decode(Some(b"world"), Some(b"anyone"));
+        assert!(matches!(
+            (&open.scheme, &open.id),
+            (Cow::Borrowed("world"), Cow::Borrowed("anyone"))
+        ));
+        let digest = decode(Some(b"digest"), Some(b"u:h="));
+        assert!(matches!(digest.scheme, Cow::Borrowed("digest")));
+        assert!(matches!(&digest.id, Cow::Owned(s) if s == "u:h="));
+        // Invalid UTF-8 takes U+FFFD, as `new String(bytes, UTF_8)` gives it;
+        // null reads as empty.
+        let odd = decode(Some(&[b'i', 0xff]), None);
+        assert_eq!((&*odd.scheme, &*odd.id), ("i\u{fffd}", ""));
     }
 
     #[test]

@@ -9,8 +9,9 @@ pub(crate) mod java_order;
 pub mod node;
 pub mod path;
 mod quota;
+mod table;
 
-use crate::hash::{Map, StrMap};
+use crate::hash::Map;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -18,6 +19,7 @@ use bytes::Bytes;
 
 use java_order::JavaHashSet;
 pub use node::{Children, Node, NodeKind};
+use table::NodeTable;
 
 use crate::acl;
 use crate::compact::Sparse;
@@ -134,12 +136,8 @@ pub struct Caller<'a> {
 /// The data tree (`DataTree` plus the ephemerals index).
 #[derive(Debug)]
 pub struct DataTree {
-    /// Every node by path. A slot holds the path and a pointer (24 bytes),
-    /// not the node (128): when the table doubles, it writes a sixth of
-    /// the memory it would, which a large tree's writes pay for in page
-    /// faults (0.22 per create in `ops_cpu` with the nodes inline, 0.14
-    /// boxed).
-    nodes: StrMap<Box<Node>>,
+    /// Every node by path (see `table.rs`).
+    nodes: NodeTable,
     /// Each session's ephemeral paths, as ZooKeeper's `HashSet` orders them.
     ephemerals: Map<i64, JavaHashSet>,
     last_zxid: i64,
@@ -164,7 +162,7 @@ impl DataTree {
     /// every stat field 0, `/zookeeper/config` readable only and with aversion −1.
     pub fn new() -> DataTree {
         let open: Arc<[Acl]> = Acl::open_unsafe().into();
-        let mut nodes = StrMap::default();
+        let mut nodes = NodeTable::default();
         let [zookeeper, quota, config_path]: [Arc<str>; 3] =
             ["/zookeeper", "/zookeeper/quota", "/zookeeper/config"].map(Arc::from);
         let mut root = Node::special(open.clone());
@@ -174,10 +172,10 @@ impl DataTree {
         zk.add_child(config_path.clone(), "/zookeeper/".len());
         let mut config = Node::special(Acl::read_unsafe().into());
         config.aversion = -1;
-        nodes.insert("/", Box::new(root));
-        nodes.insert_shared(zookeeper, Box::new(zk));
-        nodes.insert_shared(quota, Box::new(Node::special(open.clone())));
-        nodes.insert_shared(config_path, Box::new(config));
+        nodes.insert("/", root);
+        nodes.insert_shared(zookeeper, zk);
+        nodes.insert_shared(quota, Node::special(open.clone()));
+        nodes.insert_shared(config_path, config);
         DataTree {
             nodes,
             ephemerals: Map::default(),
@@ -245,9 +243,7 @@ impl DataTree {
 
     /// Looks a node up; `""` is the root's alias, as in `DataTree.nodes`.
     pub fn get(&self, path: &str) -> Option<&Node> {
-        self.nodes
-            .get(if path.is_empty() { "/" } else { path })
-            .map(|n| &**n)
+        self.nodes.get(if path.is_empty() { "/" } else { path })
     }
 
     /// The node table's own copy of `path` (shared, not copied), if the node
@@ -263,7 +259,7 @@ impl DataTree {
 
     /// Iterates over every node by path.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Node)> {
-        self.nodes.iter().map(|(p, n)| (p, &**n))
+        self.nodes.iter()
     }
 
     /// The ephemeral paths a session owns.
@@ -301,7 +297,7 @@ impl DataTree {
         let key = Self::key(path);
         if let Some(j) = &mut self.journal {
             if !j.iter().any(|(p, _)| p == key) {
-                j.push((key.to_string(), self.nodes.get(key).map(|n| (**n).clone())));
+                j.push((key.to_string(), self.nodes.get(key).cloned()));
             }
         }
     }
@@ -313,7 +309,7 @@ impl DataTree {
     /// [`insert`](Self::insert) with the path as the table is to keep it.
     fn insert_shared(&mut self, path: Arc<str>, node: Node) {
         let kind = node.kind;
-        if let Some(old) = self.nodes.insert_shared(path.clone(), Box::new(node)) {
+        if let Some(old) = self.nodes.insert_shared(path.clone(), node) {
             self.forget_ephemeral(&path, &old);
         }
         // After forgetting the old version: restoring a saved ephemeral over
@@ -343,9 +339,8 @@ impl DataTree {
     /// Removes a node; returns it, and its path as the table kept it.
     fn remove(&mut self, path: &str) -> Option<(Arc<str>, Node)> {
         let (key, node) = self.nodes.remove_entry(path)?;
-        self.nodes.shrink_if_sparse();
         self.forget_ephemeral(path, &node);
-        Some((key, *node))
+        Some((key, node))
     }
 
     /// Starts journaling for a multi: later writes can be rolled back.
@@ -767,6 +762,7 @@ mod tests {
                 .unwrap();
         }
         assert!(t.nodes.capacity() <= crate::compact::MIN_CAPACITY);
+        assert!(t.nodes.places() <= 2 * crate::compact::MIN_CAPACITY);
         assert!(parent_seq(&t) <= crate::compact::MIN_CAPACITY);
         assert!(t.ephemerals.is_empty());
         assert!(t.ephemerals.capacity() <= crate::compact::MIN_CAPACITY);
