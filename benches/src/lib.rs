@@ -160,7 +160,7 @@ pub async fn start_real() -> Result<RealZk, BoxError> {
         .heap(Some("2g"))
         .quick_jit(false)
         .sync_writes(true);
-    Ok(tokio::task::spawn_blocking(move || builder.start()).await??)
+    tokio::task::spawn_blocking(move || builder.start().map_err(BoxError::from)).await?
 }
 
 /// Connects `n` sessions, `parallel` at a time.

@@ -21,6 +21,10 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
+/// Each client's outstanding requests (id and task), so that a crash can
+/// abandon them.
+type Outstanding = Arc<Mutex<HashMap<String, Vec<(u64, AbortHandle)>>>>;
+
 fn out(tx: &mpsc::UnboundedSender<String>, line: &Line) {
     let mut text = serde_json::to_string(line).expect("lines serialize");
     text.push('\n');
@@ -171,7 +175,7 @@ async fn run() {
     });
     let mut host = host_for(&tx, 0);
     // Outstanding requests per client, so that a crash can abandon them.
-    let outstanding: Arc<Mutex<HashMap<String, Vec<(u64, AbortHandle)>>>> = Arc::default();
+    let outstanding: Outstanding = Arc::default();
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         if line.trim().is_empty() {
