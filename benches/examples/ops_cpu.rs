@@ -75,17 +75,25 @@ async fn measure(
         "zk-floor"
     };
     let us0 = user_sys(prefix);
+    let all0 = user_sys("");
     let before = s.cpu_time();
     let run = w.run().await?;
     let used = s.cpu_time() - before;
     let us1 = user_sys(prefix);
+    let all1 = user_sys("");
     if std::env::var("USER_SYS").is_ok() {
+        let ops = run.ops.max(1) as f64;
+        let server = (us1.0 - us0.0) + (us1.1 - us0.1);
+        let all = (all1.0 - all0.0) + (all1.1 - all0.1);
         eprintln!(
-            "{prefix}: user {:.2} µs/op, sys {:.2} µs/op, {:.3} faults/op, {:.3} switches/op",
-            (us1.0 - us0.0) * 1e6 / run.ops.max(1) as f64,
-            (us1.1 - us0.1) * 1e6 / run.ops.max(1) as f64,
-            (us1.2 - us0.2) / run.ops.max(1) as f64,
-            (us1.3 - us0.3) / run.ops.max(1) as f64
+            "{prefix}: user {:.2} µs/op, sys {:.2} µs/op, {:.3} faults/op, {:.3} switches/op; \
+             the rest of the process (the client) {:.2} µs/op; cores busy {:.2}",
+            (us1.0 - us0.0) * 1e6 / ops,
+            (us1.1 - us0.1) * 1e6 / ops,
+            (us1.2 - us0.2) / ops,
+            (us1.3 - us0.3) / ops,
+            (all - server) * 1e6 / ops,
+            all / run.wall.as_secs_f64().max(1e-9),
         );
     }
     if let Some(m) = s.mock_handle() {
