@@ -12,8 +12,9 @@
 //!   followed by an insert hashes the key once and copies it only when the
 //!   key is new. A key is an `Arc<str>`: the tree's node table shares each
 //!   path with the change's event and the recorder's record of it
-//!   ([`StrMap::insert_new_shared`], [`StrMap::get_key_mut`],
-//!   [`StrMap::remove_entry`]), so a write copies its path once.
+//!   ([`StrMap::get_or_insert_shared`], [`StrMap::insert_new_shared`],
+//!   [`StrMap::get_key_mut`], [`StrMap::remove_entry`]), so a write copies
+//!   its path once.
 
 use std::hash::BuildHasher;
 use std::sync::Arc;

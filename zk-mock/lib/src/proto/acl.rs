@@ -55,29 +55,29 @@ const SHARED: [&str; 9] = [
     "world", "anyone", "auth", "digest", "ip", "super", "x509", "sasl", "",
 ];
 
+/// The [`SHARED`] constant whose bytes are `bytes`, if one is (compared as
+/// bytes: a constant needs no UTF-8 check).
+fn constant(bytes: &[u8]) -> Option<&'static str> {
+    SHARED.iter().copied().find(|c| c.as_bytes() == bytes)
+}
+
 /// `s` as one of the [`SHARED`] constants, or owned.
 fn shared(s: &str) -> Cow<'static, str> {
-    match SHARED.iter().find(|c| **c == s) {
-        Some(c) => Cow::Borrowed(c),
-        None => Cow::Owned(s.to_owned()),
-    }
+    constant(s.as_bytes()).map_or_else(|| Cow::Owned(s.to_owned()), Cow::Borrowed)
 }
 
 /// A `ustring` of an [`Id`]: one of the [`SHARED`] constants when its bytes
-/// are one (compared as bytes: a constant needs no UTF-8 check), else
-/// decoded as any other string is. Null decodes as empty.
+/// are one, else decoded as any other string is. Null decodes as empty.
 fn id_string(input: &[u8]) -> crate::codec::Parse<'_, Cow<'static, str>> {
     let (rest, bytes) = crate::codec::jute::ubytes_opt(input)?;
-    let Some(bytes) = bytes else {
-        return Ok((rest, Cow::Borrowed("")));
+    let s = match bytes {
+        None => Cow::Borrowed(""),
+        Some(b) => constant(b).map_or_else(
+            || Cow::Owned(crate::codec::jute::utf8(b).into_owned()),
+            Cow::Borrowed,
+        ),
     };
-    if let Some(c) = SHARED.iter().find(|c| c.as_bytes() == bytes) {
-        return Ok((rest, Cow::Borrowed(c)));
-    }
-    Ok((
-        rest,
-        Cow::Owned(crate::codec::jute::utf8(bytes).into_owned()),
-    ))
+    Ok((rest, s))
 }
 
 impl crate::codec::Record for Id {
