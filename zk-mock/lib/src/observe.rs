@@ -1,7 +1,7 @@
 //! The pipeline's observers: what sees every request, change, watch,
 //! notification and session event without being part of the data model.
 //!
-//! The core (prep → commit → per-server apply, in `dispatch`) reports each
+//! The core (prep → commit → per-server apply, in `core/`) reports each
 //! event once, where ZooKeeper's own pipeline has it: a request when its
 //! answer is queued (`FinalRequestProcessor`), a change as the leader applies
 //! its transaction, a notification as a server's watch manager sends it, a

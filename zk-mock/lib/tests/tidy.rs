@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use syn::visit::Visit;
 
-/// A module, as its path from the crate root (`dispatch::txn`; the root is "").
+/// A module, as its path from the crate root (`core::prep`; the root is "").
 type Module = String;
 
 struct Crate {
@@ -109,7 +109,7 @@ fn workspace() -> PathBuf {
         .expect("workspace root")
 }
 
-/// The module of a file under `src` (`dispatch/mod.rs` → `dispatch`).
+/// The module of a file under `src` (`core/mod.rs` → `core`).
 fn module_of(rel: &Path) -> Module {
     let mut parts: Vec<String> = rel
         .with_extension("")
