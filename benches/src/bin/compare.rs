@@ -270,7 +270,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
         let floor = Server::floor()?;
         let repeats = if args.quick { 1 } else { args.repeats.max(1) };
         r.line(format!(
-            "## Ops (closed loop, one op outstanding per session; each figure the median of {repeats} run(s), the floor and the servers taking turns)\n"
+            "## Ops (closed loop, one op outstanding per session; each figure the median of {repeats} run(s), the floor and the servers taking turns; a ratio to the floor is the median of each run's ratio to the floor run beside it, the figure its verdict and interval judge)\n"
         ));
         r.line("| op | sessions | floor ops/s | zk-mock ops/s | ZooKeeper ops/s | zk-mock / ZooKeeper | zk-mock / floor, ops/s | zk-mock p50 / p99 | ZooKeeper p50 / p99 | server CPU per op: floor / zk-mock / ZooKeeper | zk-mock CPU / floor CPU |");
         r.line("|---|---|---|---|---|---|---|---|---|---|---|");
@@ -332,8 +332,12 @@ async fn run(args: Args) -> Result<(), BoxError> {
                         .map(|x| format!("{x:.1}x"))
                         .unwrap_or_else(|| "-".into())
                 };
-                let of_floor = tput[0] / floor_tput_med.max(1e-9);
-                let cpu_over_floor = cpu[0].as_secs_f64() / floor_cpu.as_secs_f64().max(1e-12);
+                // The ratios to the floor are the medians of the paired
+                // runs' ratios: the same figure the verdict and its
+                // interval judge (a ratio of the two medians can sit on the
+                // other side of an aim from it).
+                let of_floor = median_f64(tput_per_repeat.clone());
+                let cpu_over_floor = median_f64(per_repeat.clone());
                 let (floor_tput, floor_cpu_cell) = if sessions >= 16 {
                     let what = format!("{} x{sessions}", op.name());
                     let tput_note = r.judged(
