@@ -90,6 +90,11 @@ pub(crate) struct RealTarget {
     servers: Vec<SocketAddr>,
     proxies: Proxies,
     observers: Vec<Observer>,
+    /// A session on every server (it fails over, where an observer stays
+    /// on its own server), for the harness's reads when no observer is
+    /// connected: a rolling restart leaves each observer without its
+    /// server in turn.
+    failover: zk::Client,
     /// The ensemble started for this scenario, whose servers the timeline
     /// kills and restarts.
     ensemble: Option<Arc<Mutex<RealEnsemble>>>,
@@ -138,10 +143,21 @@ impl RealTarget {
         for &server in &servers {
             observers.push(Observer::start(server, lock_dir, res_dir).await?);
         }
+        let cs = servers
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        let failover = zk::Client::connector()
+            .with_session_timeout(std::time::Duration::from_secs(10))
+            .connect(&cs)
+            .await
+            .map_err(|e| RunError::zk(format!("the harness's session to {cs}"), e))?;
         Ok(RealTarget {
             proxies: Proxies::new(servers.clone()),
             servers,
             observers,
+            failover,
             ensemble,
         })
     }
@@ -201,13 +217,14 @@ impl RealTarget {
             _ => Err(RunError::MockOnly("heal_server")),
         }
     }
-    /// An observer whose session is connected now (the first one else).
+    /// An observer whose session is connected now, else the harness's
+    /// session on every server (which fails over to whichever is up).
     fn reader(&self) -> &zk::Client {
-        let live = self
-            .observers
+        self.observers
             .iter()
-            .find(|o| matches!(o.client.state(), zk::SessionState::SyncConnected));
-        &live.unwrap_or(&self.observers[0]).client
+            .map(|o| &o.client)
+            .find(|c| matches!(c.state(), zk::SessionState::SyncConnected))
+            .unwrap_or(&self.failover)
     }
     pub(crate) async fn expire(&self, client: &str) -> bool {
         self.proxies.expire(client).await
@@ -243,24 +260,54 @@ impl RealTarget {
     /// the proxies saw this session make under `dir` (newest first), then a
     /// walk of `dir` (for creates whose replies were lost); each confirmed
     /// by the observer's `exists` (ephemeralOwner, czxid).
+    ///
+    /// A read that fails (no server reachable just then, as in a restart)
+    /// is tried again for up to 15 s, each time through whichever session
+    /// is connected: "it owns no lock node" (token 0) is an answer the
+    /// server gave, never a read that did not get through.
     pub(crate) async fn lock_node(
         &self,
         session: i64,
         dir: &str,
         hint: Option<&str>,
     ) -> Option<(String, i64)> {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(15);
+        loop {
+            match self.try_lock_node(session, dir, hint).await {
+                Ok(found) => return found,
+                Err(e) if tokio::time::Instant::now() < deadline => {
+                    tracing::debug!(session, dir, "reading the lock node: {e}; again");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+                Err(e) => {
+                    tracing::warn!(session, dir, "reading the lock node: {e}; token 0");
+                    return None;
+                }
+            }
+        }
+    }
+
+    async fn try_lock_node(
+        &self,
+        session: i64,
+        dir: &str,
+        hint: Option<&str>,
+    ) -> Result<Option<(String, i64)>, zk::Error> {
         let prefix = format!("{dir}/");
         let c = self.reader();
         if self.servers.len() > 1 {
             // The observer's server may not have applied the library's
             // newest writes yet.
-            let _ = c.sync(dir).await;
+            match c.sync(dir).await {
+                Ok(()) | Err(zk::Error::NoNode) => {}
+                Err(e) => return Err(e),
+            }
         }
         let owned = |stat: &zk::Stat| stat.ephemeral_owner == session;
         if let Some(h) = hint.filter(|h| h.starts_with(&prefix)) {
-            if let Ok(Some(stat)) = c.check_stat(h).await {
+            if let Some(stat) = c.check_stat(h).await? {
                 if owned(&stat) {
-                    return Some((h.to_string(), stat.czxid));
+                    return Ok(Some((h.to_string(), stat.czxid)));
                 }
             }
         }
@@ -277,20 +324,19 @@ impl RealTarget {
             .collect();
         made.sort_by_key(|k| std::cmp::Reverse(k.zxid));
         for k in made {
-            if let Ok(Some(stat)) = c.check_stat(&k.path).await {
+            if let Some(stat) = c.check_stat(&k.path).await? {
                 if owned(&stat) {
-                    return Some((k.path, stat.czxid));
+                    return Ok(Some((k.path, stat.czxid)));
                 }
             }
         }
         // A walk of `dir`, for creates whose replies were lost.
-        crate::target::lock_nodes_under(c, dir)
-            .await
-            .ok()?
+        Ok(crate::target::lock_nodes_under(c, dir)
+            .await?
             .into_iter()
             .filter(|(_, st)| owned(st))
             .max_by_key(|(_, st)| st.czxid)
-            .map(|(p, st)| (p, st.czxid))
+            .map(|(p, st)| (p, st.czxid)))
     }
 
     /// The history as an observer saw it: the first one whose connection
