@@ -83,6 +83,15 @@ pub fn real_zookeeper() -> RealZkBuilder {
         .cfg("clientPortListenBacklog=1024")
 }
 
+/// A connect string naming every one of `servers`.
+fn connect_string_of(servers: &[SocketAddr]) -> String {
+    servers
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// A real ZooKeeper (one server, or an ensemble the harness started) behind
 /// per-client proxies, with an observer session on each server.
 #[derive(Debug)]
@@ -143,11 +152,7 @@ impl RealTarget {
         for &server in &servers {
             observers.push(Observer::start(server, lock_dir, res_dir).await?);
         }
-        let cs = servers
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(",");
+        let cs = connect_string_of(&servers);
         let failover = zk::Client::connector()
             .with_session_timeout(std::time::Duration::from_secs(10))
             .connect(&cs)
@@ -164,11 +169,7 @@ impl RealTarget {
 
     /// Every server's address (the harness's own session fails over).
     pub(crate) fn server_connect_string(&self) -> String {
-        self.servers
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(",")
+        connect_string_of(&self.servers)
     }
     /// The client's proxy addresses: one per server, or for `only` these.
     pub(crate) async fn connect_string(
@@ -259,7 +260,7 @@ impl RealTarget {
     /// See `Target::lock_node`: the library's hint first, then the creates
     /// the proxies saw this session make under `dir` (newest first), then a
     /// walk of `dir` (for creates whose replies were lost); each confirmed
-    /// by the observer's `exists` (ephemeralOwner, czxid).
+    /// by an `exists` through [`RealTarget::reader`] (ephemeralOwner, czxid).
     ///
     /// A read that fails (no server reachable just then, as in a restart)
     /// is tried again for up to 15 s, each time through whichever session
