@@ -803,14 +803,31 @@ impl Run {
             Op::FourLetter { word, keep } => {
                 use tokio::io::{AsyncReadExt, AsyncWriteExt};
                 let mut text = String::new();
-                match tokio::net::TcpStream::connect(self.addr).await {
-                    Ok(mut c) => {
-                        let _ = c.write_all(word.as_bytes()).await;
-                        let mut b = Vec::new();
-                        let _ = tokio::time::timeout(READ_TIMEOUT, c.read_to_end(&mut b)).await;
-                        text = String::from_utf8_lossy(&b).into_owned();
+                // ZooKeeper counts a request in process only after handing it
+                // to its first processor (`ZooKeeperServer.submitRequestNow`),
+                // so a request that completes before its submitter runs again
+                // leaves the count at -1 for a moment; on a loaded machine
+                // a word can see that. A negative count is never a server's
+                // state at rest: the word is asked again until it is not.
+                for _ in 0..50 {
+                    match tokio::net::TcpStream::connect(self.addr).await {
+                        Ok(mut c) => {
+                            let _ = c.write_all(word.as_bytes()).await;
+                            let mut b = Vec::new();
+                            let _ = tokio::time::timeout(READ_TIMEOUT, c.read_to_end(&mut b)).await;
+                            text = String::from_utf8_lossy(&b).into_owned();
+                        }
+                        Err(e) => {
+                            out.push(format!("  -> connect error {:?}", e.kind()));
+                            break;
+                        }
                     }
-                    Err(e) => out.push(format!("  -> connect error {:?}", e.kind())),
+                    let in_flux = text.contains("Outstanding: -")
+                        || text.contains("zk_outstanding_requests\t-");
+                    if !in_flux {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
                 }
                 for (id, label) in &self.labels {
                     text = text.replace(&format!("0x{id:x}"), label);
