@@ -379,11 +379,24 @@ impl RealEnsemble {
             ) {
                 return Ok(());
             }
+            // Only a JVM that exited ends the wait early: a peer that logs
+            // "shutting down" may be stopping a server inside a JVM that goes
+            // on (see `died`), and it leads or follows soon after.
             let m = self.members[i].as_ref();
-            if m.is_none_or(RealZk::died) || Instant::now() > deadline {
+            let why = if m.is_none_or(RealZk::jvm_exited) {
+                Some(format!("server {i}'s JVM exited"))
+            } else if Instant::now() > deadline {
+                Some(format!(
+                    "server {i} neither leads nor follows after {:?}",
+                    self.builder.startup_timeout
+                ))
+            } else {
+                None
+            };
+            if let Some(why) = why {
                 return Err(RealZkError::DidNotStart {
                     addr: self.addr(i),
-                    why: format!("server {i} neither leads nor follows"),
+                    why,
                     java: java(),
                     classpath: classpath(),
                     log: m.map(|m| m.log_tail(60)).unwrap_or_default(),
@@ -675,12 +688,24 @@ impl RealZk {
         c.try_wait().ok().flatten()
     }
 
-    /// Whether its log shows the JVM has shut down.
+    /// Whether its log shows the JVM has exited, or a ZooKeeper server in it
+    /// has shut down ("shutting down"). A quorum peer also logs that while its
+    /// JVM goes on: when it stops the read-only server it started after
+    /// looking for a leader for two seconds (`readonlymode.enabled`), or its
+    /// follower's server after an error. [`jvm_exited`](Self::jvm_exited)
+    /// tells the JVM's exit alone.
     pub fn died(&self) -> bool {
+        self.jvm_exited() || {
+            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+            text.contains("shutting down")
+        }
+    }
+
+    /// Whether its log shows the JVM has exited (or is exiting: ZooKeeper
+    /// logs "Severe unrecoverable error" before it calls `System.exit`).
+    pub fn jvm_exited(&self) -> bool {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        text.contains("zk-real: JVM exited")
-            || text.contains("Severe unrecoverable error")
-            || text.contains("shutting down")
+        text.contains("zk-real: JVM exited") || text.contains("Severe unrecoverable error")
     }
 
     /// The last `n` lines of its log.
