@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use zk_mock::client::RawClient;
+use zk_mock::client::{RawClient, Reply};
 use zk_mock::codec::Record;
 use zk_mock::proto::{
     ConnectRequest, CreateRequest, OpCode, PathRequest, PathWatchRequest, StatResponse,
@@ -306,7 +306,12 @@ async fn ephemeral_of(c: &mut RawClient, path: &str, session: i64) -> String {
 /// A request's outcome: its error code, or how the connection ended.
 async fn outcome(c: &mut RawClient, op: OpCode, body: &[u8]) -> String {
     c.set_read_timeout(Duration::from_secs(5));
-    match c.request_raw(op as i32, body).await {
+    answer(c.request_raw(op as i32, body).await)
+}
+
+/// What a request's reply (or its absence) says, as [`outcome`] words it.
+fn answer(r: std::io::Result<Reply>) -> String {
+    match r {
         Ok(r) => format!("err {}", r.header.err),
         Err(e) if e.kind() == std::io::ErrorKind::TimedOut => "no answer".into(),
         Err(_) => "connection closed, no answer".into(),
@@ -435,14 +440,7 @@ fn a_session_moves_and_its_old_connection_meets_sessionmoved() {
             let old_create = old
                 .request_with_xid(1000, OpCode::Create as i32, &create("/x", 0).to_bytes())
                 .await;
-            t.push(format!(
-                "old connection, create: {}",
-                match old_create {
-                    Ok(r) => format!("err {}", r.header.err),
-                    Err(e) if e.kind() == std::io::ErrorKind::TimedOut => "no answer".into(),
-                    Err(_) => "connection closed, no answer".into(),
-                }
-            ));
+            t.push(format!("old connection, create: {}", answer(old_create)));
             let b = new.request(OpCode::Create, &create("/b", 0)).await.unwrap();
             t.push(format!(
                 "zxids the old create took: {}",
