@@ -478,7 +478,10 @@ fn serve_own(
 ) -> Flow {
     let flow = st.serve(conn, f);
     if st.has_direct() {
-        while let Ok(m) = inbox.rx.try_recv() {
+        // Under the lock no message can be on its way (every send is made
+        // under it): an empty channel is seen with one atomic load.
+        while !inbox.rx.is_empty() {
+            let Ok(m) = inbox.rx.try_recv() else { break };
             inbox.taken.push_back(m);
         }
         st.take_direct(&mut inbox.taken);

@@ -12,7 +12,7 @@
 //!   followed by an insert hashes the key once and copies it only when the
 //!   key is new. A key is an `Arc<str>`: the tree's node table shares each
 //!   path with the change's event and the recorder's record of it
-//!   ([`StrMap::get_or_insert_shared`], [`StrMap::insert_new_shared`],
+//!   ([`StrMap::get_or_insert_shared_hashed`], [`StrMap::insert_new_shared`],
 //!   [`StrMap::get_key_mut`], [`StrMap::remove_entry`]), so a write copies
 //!   its path once.
 
@@ -54,8 +54,18 @@ impl<V: std::fmt::Debug> std::fmt::Debug for StrMap<V> {
 }
 
 impl<V> StrMap<V> {
-    fn hash(&self, key: &str) -> u64 {
+    /// `key`'s hash, for a lookup and an insert of the same key that hash
+    /// it once ([`get_hashed`](Self::get_hashed),
+    /// [`get_or_insert_shared_hashed`](Self::get_or_insert_shared_hashed)).
+    pub(crate) fn hash(&self, key: &str) -> u64 {
         self.hasher.hash_one(key)
+    }
+
+    /// [`get`](Self::get) with `key`'s [`hash`](Self::hash) given.
+    pub(crate) fn get_hashed(&self, hash: u64, key: &str) -> Option<&V> {
+        self.table
+            .find(hash, |s| s.hash == hash && &*s.key == key)
+            .map(|s| &s.value)
     }
 
     /// The value of `key`.
@@ -109,13 +119,15 @@ impl<V> StrMap<V> {
 
     /// The value of `key`, and false; or, if it is not in, the value
     /// `make` gives it, kept with the key as given (shared, not copied),
-    /// and true. One hashing for the lookup and the insert.
-    pub(crate) fn get_or_insert_shared(
+    /// and true. `h` is `key`'s [`hash`](Self::hash): one hashing for the lookup and
+    /// the insert, and for a lookup of the same key before them.
+    pub(crate) fn get_or_insert_shared_hashed(
         &mut self,
+        h: u64,
         key: Arc<str>,
         make: impl FnOnce() -> V,
     ) -> (&mut V, bool) {
-        let h = self.hash(&key);
+        debug_assert_eq!(h, self.hash(&key));
         match self
             .table
             .entry(h, |s| s.hash == h && s.key == key, |s| s.hash)

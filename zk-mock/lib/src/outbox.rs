@@ -198,29 +198,40 @@ impl Outboxes {
     /// Queues a frame that has its length prefix (no-op if the connection is
     /// gone or muted), counting it as a packet sent.
     pub(crate) fn send_framed(&mut self, conn: ConnId, framed: Bytes) -> Sent {
-        match self.conns.get_mut(&conn) {
-            Some(c) if !c.muted => {
-                c.sent += 1;
-                self.packets_sent += 1;
-            }
-            _ => return Sent::Ok,
-        }
-        self.enqueue(conn, framed)
+        self.queue(conn, framed, true)
     }
 
     /// Hands bytes to a connection's writer, counting them against its
     /// outbox limit. Every byte a writer writes comes through here (its
     /// count goes down as it writes).
     pub(crate) fn enqueue(&mut self, conn: ConnId, bytes: Bytes) -> Sent {
-        let Some(c) = self.conns.get(&conn) else {
+        self.queue(conn, bytes, false)
+    }
+
+    /// [`Outboxes::enqueue`], and with `packet` a packet sent (then a muted
+    /// connection gets nothing): the connection looked up once.
+    fn queue(&mut self, conn: ConnId, bytes: Bytes, packet: bool) -> Sent {
+        let Some(c) = self.conns.get_mut(&conn) else {
             return Sent::Ok;
         };
+        if packet {
+            if c.muted {
+                return Sent::Ok;
+            }
+            c.sent += 1;
+            self.packets_sent += 1;
+        }
         let queued = c.queued.fetch_add(bytes.len(), Ordering::Relaxed) + bytes.len();
         // A client that does not read what it asked for is cut off
         // instead of buffered without limit (a stalled connection holds
         // its frames on purpose and is exempt).
         let slow = queued > self.max_outbox && *c.gate.borrow() == Gate::Open;
-        self.post(conn, Outgoing::Frame(bytes));
+        let m = Outgoing::Frame(bytes);
+        if self.serving == Some(conn) {
+            self.direct.push(m);
+        } else if c.tx.send(m).is_err() {
+            tracing::debug!(conn, "outbox closed");
+        }
         if slow {
             tracing::warn!(
                 conn,
@@ -228,9 +239,7 @@ impl Outboxes {
                 limit = self.max_outbox,
                 "slow reader: closing its connection"
             );
-            if let Some(c) = self.conns.get(&conn) {
-                let _ = c.gate.send(Gate::Closed);
-            }
+            let _ = c.gate.send(Gate::Closed);
             self.slow_readers_closed += 1;
             return Sent::SlowReader;
         }

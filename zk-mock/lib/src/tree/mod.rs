@@ -308,8 +308,15 @@ impl DataTree {
 
     /// [`insert`](Self::insert) with the path as the table is to keep it.
     fn insert_shared(&mut self, path: Arc<str>, node: Node) {
+        let hash = self.nodes.hash(&path);
+        self.insert_shared_hashed(hash, path, node);
+    }
+
+    /// [`insert_shared`](Self::insert_shared) with the path's hash (from
+    /// `NodeTable::hash`) given.
+    fn insert_shared_hashed(&mut self, hash: u64, path: Arc<str>, node: Node) {
         let kind = node.kind;
-        if let Some(old) = self.nodes.insert_shared(path.clone(), node) {
+        if let Some(old) = self.nodes.insert_shared_hashed(hash, path.clone(), node) {
             self.forget_ephemeral(&path, &old);
         }
         // After forgetting the old version: restoring a saved ephemeral over
@@ -414,7 +421,11 @@ impl DataTree {
                 acl.into()
             }
         };
-        let parent = self.get(parent_path).ok_or(ErrorCode::NoNode)?;
+        // The parent is found once, by its place; the new path is hashed
+        // once, for the check that it is free and for the insert.
+        let parent_key = Self::key(parent_path);
+        let parent_at = self.nodes.place(parent_key).ok_or(ErrorCode::NoNode)?;
+        let parent = self.nodes.at(parent_at);
         acl::check(&parent.acl, perms::CREATE, caller.auth)?;
         // The new node's path: the one copy of it that the table, the
         // event, the recorder and the reply share (the request's own, unless
@@ -427,7 +438,8 @@ impl DataTree {
         if !path::is_valid(&full) {
             return Err(ErrorCode::BadArguments);
         }
-        if self.get(&full).is_some() {
+        let hash = self.nodes.hash(&full);
+        if self.nodes.contains_hashed(hash, &full) {
             return Err(ErrorCode::NodeExists);
         }
         if parent.is_ephemeral() {
@@ -458,21 +470,17 @@ impl DataTree {
         };
         let stat = node.stat();
         let node_acl = node.acl.clone();
-        let parent_key = Self::key(parent_path);
         self.save(parent_key);
         self.save(&full);
-        let parent = self
-            .nodes
-            .get_mut(parent_key)
-            .expect("parent checked above");
+        let parent = self.nodes.at_mut(parent_at);
         parent.add_child(full.clone(), parent_path.len() + 1);
         parent.cversion = parent.cversion.wrapping_add(1);
         parent.pzxid = zxid;
         let parent_acl = parent.acl.clone();
         let bytes = node.data.as_ref().map_or(0, |d| d.len() as i64);
-        self.insert_shared(full.clone(), node);
+        self.insert_shared_hashed(hash, full.clone(), node);
         let child = &full[parent_path.len() + 1..];
-        self.quota_created(Self::key(parent_path), child, &full, bytes);
+        self.quota_created(parent_key, child, &full, bytes);
         events.push(TreeEvent::Created {
             path: full.clone(),
             acl: node_acl,

@@ -51,6 +51,43 @@ impl NodeTable {
         self.places[at as usize].as_mut()
     }
 
+    /// The place of the node at `path`, for [`at`](Self::at) and
+    /// [`at_mut`](Self::at_mut): a node looked up again by its place is not
+    /// hashed again. A place stays the node's until it is removed.
+    #[inline]
+    pub(crate) fn place(&self, path: &str) -> Option<u32> {
+        self.index.get(path).copied()
+    }
+
+    /// The node at a [`place`](Self::place).
+    #[inline]
+    pub(crate) fn at(&self, place: u32) -> &Node {
+        self.places[place as usize]
+            .as_ref()
+            .expect("a place given out holds a node")
+    }
+
+    /// The node at a [`place`](Self::place), to change.
+    #[inline]
+    pub(crate) fn at_mut(&mut self, place: u32) -> &mut Node {
+        self.places[place as usize]
+            .as_mut()
+            .expect("a place given out holds a node")
+    }
+
+    /// `path`'s hash, for [`contains_hashed`](Self::contains_hashed) and
+    /// [`insert_shared_hashed`](Self::insert_shared_hashed).
+    #[inline]
+    pub(crate) fn hash(&self, path: &str) -> u64 {
+        self.index.hash(path)
+    }
+
+    /// Whether there is a node at `path`, whose [`hash`](Self::hash) is `hash`.
+    #[inline]
+    pub(crate) fn contains_hashed(&self, hash: u64, path: &str) -> bool {
+        self.index.get_hashed(hash, path).is_some()
+    }
+
     /// The table's own copy of `path`.
     #[inline]
     pub(crate) fn get_key(&self, path: &str) -> Option<&Arc<str>> {
@@ -72,19 +109,32 @@ impl NodeTable {
     /// Puts `node` at `path`; returns the node it replaces. A new path is
     /// kept as given (shared, not copied).
     pub(crate) fn insert_shared(&mut self, path: Arc<str>, node: Node) -> Option<Node> {
+        let hash = self.hash(&path);
+        self.insert_shared_hashed(hash, path, node)
+    }
+
+    /// [`insert_shared`](Self::insert_shared) with `path`'s [`hash`](Self::hash) given.
+    pub(crate) fn insert_shared_hashed(
+        &mut self,
+        hash: u64,
+        path: Arc<str>,
+        node: Node,
+    ) -> Option<Node> {
         let (places, free) = (&mut self.places, &mut self.free);
         let mut node = Some(node);
-        let (&mut at, new) = self.index.get_or_insert_shared(path, || match free.pop() {
-            Some(at) => {
-                places[at as usize] = node.take();
-                at
-            }
-            None => {
-                let at = u32::try_from(places.len()).expect("fewer than 2^32 nodes");
-                places.push(node.take());
-                at
-            }
-        });
+        let (&mut at, new) =
+            self.index
+                .get_or_insert_shared_hashed(hash, path, || match free.pop() {
+                    Some(at) => {
+                        places[at as usize] = node.take();
+                        at
+                    }
+                    None => {
+                        let at = u32::try_from(places.len()).expect("fewer than 2^32 nodes");
+                        places.push(node.take());
+                        at
+                    }
+                });
         if new {
             None
         } else {
