@@ -35,6 +35,16 @@ pub(crate) async fn lock_nodes_under(
         Ok(()) | Err(Error::NoNode) => {}
         Err(e) => return Err(e),
     }
+    walk_lock_nodes(c, dir).await
+}
+
+/// [`lock_nodes_under`] for a caller that has synced `dir` already (or
+/// reads from the only server).
+pub(crate) async fn walk_lock_nodes(
+    c: &zookeeper_client::Client,
+    dir: &str,
+) -> Result<Vec<(String, zookeeper_client::Stat)>, zookeeper_client::Error> {
+    use zookeeper_client::Error;
     let mut found = Vec::new();
     let mut dirs = vec![(dir.to_string(), 0)];
     while let Some((d, depth)) = dirs.pop() {

@@ -331,8 +331,8 @@ impl RealTarget {
                 }
             }
         }
-        // A walk of `dir`, for creates whose replies were lost.
-        Ok(crate::target::lock_nodes_under(c, dir)
+        // A walk of `dir`, for creates whose replies were lost (synced above).
+        Ok(crate::target::walk_lock_nodes(c, dir)
             .await?
             .into_iter()
             .filter(|(_, st)| owned(st))
