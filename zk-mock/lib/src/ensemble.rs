@@ -97,6 +97,21 @@ pub(crate) struct Pending {
     /// When it was committed, on the session clock.
     pub(crate) committed_ms: u64,
     pub(crate) txn: Arc<Txn>,
+    /// Sequence counters set (`set_sequence_counter`, which is no txn)
+    /// after this txn was committed and before the next: the follower sets
+    /// them once it has applied this txn, so that it names the sequential
+    /// nodes committed before them as the leader did.
+    pub(crate) then_counters: Vec<(Arc<str>, i32)>,
+}
+
+impl Pending {
+    /// Sets on `tree`, which has just applied this txn, the counters that
+    /// were set after it.
+    pub(crate) fn set_counters(&self, tree: &mut DataTree) {
+        for (parent, next) in &self.then_counters {
+            tree.set_sequence_counter(parent, *next);
+        }
+    }
 }
 
 /// One server's own copy of the data and its connections' watches.

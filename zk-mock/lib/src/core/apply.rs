@@ -54,6 +54,7 @@ impl State {
                 self.ensemble.servers[i].backlog.push_back(Pending {
                     committed_ms: now,
                     txn: txn.clone(),
+                    then_counters: Vec::new(),
                 });
                 timed |= matches!(self.ensemble.servers[i].lag, Lag::Time(_));
                 self.settle(i);
@@ -153,6 +154,7 @@ impl State {
                 break;
             };
             self.apply_txn(server, &p.txn, false, None);
+            p.set_counters(&mut self.ensemble.servers[server].tree);
         }
     }
 
@@ -168,6 +170,7 @@ impl State {
     pub(crate) fn catch_up(&mut self, server: usize) {
         while let Some(p) = self.ensemble.servers[server].backlog.pop_front() {
             self.apply_txn(server, &p.txn, false, None);
+            p.set_counters(&mut self.ensemble.servers[server].tree);
         }
     }
 

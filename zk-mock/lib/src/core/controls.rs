@@ -120,19 +120,34 @@ impl State {
 
     // ---- the tree and the clock -----------------------------------------------
 
-    /// Sets the next sequence number under `parent` on every replica, so
-    /// that followers hand out the same numbers; false if the leader has no
-    /// such node.
+    /// Sets the next sequence number under `parent` on the leader, and on
+    /// each follower once it has applied every txn committed before (a
+    /// lagging follower then names the sequential nodes in its backlog as
+    /// the leader did, and the ones after as the leader will); false, and
+    /// nothing set, if the leader has no such node.
     pub(crate) fn set_sequence_counter(&mut self, parent: &str, next: i32) -> bool {
         let leader = self.ensemble.leader;
-        let mut set = false;
-        for (i, r) in self.ensemble.servers.iter_mut().enumerate() {
-            let ok = r.tree.set_sequence_counter(parent, next);
-            if i == leader {
-                set = ok;
+        if !self.ensemble.servers[leader]
+            .tree
+            .set_sequence_counter(parent, next)
+        {
+            return false;
+        }
+        for (_, r) in self
+            .ensemble
+            .servers
+            .iter_mut()
+            .enumerate()
+            .filter(|&(i, _)| i != leader)
+        {
+            match r.backlog.back_mut() {
+                Some(last) => last.then_counters.push((parent.into(), next)),
+                None => {
+                    r.tree.set_sequence_counter(parent, next);
+                }
             }
         }
-        set
+        true
     }
 
     /// Moves the session clock on, and does what falls due.

@@ -457,8 +457,11 @@ impl ZkMock {
     /// Sets the next sequential suffix under `parent` (ZooKeeper's stored
     /// cversion of the parent, which also moves its reported cversion), for
     /// example near `i32::MAX` to test code against the counter's wrap to
-    /// negative numbers (`%010d` of `i32::MIN` is `-2147483648`). False if the
-    /// node does not exist. Not a transaction: no zxid, no notification.
+    /// negative numbers (`%010d` of `i32::MIN` is `-2147483648`). False, and
+    /// nothing set, if the leader has no such node. Not a transaction: no
+    /// zxid, no notification. In an ensemble, a lagging follower sets it once
+    /// it has applied every txn committed before, so it names every
+    /// sequential node as the leader did.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]

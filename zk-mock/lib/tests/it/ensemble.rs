@@ -143,6 +143,46 @@ async fn sync_brings_a_lagging_follower_up_to_the_leader() {
 }
 
 #[tokio::test]
+async fn a_lagging_follower_names_sequential_nodes_as_the_leader_did_across_a_counter_set() {
+    let mock = ensemble(3).await;
+    let writer = on(&mock, 0).await;
+    let reader = on(&mock, 1).await;
+    let seq = zookeeper_client::CreateMode::PersistentSequential
+        .with_acls(zookeeper_client::Acls::anyone_all());
+    // `/old` is on the follower before it lags; `/new` is only in its backlog.
+    writer.create("/old", b"", &persistent()).await.unwrap();
+    reader.sync("/old").await.unwrap();
+    mock.server(1).set_lag(Lag::Txns(100)).unwrap();
+    writer.create("/new", b"", &persistent()).await.unwrap();
+    for dir in ["/old", "/new"] {
+        writer
+            .create(&format!("{dir}/n-"), b"", &seq)
+            .await
+            .unwrap();
+        writer
+            .create(&format!("{dir}/n-"), b"", &seq)
+            .await
+            .unwrap();
+        assert!(mock.set_sequence_counter(dir, 100));
+        writer
+            .create(&format!("{dir}/n-"), b"", &seq)
+            .await
+            .unwrap();
+    }
+    assert!(!mock.set_sequence_counter("/none", 7));
+    assert!(mock.servers()[1].behind > 0);
+    reader.sync("/new").await.unwrap();
+    for dir in ["/old", "/new"] {
+        let mut on_leader = writer.list_children(dir).await.unwrap();
+        let mut on_follower = reader.list_children(dir).await.unwrap();
+        on_leader.sort();
+        on_follower.sort();
+        assert_eq!(on_leader, ["n-0000000000", "n-0000000001", "n-0000000100"]);
+        assert_eq!(on_follower, on_leader, "{dir} on the follower");
+    }
+}
+
+#[tokio::test]
 async fn a_time_lag_applies_each_txn_that_long_after_its_commit() {
     let mock = ZkMock::builder()
         .servers(2)
