@@ -61,8 +61,8 @@ const ZK_MOCK: Crate = Crate {
         &["record"],
         &["observe"],
         &["outbox"],
-        // The core: the state, prep, apply, connect, lifecycle, ensemble,
-        // inspect, the four-letter words.
+        // The core: the state, prep, commit, apply, connect, lifecycle,
+        // ensemble, controls, inspect, the four-letter words.
         &["core"],
         // What calls the core: connections, then the API.
         &["error", "handler", "server", "tls", "client", "real"],

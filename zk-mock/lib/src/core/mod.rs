@@ -21,6 +21,8 @@
 //!   held requests, the container check and a reset.
 //! - [`ensemble`]: the servers as a quorum: who serves, elections, kills,
 //!   partitions, lag, reconfig.
+//! - [`controls`]: what the API asks beyond requests: fault rules,
+//!   refusing connections, the clock, disconnects, sequence counters.
 //! - [`inspect`]: read-only views for the layers above: snapshots, the
 //!   recorder's view, metrics, server infos; [`four_letter`]: the
 //!   four-letter words' answers.
