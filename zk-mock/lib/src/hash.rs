@@ -13,7 +13,7 @@
 //!   key is new. A key is an `Arc<str>`: the tree's node table shares each
 //!   path with the change's event and the recorder's record of it
 //!   ([`StrMap::get_or_insert_shared_hashed`], [`StrMap::insert_new_shared`],
-//!   [`StrMap::get_key_mut`], [`StrMap::remove_entry`]), so a write copies
+//!   [`StrMap::get_key_mut`], [`StrMap::remove_entry_hashed`]), so a write copies
 //!   its path once.
 
 use std::hash::BuildHasher;
@@ -92,9 +92,9 @@ impl<V> StrMap<V> {
             .map(|s| (&s.key, &mut s.value))
     }
 
-    /// Removes `key`; returns the key as the map held it, and its value.
-    pub(crate) fn remove_entry(&mut self, key: &str) -> Option<(Arc<str>, V)> {
-        let h = self.hash(key);
+    /// Removes `key`, whose [`hash`](Self::hash) is `h`; returns the key as
+    /// the map held it, and its value.
+    pub(crate) fn remove_entry_hashed(&mut self, h: u64, key: &str) -> Option<(Arc<str>, V)> {
         self.table
             .find_entry(h, |s| s.hash == h && &*s.key == key)
             .ok()

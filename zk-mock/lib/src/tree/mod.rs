@@ -345,7 +345,13 @@ impl DataTree {
 
     /// Removes a node; returns it, and its path as the table kept it.
     fn remove(&mut self, path: &str) -> Option<(Arc<str>, Node)> {
-        let (key, node) = self.nodes.remove_entry(path)?;
+        let hash = self.nodes.hash(path);
+        self.remove_hashed(hash, path)
+    }
+
+    /// [`remove`](Self::remove) with the path's hash (`NodeTable::hash`) given.
+    fn remove_hashed(&mut self, hash: u64, path: &str) -> Option<(Arc<str>, Node)> {
+        let (key, node) = self.nodes.remove_entry_hashed(hash, path)?;
         self.forget_ephemeral(path, &node);
         Some((key, node))
     }
@@ -505,16 +511,22 @@ impl DataTree {
         if path.contains('\0') || path::is_special(path) {
             return Err(ErrorCode::BadArguments);
         }
-        let parent = self.get(parent_path).ok_or(ErrorCode::NoNode)?;
-        acl::check(&parent.acl, perms::DELETE, caller.auth)?;
-        let node = self.get(path).ok_or(ErrorCode::NoNode)?;
+        // Each node is found once: the parent by its place, the node by its
+        // path's hash, kept for the removal.
+        let parent_at = self
+            .nodes
+            .place(Self::key(parent_path))
+            .ok_or(ErrorCode::NoNode)?;
+        acl::check(&self.nodes.at(parent_at).acl, perms::DELETE, caller.auth)?;
+        let hash = self.nodes.hash(path);
+        let node = self.nodes.get_hashed(hash, path).ok_or(ErrorCode::NoNode)?;
         if version != -1 && version != node.version {
             return Err(ErrorCode::BadVersion);
         }
         if !node.children.is_empty() {
             return Err(ErrorCode::NotEmpty);
         }
-        self.delete_node(zxid, path, events);
+        self.delete_found(zxid, path, Some(parent_at), hash, events);
         Ok(())
     }
 
@@ -587,19 +599,35 @@ impl DataTree {
 
     /// `DataTree.deleteNode`: removes a node known to exist and to have no children.
     fn delete_node(&mut self, zxid: i64, path: &str, events: &mut Vec<TreeEvent>) {
+        let parent_path = path::split(path).expect("deleted paths have a parent").0;
+        let parent_at = self.nodes.place(Self::key(parent_path));
+        let hash = self.nodes.hash(path);
+        self.delete_found(zxid, path, parent_at, hash, events);
+    }
+
+    /// [`delete_node`](Self::delete_node) with the parent's place (from
+    /// `NodeTable::place`) and the path's hash (`NodeTable::hash`) found.
+    fn delete_found(
+        &mut self,
+        zxid: i64,
+        path: &str,
+        parent_at: Option<u32>,
+        hash: u64,
+        events: &mut Vec<TreeEvent>,
+    ) {
         let (parent_path, child) = path::split(path).expect("deleted paths have a parent");
         let parent_key = Self::key(parent_path);
         self.save(parent_key);
         self.save(path);
         let mut parent_acl = self.open_acl.clone();
-        if let Some(parent) = self.nodes.get_mut(parent_key) {
+        if let Some(parent) = parent_at.map(|at| self.nodes.at_mut(at)) {
             parent.remove_child(path);
             if zxid > parent.pzxid {
                 parent.pzxid = zxid;
             }
             parent_acl = parent.acl.clone();
         }
-        let removed = self.remove(path);
+        let removed = self.remove_hashed(hash, path);
         let bytes = removed
             .as_ref()
             .and_then(|(_, n)| n.data.as_ref())

@@ -82,6 +82,13 @@ impl NodeTable {
         self.index.hash(path)
     }
 
+    /// The node at `path`, whose [`hash`](Self::hash) is `hash`.
+    #[inline]
+    pub(crate) fn get_hashed(&self, hash: u64, path: &str) -> Option<&Node> {
+        let at = *self.index.get_hashed(hash, path)?;
+        self.places[at as usize].as_ref()
+    }
+
     /// Whether there is a node at `path`, whose [`hash`](Self::hash) is `hash`.
     #[inline]
     pub(crate) fn contains_hashed(&self, hash: u64, path: &str) -> bool {
@@ -147,10 +154,22 @@ impl NodeTable {
         self.insert_shared(path.into(), node)
     }
 
-    /// Removes the node at `path`; returns its path as the table kept it,
-    /// and the node. Gives memory back after a peak (see `compact`).
+    /// [`remove_entry_hashed`](Self::remove_entry_hashed), hashing `path`.
+    #[cfg(test)]
     pub(crate) fn remove_entry(&mut self, path: &str) -> Option<(Arc<str>, Node)> {
-        let (key, at) = self.index.remove_entry(path)?;
+        let hash = self.hash(path);
+        self.remove_entry_hashed(hash, path)
+    }
+
+    /// Removes the node at `path`, whose [`hash`](Self::hash) is `hash`;
+    /// returns its path as the table kept it, and the node. Gives memory
+    /// back after a peak (see `compact`).
+    pub(crate) fn remove_entry_hashed(
+        &mut self,
+        hash: u64,
+        path: &str,
+    ) -> Option<(Arc<str>, Node)> {
+        let (key, at) = self.index.remove_entry_hashed(hash, path)?;
         let node = self.places[at as usize]
             .take()
             .expect("an indexed place holds a node");
