@@ -104,16 +104,6 @@ pub(crate) struct Pending {
     pub(crate) then_counters: Vec<(Arc<str>, i32)>,
 }
 
-impl Pending {
-    /// Sets on `tree`, which has just applied this txn, the counters that
-    /// were set after it.
-    pub(crate) fn set_counters(&self, tree: &mut DataTree) {
-        for (parent, next) in &self.then_counters {
-            tree.set_sequence_counter(parent, *next);
-        }
-    }
-}
-
 /// One server's own copy of the data and its connections' watches.
 #[derive(Debug)]
 pub(crate) struct Replica {

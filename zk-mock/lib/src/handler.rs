@@ -479,7 +479,7 @@ fn serve_own(
     let flow = st.serve(conn, f);
     if st.has_direct() {
         // Under the lock no message can be on its way (every send is made
-        // under it): an empty channel is seen with one atomic load.
+        // under it): an empty channel is seen without taking from it.
         while !inbox.rx.is_empty() {
             let Ok(m) = inbox.rx.try_recv() else { break };
             inbox.taken.push_back(m);

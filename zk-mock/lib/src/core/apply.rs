@@ -41,7 +41,7 @@ impl State {
         } else {
             None
         };
-        let err = self.apply_txn(leader, &txn, true, data);
+        let err = self.apply_txn(leader, &txn, true, data, &[]);
         let applied = Applied {
             err,
             zxid: txn.zxid,
@@ -68,13 +68,18 @@ impl State {
 
     /// Applies one txn to one server's replica: fires that server's watches,
     /// then answers the request if it came through this server. `record`:
-    /// the leader's apply, which the recorder keeps the changes of.
+    /// the leader's apply, which the recorder keeps the changes of. A
+    /// follower's `counters` (the sequence counters set after the txn was
+    /// committed, `Pending::then_counters`) are set on its tree right after
+    /// the txn: before anything is sent, as a send that closes a slow
+    /// reader's connection can apply more of the backlog.
     fn apply_txn(
         &mut self,
         server: usize,
         txn: &Txn,
         record: bool,
         data: Option<Option<Bytes>>,
+        counters: &[(Arc<str>, i32)],
     ) -> i32 {
         // The kept vector (empty) lends its allocation; a nested apply
         // would just take an empty one.
@@ -86,6 +91,11 @@ impl State {
             data,
             &mut events,
         );
+        for (parent, next) in counters {
+            self.ensemble.servers[server]
+                .tree
+                .set_sequence_counter(parent, *next);
+        }
         if record {
             self.record_changes(&events, txn.zxid, txn.session);
         }
@@ -153,8 +163,7 @@ impl State {
             let Some(p) = self.ensemble.servers[server].backlog.pop_front() else {
                 break;
             };
-            self.apply_txn(server, &p.txn, false, None);
-            p.set_counters(&mut self.ensemble.servers[server].tree);
+            self.apply_txn(server, &p.txn, false, None, &p.then_counters);
         }
     }
 
@@ -169,8 +178,7 @@ impl State {
     /// `sync`, a restart and an election do.
     pub(crate) fn catch_up(&mut self, server: usize) {
         while let Some(p) = self.ensemble.servers[server].backlog.pop_front() {
-            self.apply_txn(server, &p.txn, false, None);
-            p.set_counters(&mut self.ensemble.servers[server].tree);
+            self.apply_txn(server, &p.txn, false, None, &p.then_counters);
         }
     }
 

@@ -20,11 +20,11 @@
 //! - [`lifecycle`]: sessions ending (expiry, close, kill), stalls, gates,
 //!   held requests, the container check and a reset.
 //! - [`ensemble`]: the servers as a quorum: who serves, elections, kills,
-//!   partitions, lag, reconfig.
+//!   partitions, lag, reconfig, each server's info.
 //! - [`controls`]: what the API asks beyond requests: fault rules,
 //!   refusing connections, the clock, disconnects, sequence counters.
 //! - [`inspect`]: read-only views for the layers above: snapshots, the
-//!   recorder's view, metrics, server infos; [`four_letter`]: the
+//!   recorder's view, metrics; [`four_letter`]: the
 //!   four-letter words' answers.
 //!
 //! Nothing outside this module names a field of `State` or adds an `impl

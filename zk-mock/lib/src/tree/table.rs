@@ -53,7 +53,8 @@ impl NodeTable {
 
     /// The place of the node at `path`, for [`at`](Self::at) and
     /// [`at_mut`](Self::at_mut): a node looked up again by its place is not
-    /// hashed again. A place stays the node's until it is removed.
+    /// hashed again. A place is good only until the next removal of any
+    /// node, which may move every node (see `shrink_if_sparse`).
     #[inline]
     pub(crate) fn place(&self, path: &str) -> Option<u32> {
         self.index.get(path).copied()
