@@ -70,10 +70,7 @@ impl<V> StrMap<V> {
 
     /// The value of `key`.
     pub(crate) fn get(&self, key: &str) -> Option<&V> {
-        let h = self.hash(key);
-        self.table
-            .find(h, |s| s.hash == h && &*s.key == key)
-            .map(|s| &s.value)
+        self.get_hashed(self.hash(key), key)
     }
 
     /// The key as the map holds it.

@@ -103,6 +103,25 @@ pub(crate) struct Outboxes {
     direct: Vec<Outgoing>,
 }
 
+/// [`Outboxes::post`]'s routing, for a connection `c` already looked up
+/// (`None`: gone): straight to `direct` if `conn` is the one being served,
+/// else through its channel.
+fn route(
+    serving: Option<ConnId>,
+    direct: &mut Vec<Outgoing>,
+    conn: ConnId,
+    c: Option<&Conn>,
+    m: Outgoing,
+) {
+    if serving == Some(conn) {
+        direct.push(m);
+    } else if let Some(c) = c {
+        if c.tx.send(m).is_err() {
+            tracing::debug!(conn, "outbox closed");
+        }
+    }
+}
+
 impl Outboxes {
     pub(crate) fn new(max_outbox: usize) -> Outboxes {
         Outboxes {
@@ -144,13 +163,8 @@ impl Outboxes {
     /// Hands a message to a connection's task: directly, if that task is
     /// the one applying (see [`Outboxes::begin_serving`]), else through its channel.
     fn post(&mut self, conn: ConnId, m: Outgoing) {
-        if self.serving == Some(conn) {
-            self.direct.push(m);
-        } else if let Some(c) = self.conns.get(&conn) {
-            if c.tx.send(m).is_err() {
-                tracing::debug!(conn, "outbox closed");
-            }
-        }
+        let c = self.conns.get(&conn);
+        route(self.serving, &mut self.direct, conn, c, m);
     }
 
     /// Registers a new connection accepted at `now_wall_ms`; its first `ip`
@@ -226,12 +240,13 @@ impl Outboxes {
         // instead of buffered without limit (a stalled connection holds
         // its frames on purpose and is exempt).
         let slow = queued > self.max_outbox && *c.gate.borrow() == Gate::Open;
-        let m = Outgoing::Frame(bytes);
-        if self.serving == Some(conn) {
-            self.direct.push(m);
-        } else if c.tx.send(m).is_err() {
-            tracing::debug!(conn, "outbox closed");
-        }
+        route(
+            self.serving,
+            &mut self.direct,
+            conn,
+            Some(c),
+            Outgoing::Frame(bytes),
+        );
         if slow {
             tracing::warn!(
                 conn,

@@ -147,6 +147,8 @@ async fn a_lagging_follower_names_sequential_nodes_as_the_leader_did_across_a_co
     let mock = ensemble(3).await;
     let writer = on(&mock, 0).await;
     let reader = on(&mock, 1).await;
+    // Server 2 does not lag: it takes each counter at once.
+    let current = on(&mock, 2).await;
     let seq = zookeeper_client::CreateMode::PersistentSequential
         .with_acls(zookeeper_client::Acls::anyone_all());
     // `/old` is on the follower before it lags; `/new` is only in its backlog.
@@ -179,6 +181,12 @@ async fn a_lagging_follower_names_sequential_nodes_as_the_leader_did_across_a_co
         on_follower.sort();
         assert_eq!(on_leader, ["n-0000000000", "n-0000000001", "n-0000000100"]);
         assert_eq!(on_follower, on_leader, "{dir} on the follower");
+        let mut on_current = current.list_children(dir).await.unwrap();
+        on_current.sort();
+        assert_eq!(
+            on_current, on_leader,
+            "{dir} on the follower that does not lag"
+        );
     }
 }
 
