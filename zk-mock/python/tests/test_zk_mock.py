@@ -321,3 +321,120 @@ def test_the_shared_server_is_reset_before_each_test(pytester):
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
+
+
+def connect_to(server: ZkMock, index: int) -> KazooClient:
+    """A client of one server of an ensemble (its connect string names only that one)."""
+    client = KazooClient(hosts=server.hosts[index], timeout=10.0)
+    client.start(timeout=10)
+    return client
+
+
+@pytest.mark.zk_mock(servers=3)
+def test_a_lagging_follower_serves_stale_reads_and_the_leader_refuses_a_lag(zk_mock):
+    servers = zk_mock.servers()
+    assert [(s.index, s.leader, s.status) for s in servers] == [
+        (0, True, "serving"),
+        (1, False, "serving"),
+        (2, False, "serving"),
+    ]
+    assert [s.addr for s in servers] == zk_mock.hosts
+    writer = connect_to(zk_mock, 0)
+    reader = connect_to(zk_mock, 2)
+    try:
+        with pytest.raises(ZkMockError, match="server 0 is the leader: a leader applies each txn"):
+            zk_mock.lag_server(0, txns=1)
+        with pytest.raises(ValueError):
+            zk_mock.lag_server(2, txns=1, ms=10)
+        assert zk_mock.lag_server(2, txns=1).lag == {"txns": 1}
+        writer.create("/config", b"v1")
+        assert reader.exists("/config") is None, "a stale read"
+        assert zk_mock.servers()[2].behind == 1
+        assert zk_mock.catch_up_server(2).behind == 0
+        assert reader.get("/config")[0] == b"v1"
+        # Inside the block it lags; on leaving, it applies what it held back.
+        with zk_mock.lagging(1, txns=2) as info:
+            assert info.lag == {"txns": 2}
+            writer.set("/config", b"v2")
+            assert zk_mock.servers()[1].behind == 1
+        assert zk_mock.servers()[1].lag == {}
+        assert zk_mock.servers()[1].behind == 0
+        assert zk_mock.lag_server(1, ms=500).lag == {"ms": 500}
+    finally:
+        # A client's close is a write: through a lagging server it would wait
+        # for that server to apply it.
+        zk_mock.lag_server(1)
+        zk_mock.lag_server(2)
+        for c in (writer, reader):
+            c.stop()
+            c.close()
+
+
+@pytest.mark.zk_mock(servers=3)
+def test_a_session_expires_at_the_pace_of_its_lagging_server(zk_mock):
+    writer = connect_to(zk_mock, 0)
+    client = connect_to(zk_mock, 2)
+    states = []
+    client.add_listener(states.append)
+    try:
+        writer.create("/e", b"v")
+        client.sync("/e")
+        zk_mock.lag_server(2, txns=1)
+        # The leader decides the expiry; server 2 holds the closeSession
+        # back and serves the session from its replica as before.
+        zk_mock.expire(client.client_id[0])
+        assert zk_mock.servers()[2].behind == 1
+        assert client.get("/e")[0] == b"v"
+        assert client.state == KazooState.CONNECTED and states == []
+        # One more commit: server 2 applies the closeSession and closes the
+        # connection; the client comes back to hear its session expired.
+        writer.create("/tick")
+        wait_for("the expiry, at server 2's pace", lambda: KazooState.LOST in states)
+    finally:
+        for c in (writer, client):
+            c.stop()
+            c.close()
+
+
+@pytest.mark.zk_mock(servers=3)
+def test_a_killed_or_partitioned_server_drops_its_clients_until_it_is_back(zk_mock):
+    client = connect_to(zk_mock, 1)
+    states = []
+    client.add_listener(states.append)
+    session = client.client_id[0]
+    try:
+        client.create("/a", b"v")
+        assert zk_mock.kill_server(1) is True
+        assert zk_mock.kill_server(1) is False, "it was not serving"
+        assert zk_mock.servers()[1].status == "killed"
+        wait_for("the client to lose its server", lambda: KazooState.SUSPENDED in states)
+        assert zk_mock.restart_server(1) is True
+        assert zk_mock.restart_server(1) is False, "it was not down"
+        wait_for("the client to reconnect", lambda: states[-1] == KazooState.CONNECTED)
+        assert client.client_id[0] == session, "the session survives"
+        assert client.get("/a")[0] == b"v"
+
+        states.clear()
+        assert zk_mock.partition_server(1) is True
+        assert zk_mock.servers()[1].status == "partitioned"
+        wait_for("the client to lose its server", lambda: KazooState.SUSPENDED in states)
+        assert zk_mock.heal_server(1) is True
+        assert zk_mock.heal_server(1) is False, "it was not down"
+        wait_for("the client to reconnect", lambda: states[-1] == KazooState.CONNECTED)
+        assert client.client_id[0] == session
+    finally:
+        client.stop()
+        client.close()
+
+
+@pytest.mark.zk_mock(servers=3, election_window=200)
+def test_killing_the_leader_elects_the_highest_id_left(zk_mock):
+    assert zk_mock.kill_server(0) is True
+    wait_for("a new leader", lambda: any(s.leader and s.index != 0 for s in zk_mock.servers()))
+    servers = zk_mock.servers()
+    assert [s.index for s in servers if s.leader] == [2]
+    assert servers[2].last_zxid >> 32 > 0, "a new epoch"
+    zk_mock.leader_election(0.1)
+    assert all(s.status == "electing" for s in zk_mock.servers() if s.index != 0)
+    wait_for("the election's end", lambda: zk_mock.servers()[2].status == "serving")
+    assert zk_mock.restart_server(0) is True

@@ -17,7 +17,10 @@ clients, zkCli. Besides the server, a ``ZkMock`` has the faults tests need:
 expiring and disconnecting sessions, stalling one, fault rules (fail, lose
 the reply, delay, disconnect, stall, expire) matched by operation, path and
 session, refusing new connections, a manual session clock, a snapshot of
-the tree and a recorder of every request and notification.
+the tree and a recorder of every request and notification. With
+``servers=3`` it is an ensemble whose servers a test kills, restarts,
+partitions, heals and makes lag behind the leader (stale reads, late
+watches, expiry at each server's pace).
 
 The pytest plugin (installed with the package) adds the ``zk_mock`` fixture
 (a fresh server per test) and ``zk_mock_server`` (one server per session,
@@ -46,6 +49,7 @@ from typing import Any, Deque, Dict, Iterator, List, Mapping, Optional, Sequence
 __all__ = [
     "ERROR_CODES",
     "Rule",
+    "ServerInfo",
     "Session",
     "ZkMock",
     "ZkMockDied",
@@ -188,6 +192,49 @@ class Session:
         )
 
 
+@dataclass(frozen=True)
+class ServerInfo:
+    """One server of the ensemble (a standalone mock has one), as the
+    admin interface's ``GET /servers`` has it."""
+
+    #: 0 to n−1 (ZooKeeper's myid is the index + 1).
+    index: int
+    #: Its client address, ``host:port`` (what :attr:`ZkMock.hosts` lists).
+    addr: str
+    #: ``"serving"``, ``"killed"``, ``"partitioned"`` or ``"electing"``.
+    status: str
+    #: Whether it leads.
+    leader: bool
+    #: How far behind the leader it applies txns: ``{}`` (not at all),
+    #: ``{"txns": n}`` or ``{"ms": n}``.
+    lag: Dict[str, int]
+    #: The last zxid it has applied.
+    last_zxid: int
+    #: Committed txns it has not applied yet.
+    behind: int
+    #: Cut off from the quorum and serving read-only clients.
+    read_only: bool
+    #: Its client connections.
+    connections: int
+    #: Everything the server said about it.
+    raw: Dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
+
+    @classmethod
+    def _of(cls, v: Dict[str, Any]) -> "ServerInfo":
+        return cls(
+            index=int(v["index"]),
+            addr=str(v["addr"]),
+            status=str(v["status"]),
+            leader=bool(v.get("leader", False)),
+            lag={k: int(n) for k, n in dict(v.get("lag") or {}).items()},
+            last_zxid=int(v.get("last_zxid", 0)),
+            behind=int(v.get("behind", 0)),
+            read_only=bool(v.get("read_only", False)),
+            connections=int(v.get("connections", 0)),
+            raw=v,
+        )
+
+
 class Rule:
     """An installed fault rule. A context manager: leaving it removes it."""
 
@@ -243,7 +290,9 @@ class ZkMock:
     :param min_session_timeout, max_session_timeout: ms.
     :param max_packet_size: bytes (jute.maxbuffer).
     :param super_digest: ``"super:<digest>"``, as zookeeper.DigestAuthenticationProvider.superDigest.
-    :param servers: an ensemble of this many servers (one connect string).
+    :param servers: an ensemble of this many servers (one connect string;
+        :meth:`servers` and the methods after it control each one).
+    :param election_window: ms an ensemble's leader election takes.
     :param readonly_mode: ``readonlymode.enabled``.
     :param recorder_capacity: records kept (0: no recording).
     :param extended_types, reconfig_enabled: the server switches of those names.
@@ -279,6 +328,7 @@ class ZkMock:
         max_packet_size: Optional[int] = None,
         super_digest: Optional[str] = None,
         servers: Optional[int] = None,
+        election_window: Optional[int] = None,
         readonly_mode: bool = False,
         recorder_capacity: Optional[int] = None,
         extended_types: bool = False,
@@ -308,6 +358,7 @@ class ZkMock:
             ("--max-packet-size", max_packet_size),
             ("--super-digest", super_digest),
             ("--servers", servers),
+            ("--election-window", election_window),
             ("--recorder-capacity", recorder_capacity),
             ("--container-check-interval", container_check_interval),
             ("--commit-latency-us", commit_latency_us),
@@ -707,6 +758,89 @@ class ZkMock:
         every node but ``/`` and ``/zookeeper`` deleted, the rules removed,
         stalls and a refusal ended, the recording cleared."""
         self._call("POST", "/reset")
+
+    # -- the ensemble's servers (``servers=n``) -----------------------------
+
+    def servers(self) -> List[ServerInfo]:
+        """Each server, by index: status, leader, lag, zxid, backlog, connections."""
+        return [ServerInfo._of(v) for v in self._call("GET", "/servers")]
+
+    def _server_verb(self, index: int, verb: str) -> bool:
+        try:
+            self._call("POST", f"/servers/{int(index)}/{verb}")
+            return True
+        except ZkMockError as e:
+            # 409 "server 1 cannot kill: it is killed": nothing to do.
+            if f"cannot {verb}: it is " in str(e):
+                return False
+            raise
+
+    def kill_server(self, index: int) -> bool:
+        """Kills one server: its connections drop and its port closes; its
+        clients fail over and keep their sessions. Killing the leader (or
+        the quorum) starts an election. False if it was not serving."""
+        return self._server_verb(index, "kill")
+
+    def restart_server(self, index: int) -> bool:
+        """Restarts a killed or partitioned server on its port: it catches up,
+        then serves. False if it was not down; :class:`ZkMockError` if its
+        port was taken meanwhile."""
+        return self._server_verb(index, "restart")
+
+    def partition_server(self, index: int) -> bool:
+        """Cuts one server off from the quorum: it closes its connections and
+        stops serving (read-only clients only, with ``--readonly-mode``).
+        False if it was not serving."""
+        return self._server_verb(index, "partition")
+
+    def heal_server(self, index: int) -> bool:
+        """Ends a partition: the server catches up and serves again. False if
+        it was not down."""
+        return self._server_verb(index, "heal")
+
+    def lag_server(self, index: int, *, txns: Optional[int] = None, ms: Optional[int] = None) -> ServerInfo:
+        """Makes a follower apply each commit ``txns`` commits late, or ``ms``
+        ms (of the session clock) late; neither: no lag, and what it holds
+        back applies at once. Reads through it are stale, its watches fire
+        late, a write or a new session through it is answered when it applies
+        it, and a session expires there when it applies the closeSession.
+        A client's close is a write too: with a ``txns`` lag, the last
+        commits wait for more to come, so end the lag (``lag_server(i)``, or
+        leave :meth:`lagging`) before stopping that server's clients.
+
+        :raises ZkMockError: for the leader, which applies each txn as it
+            commits it (the message says so).
+        """
+        if txns is not None and ms is not None:
+            raise ValueError("a lag is txns= or ms=, not both")
+        body: Dict[str, int] = {}
+        if txns is not None:
+            body["txns"] = int(txns)
+        if ms is not None:
+            body["ms"] = int(ms)
+        return ServerInfo._of(self._call("POST", f"/servers/{int(index)}/lag", body))
+
+    def catch_up_server(self, index: int) -> ServerInfo:
+        """Applies everything a lagging follower holds back (its lag stays)."""
+        return ServerInfo._of(self._call("POST", f"/servers/{int(index)}/catch_up"))
+
+    @contextlib.contextmanager
+    def lagging(self, index: int, *, txns: Optional[int] = None, ms: Optional[int] = None) -> Iterator[ServerInfo]:
+        """A follower lags while inside (see :meth:`lag_server`); on leaving,
+        its lag ends and it applies what it held back."""
+        info = self.lag_server(index, txns=txns, ms=ms)
+        try:
+            yield info
+        finally:
+            with contextlib.suppress(ZkMockDied):
+                self.lag_server(index)
+
+    def leader_election(self, window: Optional[float] = None) -> None:
+        """Starts a leader election: every server drops its clients for the
+        window (seconds; by default ``election_window``), then
+        the highest id leads in a new epoch."""
+        body = None if window is None else {"ms": int(round(window * 1000))}
+        self._call("POST", "/election", body)
 
     def __repr__(self) -> str:
         state = self._connect_string if self.running else "stopped"

@@ -453,7 +453,61 @@ public final class ZkMockServer implements Closeable {
         call("POST", "/election", Map.of("ms", window.toMillis()));
     }
 
-    /** The servers: each one's {@code status}, {@code role} and address, as the admin interface has them. */
+    /**
+     * Cuts server {@code index} off from the quorum: it closes its connections and stops
+     * serving (read-only clients only, with {@code --readonly-mode}) until
+     * {@link #healServer(int)}. False if it was not serving.
+     */
+    public boolean partitionServer(int index) {
+        return serverVerb(index, "partition");
+    }
+
+    /** Ends a partition: the server catches up and serves again. False if it was not down. */
+    public boolean healServer(int index) {
+        return serverVerb(index, "heal");
+    }
+
+    /**
+     * Makes follower {@code index} apply each commit {@code txns} commits late: reads through
+     * it are stale, its watches fire late, a write or a new session through it is answered
+     * when it applies it, and a session expires there when it applies the closeSession. A
+     * client's close is a write too, and the last commits wait for more to come: end the lag
+     * ({@link #endLag(int)}) before closing that server's clients.
+     *
+     * @throws ZkMockException for the leader, which applies each txn as it commits it (the
+     *     message says so)
+     */
+    public void lagServer(int index, int txns) {
+        call("POST", "/servers/" + index + "/lag", Map.of("txns", txns));
+    }
+
+    /**
+     * Makes follower {@code index} apply each commit {@code lag} after it (on the session
+     * clock), as {@link #lagServer(int, int)} does by count.
+     *
+     * @throws ZkMockException for the leader (the message says why)
+     */
+    public void lagServer(int index, Duration lag) {
+        call("POST", "/servers/" + index + "/lag", Map.of("ms", lag.toMillis()));
+    }
+
+    /** Ends server {@code index}'s lag: it applies what it held back at once. */
+    public void endLag(int index) {
+        call("POST", "/servers/" + index + "/lag", Map.of());
+    }
+
+    /** Applies everything follower {@code index} holds back; its lag stays. */
+    public void catchUpServer(int index) {
+        call("POST", "/servers/" + index + "/catch_up", null);
+    }
+
+    /**
+     * The servers, by index, as the admin interface's {@code GET /servers} has them: {@code
+     * index}, {@code addr}, {@code status} ({@code serving}, {@code killed}, {@code
+     * partitioned}, {@code electing}), {@code leader}, {@code lag} ({@code {}}, {@code
+     * {txns=n}} or {@code {ms=n}}), {@code last_zxid}, {@code behind} (committed txns not
+     * applied yet), {@code read_only} and {@code connections}.
+     */
     public List<Map<String, Object>> servers() {
         return listOfMaps(call("GET", "/servers", null));
     }

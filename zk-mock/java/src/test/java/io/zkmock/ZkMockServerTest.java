@@ -176,6 +176,63 @@ class ZkMockServerTest {
     }
 
     @Test
+    void aLaggingFollowerServesStaleReadsAndExpiresItsSessionsAtItsOwnPace() throws Exception {
+        try (ZkMockServer server = new ZkMockServer(new ZkMockServer.Settings().servers(3), true)) {
+            String[] hosts = server.getConnectString().split(",");
+            List<Map<String, Object>> servers = server.servers();
+            assertEquals(true, servers.get(0).get("leader"));
+            assertEquals(hosts[2], servers.get(2).get("addr"));
+            ZkMockServer.ZkMockException refused =
+                assertThrows(ZkMockServer.ZkMockException.class, () -> server.lagServer(0, 1));
+            assertTrue(refused.getMessage().contains("server 0 is the leader"), refused.getMessage());
+            try (CuratorFramework writer = connect(hosts[0]);
+                 CuratorFramework reader = connect(hosts[2])) {
+                server.lagServer(2, 1);
+                assertEquals(Map.of("txns", 1L), server.servers().get(2).get("lag"));
+                writer.create().forPath("/config", "v1".getBytes());
+                assertNull(reader.checkExists().forPath("/config"), "a stale read");
+                assertEquals(1L, server.servers().get(2).get("behind"));
+                server.catchUpServer(2);
+                assertArrayEquals("v1".getBytes(), reader.getData().forPath("/config"));
+
+                // The leader decides the expiry; server 2 applies the closeSession one
+                // commit late, and serves the session from its replica until then.
+                BlockingQueue<ConnectionState> states = states(reader);
+                server.expireSession(sessionOf(reader));
+                assertEquals(1L, server.servers().get(2).get("behind"));
+                assertArrayEquals("v1".getBytes(), reader.getData().forPath("/config"));
+                assertNull(states.poll(), "nothing yet");
+                writer.create().forPath("/tick");
+                expectState(states, ConnectionState.SUSPENDED);
+                expectState(states, ConnectionState.LOST);
+
+                server.lagServer(1, Duration.ofMillis(500));
+                assertEquals(Map.of("ms", 500L), server.servers().get(1).get("lag"));
+                server.endLag(1);
+                server.endLag(2);
+                assertEquals(Map.of(), server.servers().get(2).get("lag"));
+            }
+        }
+    }
+
+    @Test
+    void aPartitionedServerDropsItsClientsUntilItIsHealed() throws Exception {
+        try (ZkMockServer server = new ZkMockServer(new ZkMockServer.Settings().servers(3), true);
+             CuratorFramework c = connect(server.getConnectString().split(",")[1])) {
+            BlockingQueue<ConnectionState> states = states(c);
+            long session = sessionOf(c);
+            assertTrue(server.partitionServer(1));
+            assertEquals(false, server.partitionServer(1), "it was not serving");
+            assertEquals("partitioned", server.servers().get(1).get("status"));
+            expectState(states, ConnectionState.SUSPENDED);
+            assertTrue(server.healServer(1));
+            assertEquals(false, server.healServer(1), "it was not down");
+            expectState(states, ConnectionState.RECONNECTED);
+            assertEquals(session, sessionOf(c));
+        }
+    }
+
+    @Test
     void aRuleFailsMatchingRequestsAndCountsThem(ZkMockServer server) throws Exception {
         try (CuratorFramework c = connect(server.getConnectString())) {
             c.create().forPath("/cfg", "v".getBytes());
