@@ -7,6 +7,8 @@
 use std::time::Duration;
 
 use zk_mock::client::RawClient;
+use zk_mock::codec::Record;
+use zk_mock::fault::{OpFamily, Rule};
 use zk_mock::proto::{ConnectRequest, ErrorCode, OpCode};
 use zk_mock::record::{NotificationQuery, RequestQuery};
 use zk_mock::{Lag, ServerStatus, ZkMock};
@@ -186,6 +188,106 @@ async fn a_lagging_follower_names_sequential_nodes_as_the_leader_did_across_a_co
         assert_eq!(
             on_current, on_leader,
             "{dir} on the follower that does not lag"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_counter_set_reaches_a_txn_that_a_slow_readers_close_commits_in_the_middle_of_an_apply() {
+    // A follower applies its backlog; a notification of that apply takes a
+    // slow reader past its outbox limit, and closing it commits the create
+    // it had waiting for a sync. The follower applies that create from
+    // inside the apply it is in, so the counter set after the txn being
+    // applied must already be on its tree. Every frame below is at most 88
+    // bytes; a held 20-byte reply and three notifications of one catch-up
+    // (34 bytes each) pass 100 at the third.
+    init_tracing();
+    let mock = ZkMock::builder()
+        .servers(3)
+        .max_outbox_bytes(100)
+        .start()
+        .await
+        .unwrap();
+    let mut writer = RawClient::connect(mock.server(0).addr(), 10_000)
+        .await
+        .unwrap();
+    let mut slow = RawClient::connect(mock.server(1).addr(), 10_000)
+        .await
+        .unwrap();
+    for path in ["/p", "/a", "/b", "/c"] {
+        let r = writer
+            .request(OpCode::Create, &create_req(path, None, 0))
+            .await
+            .unwrap();
+        assert_eq!(r.header.err, 0, "create {path}");
+    }
+    for path in ["/a", "/b", "/c"] {
+        assert_eq!(raw_exists(&mut slow, path, true).await.header.err, 0);
+    }
+    mock.server(1).set_lag(Lag::Txns(100)).unwrap();
+    for path in ["/a", "/b", "/c"] {
+        let set = zk_mock::proto::SetDataRequest {
+            path: path.into(),
+            data: Some(bytes::Bytes::from_static(b"v")),
+            version: -1,
+        };
+        assert_eq!(
+            writer
+                .request(OpCode::SetData, &set)
+                .await
+                .unwrap()
+                .header
+                .err,
+            0
+        );
+    }
+    assert_eq!(mock.servers()[1].behind, 3);
+    // Set after the setData of /c: server 1 takes it right after applying that.
+    assert!(mock.set_sequence_counter("/p", 100));
+
+    // The slow reader's connection writes nothing more: a delayed reply's
+    // pause holds what follows it (its 20-byte header, then the
+    // notifications) in the outbox, where the limit counts it. Its
+    // sequential create waits for a sync that does not end.
+    let _held = mock.rule(
+        Rule::when()
+            .op(OpFamily::GetData)
+            .path("/missing")
+            .delay(Duration::from_secs(3600)),
+    );
+    mock.set_commit_latency(Duration::from_secs(3600));
+    let received = mock.metrics().packets_received;
+    let get = request_bytes(
+        6,
+        OpCode::GetData as i32,
+        &path_watch("/missing", false).to_bytes(),
+    );
+    let create = request_bytes(
+        7,
+        OpCode::Create as i32,
+        &create_req("/p/n-", None, 2).to_bytes(),
+    );
+    slow.send_raw(&[get, create].concat()).await.unwrap();
+    with_timeout(QUICK, "the server to read both requests", async {
+        while mock.metrics().packets_received < received + 2 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    assert!(!mock.snapshot().tree.contains_key("/p/n-0000000100"));
+
+    // Server 1 applies its backlog: the third notification closes the slow
+    // reader, whose create commits (the leader names it with the counter) and
+    // reaches server 1 while it is still applying the setData of /c.
+    mock.server(1).set_lag(Lag::None).unwrap();
+    assert_eq!(mock.metrics().slow_readers_closed, 1);
+    mock.set_commit_latency(Duration::ZERO);
+    for server in 0..3 {
+        let client = on(&mock, server).await;
+        assert_eq!(
+            client.list_children("/p").await.unwrap(),
+            ["n-0000000100"],
+            "/p on server {server}"
         );
     }
 }
@@ -793,6 +895,7 @@ async fn a_partitioned_server_in_read_only_mode_serves_read_only_clients_until_i
 async fn without_local_sessions_a_read_only_server_answers_a_new_session_with_notreadonly() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use zk_mock::codec::Record;
+    use zk_mock::fault::{OpFamily, Rule};
     let mock = read_only_ensemble(false).await;
     // Two of three down: the survivor has no quorum and goes read-only.
     assert!(mock.server(0).kill());
