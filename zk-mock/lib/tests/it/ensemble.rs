@@ -894,8 +894,6 @@ async fn a_partitioned_server_in_read_only_mode_serves_read_only_clients_until_i
 #[tokio::test]
 async fn without_local_sessions_a_read_only_server_answers_a_new_session_with_notreadonly() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    use zk_mock::codec::Record;
-    use zk_mock::fault::{OpFamily, Rule};
     let mock = read_only_ensemble(false).await;
     // Two of three down: the survivor has no quorum and goes read-only.
     assert!(mock.server(0).kill());
