@@ -147,6 +147,23 @@ fn the_readme_and_the_guide_show_these_examples() {
     }
 }
 
+/// The Python chapter's ensemble example is a file that CI runs with the
+/// wheel's examples.
+#[test]
+fn the_python_chapter_shows_the_ensemble_example_that_ci_runs() {
+    let file = include_str!("../../python/examples/test_ensemble.py");
+    let body = file
+        .split_once("# docs begin\n")
+        .and_then(|(_, rest)| rest.split_once("# docs end"))
+        .map(|(body, _)| body)
+        .expect("test_ensemble.py marks the chapter's part");
+    assert!(body.contains("def test_"), "the marked part is the test");
+    assert!(
+        include_str!("../../../docs/python.md").contains(body),
+        "docs/python.md must show this part of zk-mock/python/examples/test_ensemble.py verbatim:\n{body}"
+    );
+}
+
 /// The README's Python, Java and any-language first tests are files that CI
 /// runs: the Python wheel's examples, the Java package's tests and the
 /// cross-client job's shell script.
