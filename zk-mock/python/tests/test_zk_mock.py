@@ -391,6 +391,8 @@ def test_a_session_expires_at_the_pace_of_its_lagging_server(zk_mock):
         writer.create("/tick")
         wait_for("the expiry, at server 2's pace", lambda: KazooState.LOST in states)
     finally:
+        # The client's next session, and any close, would wait for the lag.
+        zk_mock.lag_server(2)
         for c in (writer, client):
             c.stop()
             c.close()
@@ -434,7 +436,7 @@ def test_killing_the_leader_elects_the_highest_id_left(zk_mock):
     servers = zk_mock.servers()
     assert [s.index for s in servers if s.leader] == [2]
     assert servers[2].last_zxid >> 32 > 0, "a new epoch"
-    zk_mock.leader_election(0.1)
+    zk_mock.leader_election(2.0)  # long enough to see it under way
     assert all(s.status == "electing" for s in zk_mock.servers() if s.index != 0)
     wait_for("the election's end", lambda: zk_mock.servers()[2].status == "serving")
     assert zk_mock.restart_server(0) is True

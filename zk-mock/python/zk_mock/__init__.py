@@ -789,16 +789,20 @@ class ZkMock:
 
     def partition_server(self, index: int) -> bool:
         """Cuts one server off from the quorum: it closes its connections and
-        stops serving (read-only clients only, with ``--readonly-mode``).
-        False if it was not serving."""
+        stops serving (with ``readonly_mode=True``, it serves read-only
+        clients once the read-only delay has passed). False if it was not
+        serving."""
         return self._server_verb(index, "partition")
 
     def heal_server(self, index: int) -> bool:
-        """Ends a partition: the server catches up and serves again. False if
-        it was not down."""
+        """Ends a partition (or, as :meth:`restart_server`, a kill): the
+        server catches up and serves again. False if it was not down, or was
+        killed and cannot listen on its port again."""
         return self._server_verb(index, "heal")
 
-    def lag_server(self, index: int, *, txns: Optional[int] = None, ms: Optional[int] = None) -> ServerInfo:
+    def lag_server(
+        self, index: int, *, txns: Optional[int] = None, ms: Optional[int] = None
+    ) -> ServerInfo:
         """Makes a follower apply each commit ``txns`` commits late, or ``ms``
         ms (of the session clock) late; neither: no lag, and what it holds
         back applies at once. Reads through it are stale, its watches fire
@@ -810,6 +814,7 @@ class ZkMock:
 
         :raises ZkMockError: for the leader, which applies each txn as it
             commits it (the message says so).
+        :raises ValueError: for both ``txns=`` and ``ms=``.
         """
         if txns is not None and ms is not None:
             raise ValueError("a lag is txns= or ms=, not both")
@@ -825,20 +830,25 @@ class ZkMock:
         return ServerInfo._of(self._call("POST", f"/servers/{int(index)}/catch_up"))
 
     @contextlib.contextmanager
-    def lagging(self, index: int, *, txns: Optional[int] = None, ms: Optional[int] = None) -> Iterator[ServerInfo]:
+    def lagging(
+        self, index: int, *, txns: Optional[int] = None, ms: Optional[int] = None
+    ) -> Iterator[ServerInfo]:
         """A follower lags while inside (see :meth:`lag_server`); on leaving,
-        its lag ends and it applies what it held back."""
+        its lag ends and it applies what it held back (unless the server was
+        stopped, or died, inside)."""
         info = self.lag_server(index, txns=txns, ms=ms)
         try:
             yield info
         finally:
-            with contextlib.suppress(ZkMockDied):
-                self.lag_server(index)
+            if self.running:
+                with contextlib.suppress(ZkMockDied):
+                    self.lag_server(index)
 
     def leader_election(self, window: Optional[float] = None) -> None:
         """Starts a leader election: every server drops its clients for the
-        window (seconds; by default ``election_window``), then
-        the highest id leads in a new epoch."""
+        window (seconds; by default the ``election_window`` the server was
+        started with, in ms), then, once a quorum is up, the highest index
+        that is up leads in a new epoch."""
         body = None if window is None else {"ms": int(round(window * 1000))}
         self._call("POST", "/election", body)
 

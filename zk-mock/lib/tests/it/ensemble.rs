@@ -198,9 +198,10 @@ async fn a_counter_set_reaches_a_txn_that_a_slow_readers_close_commits_in_the_mi
     // slow reader past its outbox limit, and closing it commits the create
     // it had waiting for a sync. The follower applies that create from
     // inside the apply it is in, so the counter set after the txn being
-    // applied must already be on its tree. Every frame below is at most 88
-    // bytes; a held 20-byte reply and three notifications of one catch-up
-    // (34 bytes each) pass 100 at the third.
+    // applied must already be on its tree. No frame below passes the
+    // 100-byte limit alone (the largest, a Stat reply, is 88 bytes), but a
+    // held 20-byte reply and three notifications of one catch-up (34 bytes
+    // each) pass it at the third.
     init_tracing();
     let mock = ZkMock::builder()
         .servers(3)
@@ -442,7 +443,7 @@ async fn a_new_session_through_a_lagging_follower_is_answered_when_it_applies_th
 #[tokio::test]
 async fn a_request_sent_before_the_handshakes_answer_waits_for_it() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    use zk_mock::codec::{frame, Record};
+    use zk_mock::codec::frame;
     use zk_mock::proto::{PathWatchRequest, ReplyHeader, RequestHeader};
     let mock = ensemble(3).await;
     let admin = on(&mock, 0).await;

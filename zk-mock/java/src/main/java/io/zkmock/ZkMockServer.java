@@ -455,14 +455,17 @@ public final class ZkMockServer implements Closeable {
 
     /**
      * Cuts server {@code index} off from the quorum: it closes its connections and stops
-     * serving (read-only clients only, with {@code --readonly-mode}) until
-     * {@link #healServer(int)}. False if it was not serving.
+     * serving until {@link #healServer(int)} (with the {@code --readonly-mode} flag, it serves
+     * read-only clients once the read-only delay has passed). False if it was not serving.
      */
     public boolean partitionServer(int index) {
         return serverVerb(index, "partition");
     }
 
-    /** Ends a partition: the server catches up and serves again. False if it was not down. */
+    /**
+     * Ends a partition (or, as {@link #restartServer(int)}, a kill): the server catches up and
+     * serves again. False if it was not down, or was killed and cannot listen on its port again.
+     */
     public boolean healServer(int index) {
         return serverVerb(index, "heal");
     }
