@@ -13,6 +13,7 @@
 //! | `POST /connections/refuse`, `POST /connections/accept` | refuse new connections |
 //! | `POST /clock/advance` with `{"ms": N}`, `GET /clock` | the session clock |
 //! | `GET /snapshot` | tree, sessions and watches |
+//! | `POST /sequence_counter` with `{"path": "/locks", "next": N}` | the next sequence number of a parent's sequential children (404 if it does not exist; [`ZkMock::set_sequence_counter`]) |
 //! | `GET /recorder/requests?session=&path=&op=` | recorded requests (`op`: a family such as `create`, every create op code, or one op's name or code) |
 //! | `GET /recorder/notifications?session=&path=&event=` | recorded notifications |
 //! | `DELETE /recorder` | forget the recording |
@@ -94,6 +95,7 @@ pub fn router(control: Control) -> Router {
         .route("/clock", get(clock))
         .route("/clock/advance", post(advance))
         .route("/snapshot", get(snapshot))
+        .route("/sequence_counter", post(sequence_counter))
         .route("/recorder/requests", get(requests))
         .route("/recorder/notifications", get(notifications))
         .route("/recorder", delete(clear))
@@ -304,6 +306,31 @@ async fn advance(
 
 async fn snapshot(State(c): State<Control>) -> ApiResult {
     ok(c.snapshot())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SequenceCounter {
+    path: String,
+    next: i32,
+}
+
+async fn sequence_counter(
+    State(c): State<Control>,
+    body: Result<Json<SequenceCounter>, JsonRejection>,
+) -> ApiResult {
+    let Json(b) = body.map_err(|e| {
+        bad(format!(
+            "expected {{\"path\": \"/parent\", \"next\": N}} (N a 32-bit signed integer, as \
+             ZooKeeper's counter is): {}",
+            e.body_text()
+        ))
+    })?;
+    if c.set_sequence_counter(&b.path, b.next) {
+        ok(json!({ "path": b.path, "next": b.next }))
+    } else {
+        Err(not_found(format!("no node {:?}", b.path)))
+    }
 }
 
 #[derive(Deserialize)]

@@ -224,6 +224,19 @@ def test_the_recorder_sees_every_request_and_notification(zk_mock, clients):
     assert zk_mock.requests(path="/w") == []
 
 
+def test_a_sequence_counter_set_near_its_end_wraps_to_negative(zk_mock, clients):
+    c = clients(zk_mock)
+    c.create("/locks")
+    zk_mock.set_sequence_counter("/locks", 2**31 - 1)
+    first = c.create("/locks/n-", sequence=True)
+    second = c.create("/locks/n-", sequence=True)
+    assert (first, second) == ("/locks/n-2147483647", "/locks/n--2147483648")
+    with pytest.raises(ZkMockNotFound, match="no node"):
+        zk_mock.set_sequence_counter("/none", 1)
+    with pytest.raises(ZkMockError, match="32-bit"):
+        zk_mock.set_sequence_counter("/locks", 2**31)
+
+
 def test_the_snapshot_holds_the_tree(zk_mock, clients):
     c = clients(zk_mock)
     c.create("/snap", b"x")

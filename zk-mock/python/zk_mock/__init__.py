@@ -712,6 +712,17 @@ class ZkMock:
         """The session clock: ``{"clock_ms": ..., "mode": "real" | "manual"}``."""
         return dict(self._call("GET", "/clock"))
 
+    def set_sequence_counter(self, path: str, next: int) -> None:
+        """Sets the number the next sequential child of ``path`` gets, as if
+        that many had been made: ``2**31 - 1`` makes the one after it wrap to
+        ``-2147483648``, as ZooKeeper's 32-bit counter does (names then sort
+        wrongly as text, and a lock that compares them so breaks).
+
+        :raises ZkMockNotFound: if ``path`` does not exist.
+        :raises ZkMockError: if ``next`` is not a 32-bit signed integer.
+        """
+        self._call("POST", "/sequence_counter", {"path": path, "next": int(next)})
+
     def snapshot(self) -> Dict[str, Any]:
         """The tree, the sessions and the watches, as JSON."""
         return dict(self._call("GET", "/snapshot"))

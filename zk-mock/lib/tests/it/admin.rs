@@ -266,3 +266,48 @@ async fn the_request_filter_takes_an_operation_family_as_rules_do() {
         "plain create's code is another op"
     );
 }
+
+#[tokio::test]
+async fn a_parents_sequence_counter_is_set_over_http_and_wraps_as_zookeepers_does() {
+    let (mock, admin) = admin_mock(false).await;
+    let client = connect(&mock).await;
+    client.create("/locks", b"", &persistent()).await.unwrap();
+    let (s, v) = http(
+        admin,
+        "POST",
+        "/sequence_counter",
+        Some(r#"{"path": "/locks", "next": 2147483647}"#),
+    )
+    .await;
+    assert_eq!((s, &v["next"]), (200, &Value::from(i32::MAX)));
+    let seq = zookeeper_client::CreateMode::EphemeralSequential
+        .with_acls(zookeeper_client::Acls::anyone_all());
+    let (_, first) = client.create("/locks/n-", b"", &seq).await.unwrap();
+    let (_, second) = client.create("/locks/n-", b"", &seq).await.unwrap();
+    assert_eq!(
+        (first.into_i64(), second.into_i64()),
+        (2147483647, -2147483648)
+    );
+    let mut names = client.list_children("/locks").await.unwrap();
+    names.sort();
+    assert_eq!(names, ["n--2147483648", "n-2147483647"]);
+
+    let (s, v) = http(
+        admin,
+        "POST",
+        "/sequence_counter",
+        Some(r#"{"path": "/none", "next": 1}"#),
+    )
+    .await;
+    assert_eq!(s, 404);
+    assert_eq!(v["error"], "no node \"/none\"");
+    let (s, v) = http(
+        admin,
+        "POST",
+        "/sequence_counter",
+        Some(r#"{"path": "/locks", "next": 2147483648}"#),
+    )
+    .await;
+    assert_eq!(s, 400);
+    assert!(v["error"].as_str().unwrap().contains("32-bit"), "{v}");
+}

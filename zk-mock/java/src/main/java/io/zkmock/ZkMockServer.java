@@ -454,6 +454,18 @@ public final class ZkMockServer implements Closeable {
     }
 
     /**
+     * Sets the number the next sequential child of {@code path} gets, as if that many had been
+     * made: {@code Integer.MAX_VALUE} makes the one after it wrap to {@code -2147483648}, as
+     * ZooKeeper's 32-bit counter does (names then sort wrongly as text, and a lock that compares
+     * them so breaks).
+     *
+     * @throws NotFoundException if {@code path} does not exist
+     */
+    public void setSequenceCounter(String path, int next) {
+        call("POST", "/sequence_counter", Map.of("path", path, "next", next));
+    }
+
+    /**
      * Cuts server {@code index} off from the quorum: it closes its connections and stops
      * serving until {@link #healServer(int)} (with the {@code --readonly-mode} flag, it serves
      * read-only clients once the read-only delay has passed). False if it was not serving.

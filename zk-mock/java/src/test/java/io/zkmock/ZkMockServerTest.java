@@ -216,6 +216,19 @@ class ZkMockServerTest {
     }
 
     @Test
+    void aSequenceCounterSetNearItsEndWrapsToNegative(ZkMockServer server) throws Exception {
+        try (CuratorFramework c = connect(server.getConnectString())) {
+            c.create().forPath("/locks");
+            server.setSequenceCounter("/locks", Integer.MAX_VALUE);
+            String first = c.create().withMode(CreateMode.PERSISTENT_SEQUENTIAL).forPath("/locks/n-");
+            String second = c.create().withMode(CreateMode.PERSISTENT_SEQUENTIAL).forPath("/locks/n-");
+            assertEquals("/locks/n-2147483647", first);
+            assertEquals("/locks/n--2147483648", second);
+            assertThrows(ZkMockServer.NotFoundException.class, () -> server.setSequenceCounter("/none", 1));
+        }
+    }
+
+    @Test
     void aPartitionedServerDropsItsClientsUntilItIsHealed() throws Exception {
         try (ZkMockServer server = new ZkMockServer(new ZkMockServer.Settings().servers(3), true);
              CuratorFramework c = connect(server.getConnectString().split(",")[1])) {
