@@ -288,6 +288,9 @@ async fn play(ctx: &Arc<Ctx>) -> Result<End, RunError> {
             Err(e) => return Err(RunError::zk(format!("creating {dir}"), e)),
         }
     }
+    if let Some(next) = ctx.loaded.scenario.server.sequence_start {
+        ctx.target.set_sequence_counter(&ctx.dir, next)?;
+    }
     // The connect phase: every client that starts on its own connects its
     // session first, as an application is up before it contends for the
     // lock; the scenario's clock (`at`, `start`) runs from the end of it.

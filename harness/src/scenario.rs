@@ -100,6 +100,13 @@ pub struct Server {
     /// ensemble started for the scenario (kill and restart only).
     #[serde(default = "one")]
     pub servers: usize,
+    /// The lock directory's sequence counter starts here: the next
+    /// sequential node made in it takes this number. At 2147483647 the one
+    /// after it wraps to -2147483648, as ZooKeeper's 32-bit counter does,
+    /// and a lock that orders its nodes by the suffix as text or as signed
+    /// numbers puts the newest first. Mock only.
+    #[serde(default)]
+    pub sequence_start: Option<i32>,
 }
 
 fn default_tick() -> Dur {
@@ -120,6 +127,7 @@ impl Default for Server {
             compat: default_compat(),
             seed: None,
             expiry_cleanup_delay: None,
+            sequence_start: None,
             servers: 1,
         }
     }

@@ -117,6 +117,11 @@ impl TargetSpec {
                     .into(),
             );
         }
+        if s.server.sequence_start.is_some() {
+            return Some(
+                "needs the mock's sequence_start (a real server's counter cannot be set)".into(),
+            );
+        }
         if s.timeline.iter().any(|t| t.value.cleanup_until.is_some()) {
             return Some(
                 "needs the mock's held expiry cleanup, `cleanup_until` (a real server applies an expiry at once)"
@@ -289,6 +294,22 @@ impl Target {
                 tracing::warn!(server = i, "lag refused: {e}");
                 Ok(false)
             }
+        }
+    }
+
+    /// Sets the next sequence number of `dir`'s sequential children (mock
+    /// only).
+    pub(crate) fn set_sequence_counter(&self, dir: &str, next: i32) -> Result<(), RunError> {
+        let Target::Mock(m) = self else {
+            return Err(RunError::MockOnly("sequence_start"));
+        };
+        if m.zk.set_sequence_counter(dir, next) {
+            Ok(())
+        } else {
+            Err(RunError::zk(
+                format!("setting {dir}'s sequence counter"),
+                zookeeper_client::Error::NoNode,
+            ))
         }
     }
 
