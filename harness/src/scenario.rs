@@ -1269,6 +1269,23 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
         }
         _ => {}
     }
+    // The counter is the lock directory's: a lock with no sequential nodes
+    // there would leave it unused, and the scenario would pass for nothing.
+    if s.server.sequence_start.is_some()
+        && (lock.value.kind() == Kind::Semaphore || lock.value.recipe == Some(Recipe::Naive))
+    {
+        return Err(err_at(
+            file,
+            lock,
+            format!(
+                "server.sequence_start: a {} lock makes no sequential nodes in the lock directory \
+                 (its counter would go unused); use an exclusive, read-write or reentrant lock",
+                lock.value
+                    .recipe
+                    .map_or(lock.value.kind().name(), Recipe::name)
+            ),
+        ));
+    }
     let rw = lock.value.kind() == Kind::ReadWrite;
     let lock_name = lock
         .value
@@ -1723,6 +1740,39 @@ mod tests {
         let e = parse_str("lock: {recipe: rw-herd}\nclients:\n  - name: a\n").unwrap_err();
         assert_eq!(e.line, 3, "{e}");
         assert!(e.message.contains("role: read"), "{e}");
+    }
+
+    #[test]
+    fn a_sequence_start_needs_a_lock_with_sequential_nodes_and_the_mock() {
+        let with = |lock: &str| {
+            parse_str(&format!(
+                "server: {{sequence_start: 2147483647}}\nlock: {lock}\nclients:\n  - name: a\n"
+            ))
+        };
+        let l = with("{kind: exclusive}").unwrap();
+        assert_eq!(l.scenario.server.sequence_start, Some(i32::MAX));
+        assert_eq!(
+            crate::target::TargetSpec::Mock.cannot_play(&l.scenario),
+            None
+        );
+        let real = crate::target::TargetSpec::Real("127.0.0.1:2181".parse().unwrap());
+        assert!(real
+            .cannot_play(&l.scenario)
+            .is_some_and(|why| why.contains("sequence_start")));
+        assert!(with("{kind: reentrant}").is_ok());
+        for lock in ["{kind: semaphore}", "{recipe: naive}"] {
+            let e = with(lock).unwrap_err();
+            assert!(
+                e.message.starts_with("server.sequence_start: a ")
+                    && e.message.contains("no sequential nodes"),
+                "{lock}: {e}"
+            );
+        }
+        let e = parse_str(
+            "server: {sequence_start: 2147483648}\nlock: {kind: exclusive}\nclients:\n  - name: a\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 1, "{e}");
     }
 
     /// Anchors no run can reach are refused before anything runs: more

@@ -78,7 +78,8 @@ impl Family {
 /// cversion, so `0000000042`, and past `2147483647` the counter wraps to
 /// `-2147483648`, `-2147483647`, …, `-000000005`, … (kazoo#606 and #730,
 /// go-zookeeper PR #65). The i32 is returned reinterpreted as a u32, which
-/// keeps increasing across the wrap. Only the suffix orders contenders
+/// keeps increasing across that wrap (the next, from -1 back to 0, is 2^32
+/// creates in one directory away). Only the suffix orders contenders
 /// (ZOOKEEPER-2931: sorting whole names gave two holders), and only its
 /// canonical form counts (`lock-12` or `lock-+000000012` are foreign).
 fn sequence_of(node: &str, name: &str) -> Option<u32> {

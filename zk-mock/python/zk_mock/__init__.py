@@ -104,7 +104,7 @@ class ZkMockError(Exception):
 
 
 class ZkMockNotFound(ZkMockError, LookupError):
-    """No such session, rule or server (the admin interface's 404)."""
+    """No such session, rule, server or node (the admin interface's 404)."""
 
 
 class ZkMockStartError(ZkMockError):

@@ -61,7 +61,7 @@ public final class ZkMockServer implements Closeable {
         }
     }
 
-    /** No such session or rule (the admin interface's 404). */
+    /** No such session, rule, server or node (the admin interface's 404). */
     public static final class NotFoundException extends ZkMockException {
         private static final long serialVersionUID = 1L;
 
