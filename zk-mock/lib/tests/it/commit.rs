@@ -130,19 +130,12 @@ async fn the_latency_changes_at_run_time() {
 /// Sends a create of `path` on `writer` without waiting for its reply, and
 /// returns once the server has read it.
 async fn send_create_until_read(mock: &ZkMock, writer: &mut RawClient, path: &str) {
-    let received = mock.metrics().packets_received;
     let create = request_bytes(
         7,
         OpCode::Create as i32,
         &create_req(path, None, 0).to_bytes(),
     );
-    writer.send_raw(&create).await.unwrap();
-    with_timeout(QUICK, "the server to read the create", async {
-        while mock.metrics().packets_received == received {
-            tokio::task::yield_now().await;
-        }
-    })
-    .await;
+    send_until_read(mock, writer, &create, 1).await;
 }
 
 #[tokio::test]

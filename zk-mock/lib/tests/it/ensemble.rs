@@ -257,7 +257,6 @@ async fn a_counter_set_reaches_a_txn_that_a_slow_readers_close_commits_in_the_mi
             .delay(Duration::from_secs(3600)),
     );
     mock.set_commit_latency(Duration::from_secs(3600));
-    let received = mock.metrics().packets_received;
     let get = request_bytes(
         6,
         OpCode::GetData as i32,
@@ -268,13 +267,7 @@ async fn a_counter_set_reaches_a_txn_that_a_slow_readers_close_commits_in_the_mi
         OpCode::Create as i32,
         &create_req("/p/n-", None, 2).to_bytes(),
     );
-    slow.send_raw(&[get, create].concat()).await.unwrap();
-    with_timeout(QUICK, "the server to read both requests", async {
-        while mock.metrics().packets_received < received + 2 {
-            tokio::task::yield_now().await;
-        }
-    })
-    .await;
+    send_until_read(&mock, &mut slow, &[get, create].concat(), 2).await;
     assert!(!mock.snapshot().tree.contains_key("/p/n-0000000100"));
 
     // Server 1 applies its backlog: the third notification closes the slow

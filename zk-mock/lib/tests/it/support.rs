@@ -100,6 +100,26 @@ pub(crate) fn node_event(event_type: EventType, path: &str) -> WatchedEvent {
 // ---------------------------------------------------------------------------
 // Raw-client record helpers.
 
+/// Sends `bytes` (whole request frames) on `client` without waiting for
+/// replies, and returns once the server has read `frames` more requests
+/// (each is handled under the state lock as it is read: a read request
+/// has been judged).
+pub(crate) async fn send_until_read(
+    mock: &ZkMock,
+    client: &mut RawClient,
+    bytes: &[u8],
+    frames: u64,
+) {
+    let received = mock.metrics().packets_received;
+    client.send_raw(bytes).await.unwrap();
+    with_timeout(QUICK, "the server to read the requests", async {
+        while mock.metrics().packets_received < received + frames {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+}
+
 /// One request's frame (length prefix, header, body), to send with others
 /// in one write.
 pub(crate) fn request_bytes(xid: i32, op: i32, body: &[u8]) -> Vec<u8> {
