@@ -198,9 +198,12 @@
 //!   directory are ignored (ZOOKEEPER-2931, kazoo#309).
 //! * **Sequence wrap**: the suffix is Java's `%010d` of the directory's
 //!   i32 child counter, so after `2147483647` come `-2147483648`,
-//!   `-2147483647`, … (`-000000005` near the end). The suffix is parsed as
-//!   an i32 and ordered by its u32 reinterpretation, which keeps creation
-//!   order across the wrap (kazoo#606 and #730, go-zookeeper PR #65). The
+//!   `-2147483647`, … (`-000000005` near the end), and after `-1` comes
+//!   `0000000000` again. The suffix is parsed as an i32 and contenders are
+//!   ordered by serial-number arithmetic (RFC 1982: `a` is ahead of `b` when
+//!   `b - a`, wrapping, is positive), which keeps creation order across both
+//!   wraps while the live nodes were created under 2^31 numbers apart
+//!   (kazoo#606 and #730, go-zookeeper PR #65). The
 //!   other implementations sort the suffix as text (kazoo 2.11, Curator),
 //!   and `zookeeper_client`'s `Client::lock` ignores eleven-character
 //!   suffixes, so a lock shared with them is ordered consistently only

@@ -77,26 +77,43 @@ impl Family {
 /// suffix as ZooKeeper writes it: Java's `%010d` of the parent's i32
 /// cversion, so `0000000042`, and past `2147483647` the counter wraps to
 /// `-2147483648`, `-2147483647`, …, `-000000005`, … (kazoo#606 and #730,
-/// go-zookeeper PR #65). The i32 is returned reinterpreted as a u32, which
-/// keeps increasing across that wrap (the next, from -1 back to 0, is 2^32
-/// creates in one directory away). Only the suffix orders contenders
+/// go-zookeeper PR #65), and past `-1` back to `0`. [`in_creation_order`]
+/// orders them across both wraps. Only the suffix orders contenders
 /// (ZOOKEEPER-2931: sorting whole names gave two holders), and only its
 /// canonical form counts (`lock-12` or `lock-+000000012` are foreign).
-fn sequence_of(node: &str, name: &str) -> Option<u32> {
+fn sequence_of(node: &str, name: &str) -> Option<i32> {
     // Ten characters, or eleven for -1000000000 ..= -2147483648.
     [10, 11].into_iter().find_map(|width| {
         let split = node.len().checked_sub(width)?;
         let (head, suffix) = node.split_at_checked(split)?;
         let n: i32 = suffix.parse().ok()?;
-        (head.ends_with(name) && format!("{n:010}") == suffix).then_some(n as u32)
+        (head.ends_with(name) && format!("{n:010}") == suffix).then_some(n)
     })
+}
+
+/// Sorts `nodes` in the order their sequence numbers were handed out, by
+/// serial-number arithmetic (RFC 1982): `a` came before `b` when
+/// `b - a`, wrapping, is positive as an i32. That holds across the wrap
+/// from `2147483647` to `-2147483648` and across the one from `-1` to `0`,
+/// as long as the directory's live nodes were created fewer than 2^31
+/// sequence numbers apart. Every node is measured from the same one (the
+/// first listed), so the sort sees a total order, and any choice of that
+/// node gives the same order: every contender agrees, whatever its listing.
+fn in_creation_order(nodes: &mut [Node]) {
+    let Some(anchor) = nodes.first().map(|n| n.seq) else {
+        return;
+    };
+    nodes.sort_unstable_by(|a, b| {
+        let (a_off, b_off) = (a.seq.wrapping_sub(anchor), b.seq.wrapping_sub(anchor));
+        (a_off, &a.name).cmp(&(b_off, &b.name))
+    });
 }
 
 /// A lock node of the directory.
 #[derive(Debug)]
 struct Node {
-    /// The sequence suffix as a u32 (see [`sequence_of`]).
-    seq: u32,
+    /// The sequence suffix (see [`sequence_of`]).
+    seq: i32,
     name: String,
     /// Whether it excludes readers (exclusive and write nodes).
     excludes_readers: bool,
@@ -234,7 +251,7 @@ impl Sequential {
                     })
             })
             .collect();
-        nodes.sort_unstable_by(|a, b| (a.seq, &a.name).cmp(&(b.seq, &b.name)));
+        in_creation_order(&mut nodes);
         nodes
     }
 
@@ -309,15 +326,11 @@ mod tests {
     fn sequence_suffixes_parse_across_the_i32_wrap() {
         let seq = |n: &str| sequence_of(n, "lock-");
         assert_eq!(seq("_c_x-lock-0000000000"), Some(0));
-        assert_eq!(seq("_c_x-lock-2147483647"), Some(i32::MAX as u32));
-        assert_eq!(seq("_c_x-lock--2147483648"), Some(1 << 31));
-        assert_eq!(seq("_c_x-lock--2147483647"), Some((1 << 31) + 1));
-        assert_eq!(seq("_c_x-lock--000000005"), Some(u32::MAX - 4));
-        assert_eq!(seq("_c_x-lock--000000001"), Some(u32::MAX));
-        // Increasing in creation order across the wrap.
-        let names = ["2147483646", "2147483647", "-2147483648", "-2147483647"];
-        let seqs: Vec<_> = names.iter().map(|s| seq(&format!("lock-{s}"))).collect();
-        assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+        assert_eq!(seq("_c_x-lock-2147483647"), Some(i32::MAX));
+        assert_eq!(seq("_c_x-lock--2147483648"), Some(i32::MIN));
+        assert_eq!(seq("_c_x-lock--2147483647"), Some(i32::MIN + 1));
+        assert_eq!(seq("_c_x-lock--000000005"), Some(-5));
+        assert_eq!(seq("_c_x-lock--000000001"), Some(-1));
         // Not ZooKeeper's form, or not after the role name.
         for foreign in [
             "lock-12",
@@ -332,8 +345,39 @@ mod tests {
         }
         assert_eq!(
             sequence_of("ab12__rlock__-2147483648", "__rlock__"),
-            Some(1 << 31)
+            Some(i32::MIN)
         );
         assert_eq!(sequence_of("ab12__rlock__-2147483648", "__lock__"), None);
+    }
+
+    /// Sorts `created` (in creation order) from every rotation of it, as
+    /// listings come in any order, and expects creation order back.
+    fn assert_sorts_back(created: &[i32]) {
+        for shift in 0..created.len() {
+            let mut listed = created.to_vec();
+            listed.rotate_left(shift);
+            listed.reverse();
+            let mut nodes: Vec<Node> = listed
+                .into_iter()
+                .map(|seq| Node {
+                    seq,
+                    name: format!("lock-{seq:010}"),
+                    excludes_readers: true,
+                })
+                .collect();
+            in_creation_order(&mut nodes);
+            let sorted: Vec<i32> = nodes.iter().map(|n| n.seq).collect();
+            assert_eq!(sorted, created, "listed from rotation {shift}");
+        }
+    }
+
+    #[test]
+    fn contenders_are_ordered_as_created_across_both_wraps() {
+        assert_sorts_back(&[0, 1, 2, 41]);
+        assert_sorts_back(&[i32::MAX - 1, i32::MAX, i32::MIN, i32::MIN + 1]);
+        assert_sorts_back(&[-3, -2, -1, 0, 1]);
+        // A queue that spans just under 2^31 numbers across a wrap.
+        assert_sorts_back(&[-1000, 0, i32::MAX - 1001]);
+        assert_sorts_back(&[]);
     }
 }

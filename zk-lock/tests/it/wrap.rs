@@ -1,6 +1,8 @@
-//! The sequence counter's wrap past `i32::MAX` (kazoo#606 and #730,
-//! go-zookeeper PR #65): ZooKeeper names the next node `…-2147483648`, and
-//! the queue must still be served in creation order.
+//! The sequence counter's wraps (kazoo#606 and #730, go-zookeeper PR #65):
+//! past `i32::MAX` ZooKeeper names the next node `…-2147483648`, and past
+//! `-1` (2^32 creates later, or at once after a test set the counter) it
+//! names it `…0000000000`. The queue must be served in creation order
+//! across both.
 
 use std::sync::{Arc, Mutex};
 
@@ -10,33 +12,41 @@ use zookeeper_client::{Acls, Client, CreateMode};
 
 use crate::support::*;
 
-/// Starts a mock whose lock directory hands out `2147483645` next.
-async fn near_the_wrap(dir: &str) -> (ZkMock, Client) {
+/// The counters the tests start from: three before each wrap.
+const STARTS: [i32; 2] = [i32::MAX - 2, -3];
+
+/// Starts a mock whose lock directory hands out `start` next.
+async fn near_the_wrap(dir: &str, start: i32) -> (ZkMock, Client) {
     let zk = ZkMock::start().await;
     let c = client(&zk).await;
     let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
     c.mkdir(dir, &persistent).await.unwrap();
-    assert!(zk.set_sequence_counter(dir, i32::MAX - 2));
+    assert!(zk.set_sequence_counter(dir, start));
     (zk, c)
 }
 
-/// The names the contenders got, in creation order, must cross the wrap.
-fn assert_crossed(names: &[String]) {
-    assert!(names[0].ends_with("-2147483645"), "{names:?}");
-    assert!(
-        names.iter().any(|n| n.ends_with("--2147483648")),
-        "the test never crossed the wrap: {names:?}"
-    );
-    assert!(names.last().unwrap().contains("--2147483"), "{names:?}");
+/// The names the contenders got, in creation order, must be the counter's
+/// six values from `start`, across the wrap, in Java's `%010d`.
+fn assert_crossed(names: &[String], start: i32) {
+    let expected: Vec<String> = (0..6)
+        .map(|k| format!("-{:010}", start.wrapping_add(k)))
+        .collect();
+    assert_eq!(names.len(), expected.len(), "{names:?}");
+    for (name, suffix) in names.iter().zip(&expected) {
+        assert!(name.ends_with(suffix), "{name} after {start}: {names:?}");
+    }
 }
 
 /// A holder and five waiters queued one at a time, so that their creation
 /// order is known; the waiters must acquire in that order, one at a time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exclusive_locks_serve_the_queue_in_order_across_the_wrap() {
-    for kind in [Kind::Predecessor, Kind::Herd, Kind::Writer] {
+    for (kind, start) in [Kind::Predecessor, Kind::Herd, Kind::Writer]
+        .into_iter()
+        .flat_map(|k| STARTS.map(|s| (k, s)))
+    {
         let dir = "/locks/wrap";
-        let (zk, c) = near_the_wrap(dir).await;
+        let (zk, c) = near_the_wrap(dir, start).await;
         let holder = kind.lock(c, dir);
         let guard = holder.acquire().await.unwrap();
         let mut created = vec![guard.path().to_string()];
@@ -72,12 +82,12 @@ async fn exclusive_locks_serve_the_queue_in_order_across_the_wrap() {
             assert_eq!(mine.len(), 1, "{kind:?}");
             created.push(mine[0].clone());
         }
-        assert_crossed(&created);
+        assert_crossed(&created, start);
         guard.release().await.unwrap();
         for t in tasks {
             tokio::time::timeout(PATIENCE, t)
                 .await
-                .unwrap_or_else(|_| panic!("{kind:?}: a waiter was left behind"))
+                .unwrap_or_else(|_| panic!("{kind:?} from {start}: a waiter was left behind"))
                 .unwrap();
         }
         let order = order.lock().unwrap().clone();
@@ -86,7 +96,10 @@ async fn exclusive_locks_serve_the_queue_in_order_across_the_wrap() {
             .enumerate()
             .map(|(i, p)| (i, p.clone()))
             .collect();
-        assert_eq!(order, expected, "{kind:?}: not served in creation order");
+        assert_eq!(
+            order, expected,
+            "{kind:?} from {start}: not served in creation order"
+        );
         assert!(children(&zk, dir).is_empty(), "{kind:?}: orphan left");
         no_watches_left(&zk).await;
     }
@@ -114,9 +127,12 @@ async fn read_write_locks_keep_their_order_across_the_wrap() {
     let sides = [Side::Read, Side::Write, Side::Read, Side::Read, Side::Write];
     // Consecutive readers form one group; the groups are served in order.
     let groups = [0, 1, 2, 2, 3];
-    for herd in [false, true] {
+    for (herd, start) in [false, true]
+        .into_iter()
+        .flat_map(|h| STARTS.map(|s| (h, s)))
+    {
         let dir = "/locks/wrap-rw";
-        let (zk, c) = near_the_wrap(dir).await;
+        let (zk, c) = near_the_wrap(dir, start).await;
         let strategy = if herd {
             Strategy::Herd
         } else {
@@ -174,19 +190,19 @@ async fn read_write_locks_keep_their_order_across_the_wrap() {
             assert_eq!(mine.len(), 1, "herd={herd}");
             created.push(mine[0].clone());
         }
-        assert_crossed(&created);
+        assert_crossed(&created, start);
         guard.release().await.unwrap();
         for t in tasks {
             tokio::time::timeout(PATIENCE, t)
                 .await
-                .unwrap_or_else(|_| panic!("herd={herd}: a waiter was left behind"))
+                .unwrap_or_else(|_| panic!("herd={herd} from {start}: a waiter was left behind"))
                 .unwrap();
         }
         let order = order.lock().unwrap().clone();
         let served: Vec<_> = order.iter().map(|&i| groups[i]).collect();
         assert!(
             served.windows(2).all(|w| w[0] <= w[1]) && served.len() == sides.len(),
-            "herd={herd}: served out of order: {order:?} (created {created:?})"
+            "herd={herd} from {start}: served out of order: {order:?} (created {created:?})"
         );
         assert!(children(&zk, dir).is_empty(), "herd={herd}: orphan left");
         no_watches_left(&zk).await;
