@@ -410,6 +410,7 @@ fn explore(args: ExploreArgs) -> ExitCode {
         vocabulary: Vocabulary {
             servers: args.servers,
             max_steps: args.max_steps.max(1),
+            sequence_wraps: matches!(target, TargetSpec::Mock),
             ..Vocabulary::default()
         },
         implementation: implementation.clone(),

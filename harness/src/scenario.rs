@@ -166,6 +166,13 @@ pub enum Recipe {
 }
 
 impl Recipe {
+    /// Whether the recipe queues sequential nodes in the lock directory
+    /// (the naive recipes take one node, `<dir>/lock`, and never read a
+    /// sequence number).
+    pub fn makes_sequential_nodes(self) -> bool {
+        !matches!(self, Recipe::Naive | Recipe::BrokenIgnoresConnectionLoss)
+    }
+
     /// Whether the lock is a read/write lock (groups then need a role).
     pub fn is_read_write(self) -> bool {
         matches!(self, Recipe::RwHerd | Recipe::RwPredecessor)
@@ -1272,7 +1279,11 @@ fn validate(l: &Loaded) -> Result<(), ScenarioError> {
     // The counter is the lock directory's: a lock with no sequential nodes
     // there would leave it unused, and the scenario would pass for nothing.
     if s.server.sequence_start.is_some()
-        && (lock.value.kind() == Kind::Semaphore || lock.value.recipe == Some(Recipe::Naive))
+        && (lock.value.kind() == Kind::Semaphore
+            || lock
+                .value
+                .recipe
+                .is_some_and(|r| !r.makes_sequential_nodes()))
     {
         return Err(err_at(
             file,
@@ -1760,7 +1771,12 @@ mod tests {
             .cannot_play(&l.scenario)
             .is_some_and(|why| why.contains("sequence_start")));
         assert!(with("{kind: reentrant}").is_ok());
-        for lock in ["{kind: semaphore}", "{recipe: naive}"] {
+        assert!(with("{recipe: broken-no-recheck}").is_ok());
+        for lock in [
+            "{kind: semaphore}",
+            "{recipe: naive}",
+            "{recipe: broken-ignores-connection-loss}",
+        ] {
             let e = with(lock).unwrap_err();
             assert!(
                 e.message.starts_with("server.sequence_start: a ")

@@ -103,6 +103,17 @@ fn drawn_runs_use_the_whole_fault_vocabulary() {
         {
             seen.insert("expiry_cleanup_delay".into());
         }
+        if let Some(start) = d.server.as_ref().and_then(|s| s.get("sequence_start")) {
+            let start = start.as_i64().unwrap();
+            seen.insert(
+                if start > 0 {
+                    "wrap past 2147483647"
+                } else {
+                    "wrap past -1"
+                }
+                .into(),
+            );
+        }
     }
     for want in [
         "disconnect",
@@ -130,9 +141,54 @@ fn drawn_runs_use_the_whole_fault_vocabulary() {
         "code ThrottledOp",
         "code SessionExpired",
         "expiry_cleanup_delay",
+        "wrap past 2147483647",
+        "wrap past -1",
     ] {
         assert!(seen.contains(want), "never drawn: {want} (drawn: {seen:?})");
     }
+}
+
+/// A drawn counter start puts a wrap among the run's first acquisitions,
+/// only for locks that queue sequential nodes, and only on the mock.
+#[test]
+fn sequence_wraps_are_drawn_where_a_counter_can_be_set() {
+    let mut drawn = 0;
+    for base in bases() {
+        for (wraps, i) in [true, false]
+            .into_iter()
+            .flat_map(|w| (0..200).map(move |i| (w, i)))
+        {
+            let v = Vocabulary {
+                sequence_wraps: wraps,
+                ..Vocabulary::default()
+            };
+            let d = draw(&base, &v, 11, i);
+            let Some(start) = d.server.as_ref().and_then(|s| s.get("sequence_start")) else {
+                continue;
+            };
+            assert!(wraps, "{}: drawn with wraps off", base.label());
+            let sequential = match &base {
+                Base::Kind(k) => *k != Kind::Semaphore,
+                Base::Recipe(r) => r.makes_sequential_nodes(),
+                Base::Scenario(_) => false,
+            };
+            assert!(sequential, "{}: no sequential nodes", base.label());
+            let start = start.as_i64().unwrap();
+            let before = if start > 0 {
+                i64::from(i32::MAX) - start
+            } else {
+                -1 - start
+            };
+            assert!((0..3).contains(&before), "{}: start {start}", base.label());
+            assert!(d.fault_kinds().contains(&"sequence wrap".to_string()));
+            drawn += 1;
+        }
+    }
+    assert!(
+        drawn > 100,
+        "{drawn} of {} runs drew a wrap",
+        bases().len() * 200
+    );
 }
 
 fn shrink_options(tries: usize) -> ShrinkOptions {

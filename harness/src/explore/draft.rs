@@ -143,6 +143,13 @@ impl Draft {
         {
             kinds.push("late expiry cleanup".into());
         }
+        if self
+            .server
+            .as_ref()
+            .is_some_and(|s| s.contains_key("sequence_start"))
+        {
+            kinds.push("sequence wrap".into());
+        }
         kinds.sort();
         kinds.dedup();
         kinds

@@ -32,6 +32,16 @@ impl Base {
         }
     }
 
+    /// Whether the lock queues sequential nodes in its directory, whose
+    /// counter a run may start near its wrap.
+    fn makes_sequential_nodes(&self) -> bool {
+        match self {
+            Base::Kind(k) => *k != Kind::Semaphore,
+            Base::Recipe(r) => r.makes_sequential_nodes(),
+            Base::Scenario(_) => false,
+        }
+    }
+
     fn kind(&self) -> Kind {
         match self {
             Base::Kind(k) => *k,
@@ -62,6 +72,11 @@ pub struct Vocabulary {
     pub max_steps: usize,
     /// The most client groups.
     pub max_groups: usize,
+    /// Whether a drawn workload may start the lock directory's sequence
+    /// counter just before one of its wraps (`server.sequence_start`: from
+    /// 2147483647 to -2147483648, or from -1 to 0). The mock's alone: a
+    /// real server's counter cannot be set.
+    pub sequence_wraps: bool,
 }
 
 impl Default for Vocabulary {
@@ -70,6 +85,7 @@ impl Default for Vocabulary {
             servers: 1,
             max_steps: 3,
             max_groups: 4,
+            sequence_wraps: true,
         }
     }
 }
@@ -164,7 +180,37 @@ pub fn draw(base: &Base, vocabulary: &Vocabulary, seed: u64, index: u64) -> Draf
             .get_or_insert_with(Map::new)
             .insert("expiry_cleanup_delay".into(), ms(delay));
     }
+    if vocabulary.sequence_wraps && base.makes_sequential_nodes() {
+        // Drawn from a generator of its own, so that every other draw of
+        // the run is what it was before wraps were drawn at all.
+        let mut wraps = StdRng::seed_from_u64(run_seed(seed, index) ^ WRAP_SALT);
+        if let Some(start) = sequence_start(&d, &mut wraps) {
+            d.server
+                .get_or_insert_with(Map::new)
+                .insert("sequence_start".into(), json!(start));
+        }
+    }
     d
+}
+
+/// Salts the generator that draws a run's sequence wrap.
+const WRAP_SALT: u64 = 0x5e9_7a47;
+
+/// One run in five starts the lock directory's counter a few numbers
+/// before a wrap, so that its queue spans it: after 2147483647 comes
+/// -2147483648 (a lock that sorts the suffixes as text or as signed
+/// numbers misorders them, python-zk/kazoo#730), and after -1 comes 0
+/// (one that sorts them as unsigned numbers, or misses ten-character
+/// negative suffixes, misorders those, python-zk/kazoo#606).
+fn sequence_start(d: &Draft, rng: &mut StdRng) -> Option<i32> {
+    if !rng.random_bool(0.2) {
+        return None;
+    }
+    let last_before_wrap = if rng.random_bool(0.5) { i32::MAX } else { -1 };
+    // The wrap falls between the first acquisitions: at least two nodes
+    // are made, and the first is at most three numbers before it.
+    let before = rng.random_range(0..total_rounds(d).clamp(2, 4) - 1) as i32;
+    Some(last_before_wrap - before)
 }
 
 /// A drawn workload for a kind or a recipe.

@@ -598,12 +598,14 @@ fn workload_candidates(d: &Draft) -> Vec<Draft> {
         }
     }
     if let Some(server) = &d.server {
-        if server.contains_key("expiry_cleanup_delay") {
-            let mut c = d.clone();
-            if let Some(s) = c.server.as_mut() {
-                s.remove("expiry_cleanup_delay");
+        for key in ["expiry_cleanup_delay", "sequence_start"] {
+            if server.contains_key(key) {
+                let mut c = d.clone();
+                if let Some(s) = c.server.as_mut() {
+                    s.remove(key);
+                }
+                out.push(c);
             }
-            out.push(c);
         }
     }
     out
@@ -822,6 +824,16 @@ fn describe(
             ""
         },
     );
+    if let Some(start) = d
+        .server
+        .as_ref()
+        .and_then(|s| s.get("sequence_start"))
+        .and_then(Value::as_i64)
+    {
+        text.push_str(&format!(
+            ", the lock directory's sequence counter starting at {start} (so that it wraps)"
+        ));
+    }
     if d.timeline.is_empty() {
         text.push_str(", with no faults");
     } else {

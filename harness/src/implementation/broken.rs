@@ -196,7 +196,19 @@ impl BrokenLock {
             // THE FLAW: whole names, prefixes and all.
             children.sort();
         } else {
-            children.sort_by_key(|c| c.rsplit('-').next().unwrap_or("").to_string());
+            // The sequence suffix, an i32 that wraps, in creation order
+            // (serial-number arithmetic from the first listed), so that a
+            // run across the counter's wrap finds this recipe's one flaw and
+            // not another. A suffix that is not a number sorts last.
+            let seq = |c: &String| {
+                c.rsplit_once("lock-")
+                    .and_then(|(_, n)| n.parse::<i32>().ok())
+            };
+            let anchor = children.iter().find_map(seq).unwrap_or(0);
+            children.sort_by_cached_key(|c| match seq(c) {
+                Some(n) => (false, n.wrapping_sub(anchor), c.clone()),
+                None => (true, 0, c.clone()),
+            });
         }
         children
     }
