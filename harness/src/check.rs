@@ -327,15 +327,29 @@ fn last_state<'a>(r: &'a RunRecord, client: &str) -> Option<&'a crate::journal::
         })
 }
 
-/// The clients that did not finish before the deadline, did not crash,
-/// and were still inside their library: acquiring, releasing, suspended or
-/// connecting. A client still holding at the deadline is not among them:
-/// its hold outlasted the run, which is the scenario's doing.
+/// Clients the scenario closed (`close` steps): the application ended
+/// them, and they owe nothing after that.
+fn closed_clients(r: &RunRecord) -> BTreeSet<&str> {
+    r.faults
+        .iter()
+        .filter(|f| f.action == "close")
+        .flat_map(|f| f.clients.iter().map(String::as_str))
+        .collect()
+}
+
+/// The clients that did not finish before the deadline, did not crash, were
+/// not closed by the scenario, and were still inside their library:
+/// acquiring, releasing, suspended or connecting. A client still holding at
+/// the deadline is not among them: its hold outlasted the run, which is the
+/// scenario's doing. Nor is a closed one: a library may say nothing more of
+/// a client once it is closed (Curator's driver reports no state after
+/// `close`), and the scenario ended it.
 pub fn stalled(r: &RunRecord) -> Vec<Stalled> {
+    let closed = closed_clients(r);
     r.end
         .unfinished
         .iter()
-        .filter(|c| !r.crashed.contains(*c))
+        .filter(|c| !r.crashed.contains(*c) && !closed.contains(c.as_str()))
         .filter_map(|c| {
             let last = last_state(r, c)?;
             let doing = match &last.event {
@@ -435,14 +449,7 @@ pub fn liveness(r: &RunRecord, bound: Duration) -> Verdict {
             .max()
             .unwrap_or_default()
     };
-    // Clients the scenario closed (`close`): the application ended them,
-    // and owes nothing after that.
-    let closed: BTreeSet<&str> = r
-        .faults
-        .iter()
-        .filter(|f| f.action == "close")
-        .flat_map(|f| f.clients.iter().map(String::as_str))
-        .collect();
+    let closed = closed_clients(r);
     let mut open: BTreeMap<&str, Duration> = BTreeMap::new();
     for e in &r.journal {
         if r.crashed.contains(&e.client) {

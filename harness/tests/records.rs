@@ -309,6 +309,45 @@ fn an_untriggered_step_is_the_lock_stalling_or_the_scenarios_fault() {
         vec!["waiter"]
     );
 
+    // The scenario closed the holder while it released: a closed client
+    // owes nothing, and a library may say nothing more of it (Curator's
+    // driver reports no state after a close); only the waiter stalled.
+    let mut closed = r.clone();
+    closed.faults.push(harness::record::FaultRecord {
+        step: 2,
+        t_ms: 62.0,
+        until_ms: 62.0,
+        action: "close".into(),
+        argument: "holder".into(),
+        clients: vec!["holder".into()],
+    });
+    assert_eq!(
+        check::stalled(&closed)
+            .iter()
+            .map(|s| s.client.as_str())
+            .collect::<Vec<_>>(),
+        vec!["waiter"]
+    );
+    // With the waiter done too, nobody stalled: the step is the scenario's.
+    closed.journal.push(harness::journal::Entry {
+        t: std::time::Duration::from_millis(70),
+        client: "waiter".into(),
+        event: Event::GaveUp {
+            round: 0,
+            reason: "timeout".into(),
+        },
+    });
+    closed.journal.push(harness::journal::Entry {
+        t: std::time::Duration::from_millis(70),
+        client: "waiter".into(),
+        event: Event::Done,
+    });
+    closed.end.unfinished = vec!["holder".into()];
+    assert!(check::stalled(&closed).is_empty());
+    let j = check::judge(&closed);
+    assert_eq!(j.status, Status::Error, "{:?}", j.invariants);
+    assert_eq!(j.errors, never_ran);
+
     // Liveness not judged: nothing to blame the stall on.
     let mut unjudged = r.clone();
     unjudged.invariants.liveness = None;
