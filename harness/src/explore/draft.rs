@@ -143,12 +143,18 @@ impl Draft {
         {
             kinds.push("late expiry cleanup".into());
         }
-        if self
+        // The two wraps are two kinds: locks fail them for different reasons.
+        if let Some(start) = self
             .server
             .as_ref()
-            .is_some_and(|s| s.contains_key("sequence_start"))
+            .and_then(|s| s.get("sequence_start"))
+            .and_then(Value::as_i64)
         {
-            kinds.push("sequence wrap".into());
+            kinds.push(if start >= 0 {
+                "sequence wrap past 2147483647".into()
+            } else {
+                "sequence wrap past -1".into()
+            });
         }
         kinds.sort();
         kinds.dedup();

@@ -607,6 +607,18 @@ fn workload_candidates(d: &Draft) -> Vec<Draft> {
                 out.push(c);
             }
         }
+        // A counter that starts right at the wrap's last number needs the
+        // fewest acquisitions to cross it: fewer clients or rounds may do.
+        if let Some(start) = server.get("sequence_start").and_then(Value::as_i64) {
+            let last = if start >= 0 { i64::from(i32::MAX) } else { -1 };
+            if start != last {
+                let mut c = d.clone();
+                if let Some(s) = c.server.as_mut() {
+                    s.insert("sequence_start".into(), Value::from(last));
+                }
+                out.push(c);
+            }
+        }
     }
     out
 }
@@ -831,7 +843,7 @@ fn describe(
         .and_then(Value::as_i64)
     {
         text.push_str(&format!(
-            ", the lock directory's sequence counter starting at {start} (so that it wraps)"
+            ", the lock directory's sequence counter starting at {start} (near its wrap)"
         ));
     }
     if d.timeline.is_empty() {

@@ -47,7 +47,13 @@ class Cancelled(Exception):
 
 
 def _seq(name):
-    return int(name[-10:])
+    # ZooKeeper's %010d of a signed 32-bit counter: "-2147483648" has eleven characters.
+    return int(name.rsplit("-lock-", 1)[1])
+
+
+def _creation_order(own):
+    # Serial-number arithmetic from our own node: after 2147483647 comes -2147483648.
+    return lambda name: (_seq(name) - own + 2**31) % 2**32
 
 
 def watch_connection(zk, callback, bug=None):
@@ -172,7 +178,7 @@ class MiniLock:
                 children = self._retry(session, self.zk.get_children, self.path)
                 if name not in children:
                     raise LockLost(f"{node} vanished while queued")
-                children.sort(key=_seq)
+                children.sort(key=_creation_order(_seq(name)))
                 i = children.index(name)
                 if i == 0:
                     break
