@@ -204,7 +204,9 @@
 //!   `b - a`, wrapping, is positive), which keeps creation order across both
 //!   wraps while the live nodes were created under 2^31 numbers apart
 //!   (kazoo#606 and #730, go-zookeeper PR #65). The
-//!   other implementations sort the suffix as text (kazoo 2.11, Curator),
+//!   other implementations compare the suffix as text (Curator; kazoo 2.11,
+//!   whose pattern also misses ten-character negative suffixes such as
+//!   `-000000001`),
 //!   and `zookeeper_client`'s `Client::lock` ignores eleven-character
 //!   suffixes, so a lock shared with them is ordered consistently only
 //!   until the counter wraps.
