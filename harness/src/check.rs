@@ -369,12 +369,14 @@ pub fn stalled(r: &RunRecord) -> Vec<Stalled> {
 }
 
 /// Whether some client that did not finish still held the lock at the
-/// deadline (acquired, and neither released nor lost it since).
+/// deadline (acquired, and neither released nor lost it since). A client
+/// the scenario closed holds nothing: its session went with it.
 fn held_at_deadline(r: &RunRecord) -> bool {
+    let closed = closed_clients(r);
     r.end
         .unfinished
         .iter()
-        .filter(|c| !r.crashed.contains(*c))
+        .filter(|c| !r.crashed.contains(*c) && !closed.contains(c.as_str()))
         .any(|c| {
             last_state(r, c)
                 .is_some_and(|e| matches!(e.event, Event::Acquired { .. } | Event::Resumed))

@@ -308,6 +308,19 @@ fn an_untriggered_step_is_the_lock_stalling_or_the_scenarios_fault() {
             .collect::<Vec<_>>(),
         vec!["waiter"]
     );
+    // Closed by the scenario while it held, the holder holds nothing at
+    // the deadline: the waiter's stall is the lock's again.
+    let mut closed_holder = holding.clone();
+    closed_holder.faults.push(harness::record::FaultRecord {
+        step: 2,
+        t_ms: 10.0,
+        until_ms: 10.0,
+        action: "close".into(),
+        argument: "holder".into(),
+        clients: vec!["holder".into()],
+    });
+    assert_eq!(check::judge(&closed_holder).status, Status::Failed);
+    assert_eq!(violated(&closed_holder), vec!["liveness"]);
 
     // The scenario closed the holder while it released: a closed client
     // owes nothing, and a library may say nothing more of it (Curator's
