@@ -224,6 +224,18 @@ fn stalled_release() -> RunRecord {
     }
 }
 
+/// Records a `close` step that ended `holder` at `t_ms`.
+fn close_holder(r: &mut RunRecord, t_ms: f64) {
+    r.faults.push(harness::record::FaultRecord {
+        step: 2,
+        t_ms,
+        until_ms: t_ms,
+        action: "close".into(),
+        argument: "holder".into(),
+        clients: vec!["holder".into()],
+    });
+}
+
 /// The same record judged both ways: while clients stalled inside the lock
 /// the untriggered step is liveness's evidence and the run failed (caught
 /// when liveness is expected violated); once nobody stalled, or without
@@ -311,14 +323,7 @@ fn an_untriggered_step_is_the_lock_stalling_or_the_scenarios_fault() {
     // Closed by the scenario while it held, the holder holds nothing at
     // the deadline: the waiter's stall is the lock's again.
     let mut closed_holder = holding.clone();
-    closed_holder.faults.push(harness::record::FaultRecord {
-        step: 2,
-        t_ms: 10.0,
-        until_ms: 10.0,
-        action: "close".into(),
-        argument: "holder".into(),
-        clients: vec!["holder".into()],
-    });
+    close_holder(&mut closed_holder, 10.0);
     assert_eq!(check::judge(&closed_holder).status, Status::Failed);
     assert_eq!(violated(&closed_holder), vec!["liveness"]);
 
@@ -326,14 +331,7 @@ fn an_untriggered_step_is_the_lock_stalling_or_the_scenarios_fault() {
     // owes nothing, and a library may say nothing more of it (Curator's
     // driver reports no state after a close); only the waiter stalled.
     let mut closed = r.clone();
-    closed.faults.push(harness::record::FaultRecord {
-        step: 2,
-        t_ms: 62.0,
-        until_ms: 62.0,
-        action: "close".into(),
-        argument: "holder".into(),
-        clients: vec!["holder".into()],
-    });
+    close_holder(&mut closed, 62.0);
     assert_eq!(
         check::stalled(&closed)
             .iter()

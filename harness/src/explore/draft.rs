@@ -52,6 +52,17 @@ pub struct Draft {
     pub skip: Option<Value>,
 }
 
+/// The last number before the wrap a counter starting at `start` comes
+/// to first: 2147483647 (then -2147483648) from a non-negative start, -1
+/// (then 0) from a negative one.
+pub fn last_before_wrap(start: i64) -> i64 {
+    if start >= 0 {
+        i64::from(i32::MAX)
+    } else {
+        -1
+    }
+}
+
 /// A draft that could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum DraftError {
@@ -144,21 +155,20 @@ impl Draft {
             kinds.push("late expiry cleanup".into());
         }
         // The two wraps are two kinds: locks fail them for different reasons.
-        if let Some(start) = self
-            .server
-            .as_ref()
-            .and_then(|s| s.get("sequence_start"))
-            .and_then(Value::as_i64)
-        {
-            kinds.push(if start >= 0 {
-                "sequence wrap past 2147483647".into()
-            } else {
-                "sequence wrap past -1".into()
-            });
+        if let Some(start) = self.sequence_start() {
+            kinds.push(format!("sequence wrap past {}", last_before_wrap(start)));
         }
         kinds.sort();
         kinds.dedup();
         kinds
+    }
+
+    /// `server.sequence_start`, the lock directory's counter at the start.
+    pub fn sequence_start(&self) -> Option<i64> {
+        self.server
+            .as_ref()
+            .and_then(|s| s.get("sequence_start"))
+            .and_then(Value::as_i64)
     }
 
     /// The session timeout the clients ask for.

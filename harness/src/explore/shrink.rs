@@ -28,7 +28,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use super::draft::{action_of, dur, ms, Draft};
+use super::draft::{action_of, dur, last_before_wrap, ms, Draft};
 use crate::implementation::Implementation;
 use crate::journal::Event;
 use crate::record::RunRecord;
@@ -609,8 +609,8 @@ fn workload_candidates(d: &Draft) -> Vec<Draft> {
         }
         // A counter that starts right at the wrap's last number needs the
         // fewest acquisitions to cross it: fewer clients or rounds may do.
-        if let Some(start) = server.get("sequence_start").and_then(Value::as_i64) {
-            let last = if start >= 0 { i64::from(i32::MAX) } else { -1 };
+        if let Some(start) = d.sequence_start() {
+            let last = last_before_wrap(start);
             if start != last {
                 let mut c = d.clone();
                 if let Some(s) = c.server.as_mut() {
@@ -836,12 +836,7 @@ fn describe(
             ""
         },
     );
-    if let Some(start) = d
-        .server
-        .as_ref()
-        .and_then(|s| s.get("sequence_start"))
-        .and_then(Value::as_i64)
-    {
+    if let Some(start) = d.sequence_start() {
         text.push_str(&format!(
             ", the lock directory's sequence counter starting at {start} (near its wrap)"
         ));
