@@ -11,7 +11,7 @@ pub mod path;
 mod quota;
 mod table;
 
-use crate::hash::Map;
+use crate::hash::{Map, StrMap};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -140,6 +140,10 @@ pub struct DataTree {
     nodes: NodeTable,
     /// Each session's ephemeral paths, as ZooKeeper's `HashSet` orders them.
     ephemerals: Map<i64, JavaHashSet>,
+    /// The paths of every container and TTL node (`DataTree.containers` and
+    /// `DataTree.ttls`): what the container check looks at, instead of the
+    /// whole tree.
+    reapable: StrMap<()>,
     last_zxid: i64,
     open_acl: Arc<[Acl]>,
     /// Undo journal while a multi is being prepared: the first saved version of
@@ -179,6 +183,7 @@ impl DataTree {
         DataTree {
             nodes,
             ephemerals: Map::default(),
+            reapable: StrMap::default(),
             last_zxid: 0,
             open_acl: open,
             journal: None,
@@ -318,6 +323,12 @@ impl DataTree {
         let kind = node.kind;
         if let Some(old) = self.nodes.insert_shared_hashed(hash, path.clone(), node) {
             self.forget_ephemeral(&path, &old);
+            if is_reapable(old.kind) && !is_reapable(kind) {
+                self.reapable.remove(&path);
+            }
+        }
+        if is_reapable(kind) {
+            self.reapable.insert_new_shared(path.clone(), ());
         }
         // After forgetting the old version: restoring a saved ephemeral over
         // itself (a rolled-back multi) must leave it indexed.
@@ -353,6 +364,10 @@ impl DataTree {
     fn remove_hashed(&mut self, hash: u64, path: &str) -> Option<(Arc<str>, Node)> {
         let (key, node) = self.nodes.remove_entry_hashed(hash, path)?;
         self.forget_ephemeral(path, &node);
+        if is_reapable(node.kind) {
+            self.reapable.remove(path);
+            self.reapable.shrink_if_sparse();
+        }
         Some((key, node))
     }
 
@@ -536,8 +551,9 @@ impl DataTree {
     /// TTL nodes unmodified for longer than their TTL.
     pub fn reap_candidates(&self, now_wall_ms: i64) -> Vec<String> {
         let mut out: Vec<String> = self
-            .nodes
-            .iter()
+            .reapable
+            .keys()
+            .filter_map(|p| Some((p, self.nodes.get(p)?)))
             .filter(|(_, n)| n.children.is_empty())
             .filter(|(_, n)| match n.kind {
                 NodeKind::Container => n.cversion > 0,
@@ -759,6 +775,11 @@ impl DataTree {
     }
 }
 
+/// Whether the container check looks at a node of this kind.
+fn is_reapable(kind: NodeKind) -> bool {
+    matches!(kind, NodeKind::Container | NodeKind::Ttl(_))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -780,6 +801,62 @@ mod tests {
         };
         t.create(zxid, 0, args, ME, &mut Vec::new())
             .map(|(p, _)| p.to_string())
+    }
+
+    /// The container check looks at the containers and TTL nodes alone, as
+    /// `ContainerManager.getCandidates` does, and what it looks at follows
+    /// every create, delete and rolled-back multi.
+    #[test]
+    fn the_container_check_sees_every_container_and_ttl_node_and_nothing_else() {
+        let mut t = DataTree::new();
+        let ttl = |t: &mut DataTree, path: &str| {
+            let zxid = t.next_zxid();
+            let open = Acl::open_unsafe();
+            let args = CreateArgs {
+                path: path.into(),
+                data: None,
+                acl: &open,
+                mode: CreateMode::from_flags(5).unwrap(),
+                ttl: 10,
+            };
+            t.create(zxid, 0, args, ME, &mut Vec::new()).unwrap();
+        };
+        let delete = |t: &mut DataTree, path: &str| {
+            let zxid = t.next_zxid();
+            t.delete(zxid, path, -1, ME, &mut Vec::new())
+        };
+        // A container and a persistent node that each had a child, and a TTL node.
+        for (path, flags) in [("/c", 4), ("/p", 0)] {
+            create(&mut t, path, flags).unwrap();
+            create(&mut t, &format!("{path}/x"), 0).unwrap();
+            delete(&mut t, &format!("{path}/x")).unwrap();
+        }
+        ttl(&mut t, "/t");
+        assert_eq!(t.reap_candidates(100), ["/c", "/t"]);
+        assert_eq!(t.reap_candidates(5), ["/c"], "the TTL has not run out");
+        assert_eq!(t.reapable.len(), 2);
+
+        // A multi that deletes the container, makes a persistent node in its
+        // place and fails: the container is back, and still looked at.
+        t.begin();
+        delete(&mut t, "/c").unwrap();
+        create(&mut t, "/c", 0).unwrap();
+        assert_eq!(t.reap_candidates(100), ["/t"]);
+        t.rollback();
+        assert_eq!(t.reap_candidates(100), ["/c", "/t"]);
+
+        // A multi that makes a container and fails leaves nothing behind.
+        t.begin();
+        create(&mut t, "/d", 4).unwrap();
+        t.rollback();
+        assert!(t.get("/d").is_none());
+        assert_eq!(t.reapable.len(), 2);
+
+        // Deleted nodes are gone from it.
+        delete(&mut t, "/c").unwrap();
+        delete(&mut t, "/t").unwrap();
+        assert!(t.reap_candidates(100).is_empty());
+        assert!(t.reapable.is_empty());
     }
 
     #[test]
