@@ -790,6 +790,11 @@ mod tests {
     };
 
     fn create(t: &mut DataTree, path: &str, flags: i32) -> Result<String, ErrorCode> {
+        create_ttl(t, path, flags, 0)
+    }
+
+    /// [`create`] with a TTL (for the TTL modes), at time 0.
+    fn create_ttl(t: &mut DataTree, path: &str, flags: i32, ttl: i64) -> Result<String, ErrorCode> {
         let zxid = t.next_zxid();
         let open = Acl::open_unsafe();
         let args = CreateArgs {
@@ -797,7 +802,7 @@ mod tests {
             data: None,
             acl: &open,
             mode: CreateMode::from_flags(flags)?,
-            ttl: 0,
+            ttl,
         };
         t.create(zxid, 0, args, ME, &mut Vec::new())
             .map(|(p, _)| p.to_string())
@@ -809,18 +814,6 @@ mod tests {
     #[test]
     fn the_container_check_sees_every_container_and_ttl_node_and_nothing_else() {
         let mut t = DataTree::new();
-        let ttl = |t: &mut DataTree, path: &str| {
-            let zxid = t.next_zxid();
-            let open = Acl::open_unsafe();
-            let args = CreateArgs {
-                path: path.into(),
-                data: None,
-                acl: &open,
-                mode: CreateMode::from_flags(5).unwrap(),
-                ttl: 10,
-            };
-            t.create(zxid, 0, args, ME, &mut Vec::new()).unwrap();
-        };
         let delete = |t: &mut DataTree, path: &str| {
             let zxid = t.next_zxid();
             t.delete(zxid, path, -1, ME, &mut Vec::new())
@@ -831,7 +824,7 @@ mod tests {
             create(&mut t, &format!("{path}/x"), 0).unwrap();
             delete(&mut t, &format!("{path}/x")).unwrap();
         }
-        ttl(&mut t, "/t");
+        create_ttl(&mut t, "/t", 5, 10).unwrap();
         assert_eq!(t.reap_candidates(100), ["/c", "/t"]);
         assert_eq!(t.reap_candidates(5), ["/c"], "the TTL has not run out");
         assert_eq!(t.reapable.len(), 2);
@@ -844,6 +837,16 @@ mod tests {
         assert_eq!(t.reap_candidates(100), ["/t"]);
         t.rollback();
         assert_eq!(t.reap_candidates(100), ["/c", "/t"]);
+
+        // A multi that deletes a persistent node, makes a container in its
+        // place and fails: the persistent node is back, and not looked at.
+        t.begin();
+        delete(&mut t, "/p").unwrap();
+        create(&mut t, "/p", 4).unwrap();
+        assert_eq!(t.reapable.len(), 3);
+        t.rollback();
+        assert_eq!(t.get("/p").unwrap().kind, NodeKind::Persistent);
+        assert_eq!(t.reapable.len(), 2);
 
         // A multi that makes a container and fails leaves nothing behind.
         t.begin();
