@@ -298,7 +298,14 @@ impl DataTree {
     }
 
     /// Saves a node's current version into the multi journal, once.
+    #[inline]
     fn save(&mut self, path: &str) {
+        if self.journal.is_some() {
+            self.save_in_journal(path);
+        }
+    }
+
+    fn save_in_journal(&mut self, path: &str) {
         let key = Self::key(path);
         if let Some(j) = &mut self.journal {
             if !j.iter().any(|(p, _)| p == key) {
