@@ -75,8 +75,9 @@
 //!   other module touches the state but through its methods. `outbox` keeps
 //!   the connections' channels and gates apart from the data model;
 //!   `observe` is what watches the pipeline without being part of it (the
-//!   fault rules, the counters behind [`Metrics`], the [`record`] log,
-//!   `wait_until`'s signal); `handler` and `server` are the async shell.
+//!   fault rules, the counters behind [`Metrics`], `wait_until`'s signal,
+//!   and the feed of the [`record`] log, which sits below it); `handler`
+//!   and `server` are the async shell.
 //!   `ARCHITECTURE.md` in the repository has the layers and their rules.
 //! - [`ZkMock`] / [`ZkMockBuilder`]: the test-facing API (`mock/`: the
 //!   handle, its [`Control`] clone, [`Metrics`], the guards, the builder);

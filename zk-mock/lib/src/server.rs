@@ -1,4 +1,7 @@
-//! The accept loop and the session-expiry ticker.
+//! A server's tasks beside its connections: the accept loops (plain and
+//! TLS), the session-expiry ticker, the lag loop (which applies a
+//! time-lagged follower's txns as they fall due) and the container check's
+//! timer.
 
 use std::sync::Arc;
 use std::time::Duration;

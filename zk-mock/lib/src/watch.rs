@@ -1,6 +1,8 @@
 //! Watches, owned by connections as in ZooKeeper (`WatchManager`): a data table
 //! (getData, exists — even on a missing node) and a child table (getChildren),
-//! at most one entry per (connection, path, table), one-shot.
+//! at most one entry per (connection, path, table), one-shot; and the
+//! persistent and persistent-recursive watches of `addWatch`, which stay
+//! until removed.
 
 use serde::Serialize;
 

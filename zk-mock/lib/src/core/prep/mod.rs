@@ -7,8 +7,8 @@
 //! rules for a verdict, reports the answered request to the observers
 //! (`observe.rs`) and routes it to its family: [`write`] (create, delete, setData, setACL,
 //! check, and the failed-transaction ops), [`multi`], [`read`], [`watch`]
-//! (watch management) and [`session`] (ping, close, auth). [`reply`] sends
-//! a successful reply body.
+//! (watch management) and [`session`] (ping, close, auth). A successful
+//! reply's body is a `txn::Reply`, which encodes itself (`txn/reply.rs`).
 
 use crate::core::{Flow, State};
 use crate::fault::{RequestView, Verdict};
