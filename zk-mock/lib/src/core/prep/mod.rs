@@ -251,8 +251,8 @@ impl State {
     ) -> Flow {
         let path = self.record_path(&req);
         let (flow, applied) = match &verdict {
-            None => self.apply(conn, session, xid, op, req),
-            Some(v) => self.apply_fault(v, conn, session, xid, op, req),
+            None => self.route(conn, session, xid, op, req),
+            Some(v) => self.play_fault(v, conn, session, xid, op, req),
         };
         if let Some(v) = &verdict {
             tracing::debug!(conn, session = format_args!("{session:#x}"), op, path = path.as_deref(), verdict = %v.name(), "fault");
@@ -418,7 +418,11 @@ impl State {
         });
     }
 
-    fn apply_fault(
+    /// Plays a fault rule's verdict: the request is routed as usual when
+    /// the verdict lets it be applied (lose the reply, delay, stall, hold),
+    /// and answered or cut off here when it does not (fail, disconnect,
+    /// expire).
+    fn play_fault(
         &mut self,
         verdict: &Verdict,
         conn: ConnId,
@@ -431,13 +435,13 @@ impl State {
         match verdict {
             Verdict::Delay(d) => {
                 self.pause(conn, *d);
-                self.apply(conn, session, xid, op, req)
+                self.route(conn, session, xid, op, req)
             }
             Verdict::LoseReply => {
                 if let Some(c) = self.out.conns.get_mut(&conn) {
                     c.muted = true;
                 }
-                let (_, applied) = self.apply(conn, session, xid, op, req);
+                let (_, applied) = self.route(conn, session, xid, op, req);
                 self.close_conn(conn);
                 (Flow::Close, applied)
             }
@@ -471,12 +475,12 @@ impl State {
                 if let Some(open) = self.gate_state(gate.0) {
                     self.out.hold(conn, open);
                 }
-                self.apply(conn, session, xid, op, req)
+                self.route(conn, session, xid, op, req)
             }
             // Held by `process`; here only once its gate is open.
-            Verdict::HoldRequest(_) => self.apply(conn, session, xid, op, req),
+            Verdict::HoldRequest(_) => self.route(conn, session, xid, op, req),
             Verdict::Stall => {
-                let r = self.apply(conn, session, xid, op, req);
+                let r = self.route(conn, session, xid, op, req);
                 self.stall(session);
                 r
             }
@@ -493,8 +497,10 @@ impl State {
         }
     }
 
-    /// Applies a decoded request and queues its reply.
-    fn apply(
+    /// Routes a decoded request to its family (`read.rs`, `write.rs`,
+    /// `multi.rs`, `watch.rs`, `session.rs`), which answers it or makes
+    /// it a txn. (Applying a txn to a replica is `core/apply.rs`.)
+    fn route(
         &mut self,
         conn: ConnId,
         session: i64,
@@ -553,8 +559,8 @@ impl State {
             | Request::Check(_)
             | Request::Reconfig(_)
             | Request::Multi(_)
-            | Request::InternalOp(_) => self.apply_write(cx, req),
-            Request::MultiRead(_) => self.apply_multi_read(cx, req),
+            | Request::InternalOp(_) => self.handle_write(cx, req),
+            Request::MultiRead(_) => self.handle_multi_read(cx, req),
             Request::Exists(_)
             | Request::GetData(_)
             | Request::GetChildren(_)
@@ -562,16 +568,16 @@ impl State {
             | Request::GetAcl(_)
             | Request::Sync(_)
             | Request::GetEphemerals(_)
-            | Request::GetAllChildrenNumber(_) => self.apply_read(cx, req),
+            | Request::GetAllChildrenNumber(_) => self.handle_read(cx, req),
             Request::CheckWatches(_)
             | Request::RemoveWatches(_)
             | Request::AddWatch(_)
-            | Request::SetWatches(_) => self.apply_watch(cx, req),
+            | Request::SetWatches(_) => self.handle_watch(cx, req),
             Request::Ping
             | Request::CloseSession
             | Request::WhoAmI
             | Request::Auth(_)
-            | Request::Sasl(_) => self.apply_session(cx, req),
+            | Request::Sasl(_) => self.handle_session(cx, req),
         }
     }
 

@@ -11,7 +11,7 @@ use super::{Applied, Ctx};
 
 impl State {
     /// Answers a multiRead.
-    pub(super) fn apply_multi_read(&mut self, cx: Ctx<'_>, req: Request) -> (Flow, Applied) {
+    pub(super) fn handle_multi_read(&mut self, cx: Ctx<'_>, req: Request) -> (Flow, Applied) {
         let Ctx {
             conn,
             server,

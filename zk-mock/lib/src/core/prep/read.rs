@@ -10,8 +10,8 @@ use crate::watch::Table;
 use super::{Applied, Ctx, Reply};
 
 impl State {
-    /// Applies one request of this family.
-    pub(super) fn apply_read(&mut self, cx: Ctx<'_>, req: Request) -> (Flow, Applied) {
+    /// Handles one request of this family.
+    pub(super) fn handle_read(&mut self, cx: Ctx<'_>, req: Request) -> (Flow, Applied) {
         let Ctx {
             conn,
             server,

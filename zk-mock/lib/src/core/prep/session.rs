@@ -7,8 +7,8 @@ use crate::record::SessionEvent;
 use super::{Applied, Ctx, Reply};
 
 impl State {
-    /// Applies one request of this family.
-    pub(super) fn apply_session(&mut self, cx: Ctx<'_>, req: Request) -> (Flow, Applied) {
+    /// Handles one request of this family.
+    pub(super) fn handle_session(&mut self, cx: Ctx<'_>, req: Request) -> (Flow, Applied) {
         let Ctx {
             conn,
             server,

@@ -13,7 +13,7 @@ use crate::txn::TxnOp;
 
 impl State {
     /// Prepares and commits one request of this family.
-    pub(super) fn apply_write(&mut self, cx: Ctx<'_>, req: Request) -> (Flow, Applied) {
+    pub(super) fn handle_write(&mut self, cx: Ctx<'_>, req: Request) -> (Flow, Applied) {
         let op = match req {
             Request::Check(_) if self.settings.compat == Compat::V3_9 => {
                 // 3.9: `Request.isValid` is false for check outside multi.
