@@ -1,7 +1,9 @@
 //! Plays the scenario library on the embedded mock: every positive
 //! scenario passes and every negative one is caught. The 1000-contender
 //! stampedes run in the main job (`harness run scenarios/`, release build),
-//! not here.
+//! not here. And two whole paths through the harness: a run drawn in the
+//! HTML report, and the real-target path with zk-mock standing in for
+//! ZooKeeper.
 
 use std::path::{Path, PathBuf};
 
@@ -267,4 +269,93 @@ async fn failures_carry_seed_replay_and_history() {
     assert!(text.contains("seed: 99"), "{text}");
     assert!(text.contains("--seed 99"), "{text}");
     assert!(!outcome.history_tail.is_empty());
+}
+
+/// A real run on the embedded mock: one lane per client, the fault drawn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_renders_as_html_with_a_lane_per_client() {
+    let text = "description: a <disconnect> of the holder\nlock: {recipe: predecessor}\nclients:\n  - name: holder\n    hold: 300ms\n  - name: waiter\n    count: 2\n    start: 50ms\n    hold: 20ms\ntimeline:\n  - on: {waiting: waiter}\n    disconnect: holder\n";
+    let loaded = harness::scenario::parse(std::path::Path::new("html-demo.yaml"), text).unwrap();
+    let outcome = harness::runner::run(
+        &loaded,
+        &harness::runner::RunOptions {
+            target: harness::target::TargetSpec::Mock,
+            seed: Some(3),
+            implementation: harness::implementation::Implementation::ZkLock,
+            progress: None,
+            pool: None,
+        },
+    )
+    .await;
+    let html = harness::report::html(std::slice::from_ref(&outcome));
+    assert_eq!(html.matches("<svg").count(), 1);
+    assert_eq!(html.matches("<g class=\"lane\"").count(), 3);
+    for c in ["holder", "waiter.0", "waiter.1"] {
+        assert!(html.contains(&format!("data-client=\"{c}\"")));
+    }
+    assert!(html.contains("class=\"fault-label\""), "{html}");
+    assert!(html.contains(">disconnect holder</text>"));
+    assert!(html.contains("a &lt;disconnect&gt; of the holder"));
+    assert!(html.contains("class=\"seg holding\""));
+    assert!(html.matches("<g class=\"handoff\"").count() >= 2);
+}
+
+/// The whole real-target path (proxies, takeover, observer, attribution)
+/// with zk-mock standing in for ZooKeeper; `tests/real_target.rs` does
+/// the same against a real server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scenario_through_the_real_target_path() {
+    let zk = zk_mock::ZkMock::builder()
+        .tick_time(100)
+        .min_session_timeout(200)
+        .start()
+        .await
+        .unwrap();
+    let text = "server: {session_timeout: 1s}
+lock: {recipe: predecessor}
+clients:
+  - name: holder
+    hold: 2s
+    on_expiry: stop
+  - name: waiter
+    count: 2
+    start: 100ms
+    hold: 20ms
+timeline:
+  - on: {waiting: waiter}
+    expire: holder
+invariants:
+  liveness: 5s
+";
+    let loaded =
+        harness::scenario::parse(std::path::Path::new("through-proxy.yaml"), text).unwrap();
+    let opts = harness::runner::RunOptions {
+        target: harness::target::TargetSpec::Real(zk.addr()),
+        seed: Some(1),
+        implementation: harness::implementation::Implementation::ZkLock,
+        progress: None,
+        pool: None,
+    };
+    let o = harness::runner::run(&loaded, &opts).await;
+    assert_eq!(
+        o.status,
+        harness::report::Status::Passed,
+        "{}",
+        harness::report::failure_details(&o)
+    );
+    let lost = o
+        .invariants
+        .iter()
+        .find(|i| i.name == "lost_noticed")
+        .unwrap();
+    assert!(lost.checked && lost.held, "{lost:?}");
+    assert!(
+        o.handoffs.iter().any(|h| h.by_session_end),
+        "{:#?}",
+        o.handoffs
+    );
+    assert!(o
+        .faults
+        .iter()
+        .any(|f| f.action == "expire" && f.clients == ["holder"]));
 }

@@ -1622,33 +1622,4 @@ mod tests {
         assert_eq!(html.matches("<svg").count(), 1);
         assert!(html.contains("no client events (not run)"));
     }
-
-    /// A real run on the embedded mock: one lane per client, the fault drawn.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn renders_a_real_run() {
-        let text = "description: a <disconnect> of the holder\nlock: {recipe: predecessor}\nclients:\n  - name: holder\n    hold: 300ms\n  - name: waiter\n    count: 2\n    start: 50ms\n    hold: 20ms\ntimeline:\n  - on: {waiting: waiter}\n    disconnect: holder\n";
-        let loaded = crate::scenario::parse(std::path::Path::new("html-demo.yaml"), text).unwrap();
-        let outcome = crate::runner::run(
-            &loaded,
-            &crate::runner::RunOptions {
-                target: crate::target::TargetSpec::Mock,
-                seed: Some(3),
-                implementation: crate::implementation::Implementation::ZkLock,
-                progress: None,
-                pool: None,
-            },
-        )
-        .await;
-        let html = render(std::slice::from_ref(&outcome));
-        assert_eq!(html.matches("<svg").count(), 1);
-        assert_eq!(html.matches("<g class=\"lane\"").count(), 3);
-        for c in ["holder", "waiter.0", "waiter.1"] {
-            assert!(html.contains(&format!("data-client=\"{c}\"")));
-        }
-        assert!(html.contains("class=\"fault-label\""), "{html}");
-        assert!(html.contains(">disconnect holder</text>"));
-        assert!(html.contains("a &lt;disconnect&gt; of the holder"));
-        assert!(html.contains("class=\"seg holding\""));
-        assert!(html.matches("<g class=\"handoff\"").count() >= 2);
-    }
 }

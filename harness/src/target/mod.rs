@@ -485,7 +485,18 @@ impl Target {
 
 #[cfg(test)]
 mod tests {
-    use super::sequential_name;
+    use super::{sequential_name, TargetSpec};
+
+    #[test]
+    fn only_the_mock_plays_a_sequence_start() {
+        let text = "server: {sequence_start: 2147483647}\nlock: {kind: exclusive}\nclients:\n  - name: a\n";
+        let l = crate::scenario::parse(std::path::Path::new("t.yaml"), text).unwrap();
+        assert_eq!(TargetSpec::Mock.cannot_play(&l.scenario), None);
+        let real = TargetSpec::Real("127.0.0.1:2181".parse().unwrap());
+        assert!(real
+            .cannot_play(&l.scenario)
+            .is_some_and(|why| why.contains("sequence_start")));
+    }
 
     #[test]
     fn sequential_names_are_told_from_directories() {

@@ -75,12 +75,14 @@ pub enum ServerStatus {
     /// Cut off from the quorum: its connections were dropped and new ones
     /// are closed at once; its replica applies nothing until healed.
     Partitioned,
-    /// In a leader election: no clients until the election window ends.
+    /// In a leader election: no clients until the election window ends
+    /// (but on a read-only server).
     Electing,
 }
 
 impl ServerStatus {
-    /// The name the admin interface and `srvr` use.
+    /// The name the admin interface, JSON and the logs use (`srvr` says
+    /// `mode`).
     pub fn name(self) -> &'static str {
         match self {
             ServerStatus::Serving => "serving",
@@ -173,7 +175,8 @@ pub(crate) struct Ensemble {
     pub(crate) servers: Vec<Replica>,
     /// The server whose replica prep judges writes against.
     pub(crate) leader: usize,
-    /// No leader (an election, or no quorum): no server takes clients.
+    /// No leader (an election, or no quorum): no server takes clients but a
+    /// read-only one.
     pub(crate) electing: bool,
     /// The leader a reconfig that removed the old one designated: it wins
     /// the election that follows (`Leader.getDesignatedLeader`).

@@ -2,8 +2,9 @@
 //! notification and session event without being part of the data model.
 //!
 //! The core (prep → commit → per-server apply, in `core/`) reports each
-//! event once, where ZooKeeper's own pipeline has it: a request when its
-//! answer is queued (`FinalRequestProcessor`), a change as the leader applies
+//! event once, where ZooKeeper's own pipeline has it: a request when it is
+//! answered, or, for a write through a lagging follower, when the leader
+//! commits it (`FinalRequestProcessor`), a change as the leader applies
 //! its transaction, a notification as a server's watch manager sends it, a
 //! watch when a read registers it, a session event when the session tracker
 //! decides it. [`Observers`] hands each one to:
@@ -46,7 +47,9 @@ pub(crate) struct Observers {
     pub(crate) tally: Tally,
     /// The bounded log.
     pub(crate) log: Recorder,
-    /// Bumped after every request and expiry, for [`ZkMock::wait_until`](crate::ZkMock::wait_until).
+    /// Bumped, while a [`ZkMock::wait_until`](crate::ZkMock::wait_until)
+    /// waits on it, after every request and after each expiry, kill,
+    /// restart, election, opened gate, container check and reset.
     pub(crate) changes: watch::Sender<u64>,
 }
 
@@ -185,8 +188,10 @@ impl Observers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::tests::req;
-    use crate::record::RETAINED_ENDED;
+    use crate::proto::EventType;
+    use crate::record::tests::{note, req};
+    use crate::record::{NotificationQuery, RETAINED_ENDED};
+    use crate::SessionId;
 
     #[test]
     fn counters_of_ended_sessions_and_deleted_paths_are_bounded() {
@@ -312,5 +317,55 @@ mod tests {
             assert_eq!(got.per_session, want.per_session);
             assert_eq!(got.total, want.total);
         }
+    }
+
+    #[test]
+    fn the_log_is_bounded_but_counters_are_not() {
+        let mut r = Observers::new(Recorder::new(true, 2));
+        for i in 0..5 {
+            r.request(req(7, i, 4, Some("/a".into()), 1));
+        }
+        let s = r.recording(1);
+        assert_eq!(s.requests.count(), 2);
+        assert_eq!(s.dropped, 3);
+        assert_eq!(s.per_session[&SessionId(7)].requests, 5);
+        assert_eq!(s.per_path["/a"].requests, 5);
+        assert_eq!(
+            s.requests.iter().map(|r| r.xid).collect::<Vec<_>>(),
+            vec![3, 4]
+        );
+    }
+
+    #[test]
+    fn json_lines_are_in_history_order() {
+        let mut r = Observers::new(Recorder::new(true, 10));
+        r.request(req(7, 1, 4, Some("/a".into()), 1));
+        r.watch(0, 7, "/a", WatchKind::Data);
+        r.notification(note(7, "/a", WatchKind::Data, 3, 2));
+        let text = r.recording(9).to_json_lines();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(
+            lines[0].contains("\"type\":\"request\"") && lines[0].contains("\"op\":\"getData\"")
+        );
+        assert!(lines[1].contains("\"type\":\"watch\""));
+        assert!(
+            lines[2].contains("\"type\":\"notification\"") && lines[2].contains("\"event_type\":3")
+        );
+    }
+
+    #[test]
+    fn queries_filter() {
+        let mut r = Observers::new(Recorder::new(true, 10));
+        r.notification(note(1, "/a", WatchKind::Data, 3, 2));
+        r.notification(note(2, "/a", WatchKind::Child, 4, 2));
+        r.notification(note(2, "/b", WatchKind::Data, 2, 3));
+        let rec = r.recording(9);
+        let notes = || rec.notifications.iter();
+        assert_eq!(notes().to_session(2).count(), 2);
+        let a_children = notes().by_path("/a").event(EventType::NodeChildrenChanged);
+        assert_eq!(a_children.count(), 1);
+        assert_eq!(notes().zxid(3).count(), 1);
+        assert_eq!(notes().kind(WatchKind::Child).count(), 1);
     }
 }

@@ -1186,7 +1186,6 @@ impl<K: Hash + Eq + Clone> Ended<K> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::observe::Observers;
 
     #[test]
     fn a_node_path_reads_prints_and_serializes_as_a_string_and_is_not_copied() {
@@ -1248,54 +1247,5 @@ pub(crate) mod tests {
             zxid,
             server: 0,
         }
-    }
-
-    #[test]
-    fn the_log_is_bounded_but_counters_are_not() {
-        let mut r = Observers::new(Recorder::new(true, 2));
-        for i in 0..5 {
-            r.request(req(7, i, 4, Some("/a".into()), 1));
-        }
-        let s = r.recording(1);
-        assert_eq!(s.requests.count(), 2);
-        assert_eq!(s.dropped, 3);
-        assert_eq!(s.per_session[&SessionId(7)].requests, 5);
-        assert_eq!(s.per_path["/a"].requests, 5);
-        assert_eq!(
-            s.requests.iter().map(|r| r.xid).collect::<Vec<_>>(),
-            vec![3, 4]
-        );
-    }
-
-    #[test]
-    fn json_lines_are_in_history_order() {
-        let mut r = Observers::new(Recorder::new(true, 10));
-        r.request(req(7, 1, 4, Some("/a".into()), 1));
-        r.watch(0, 7, "/a", WatchKind::Data);
-        r.notification(note(7, "/a", WatchKind::Data, 3, 2));
-        let text = r.recording(9).to_json_lines();
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 3);
-        assert!(
-            lines[0].contains("\"type\":\"request\"") && lines[0].contains("\"op\":\"getData\"")
-        );
-        assert!(lines[1].contains("\"type\":\"watch\""));
-        assert!(
-            lines[2].contains("\"type\":\"notification\"") && lines[2].contains("\"event_type\":3")
-        );
-    }
-
-    #[test]
-    fn queries_filter() {
-        let mut r = Observers::new(Recorder::new(true, 10));
-        r.notification(note(1, "/a", WatchKind::Data, 3, 2));
-        r.notification(note(2, "/a", WatchKind::Child, 4, 2));
-        r.notification(note(2, "/b", WatchKind::Data, 2, 3));
-        let notes = || r.log.notifications.iter();
-        assert_eq!(notes().to_session(2).count(), 2);
-        let a_children = notes().by_path("/a").event(EventType::NodeChildrenChanged);
-        assert_eq!(a_children.count(), 1);
-        assert_eq!(notes().zxid(3).count(), 1);
-        assert_eq!(notes().kind(WatchKind::Child).count(), 1);
     }
 }

@@ -1,9 +1,8 @@
 //! Tidy: the workspace's modules import one way (ARCHITECTURE.md).
 //!
 //! Each crate's source files are parsed (syn) and every `use` and every
-//! `crate::`/`super::`/`self::` path outside `#[cfg(test)]` and `#[cfg(doc)]`
-//! code becomes an
-//! edge from its file's module to the module that defines the item (a
+//! `crate::`/`super::`/`self::` path, unit tests' included (only
+//! `#[cfg(doc)]` items are skipped), becomes an edge from its file's module to the module that defines the item (a
 //! re-export is followed to its origin). The test fails on:
 //!
 //! - an edge that points up the crate's layer order (a lower layer naming a
@@ -136,13 +135,15 @@ fn parent(m: &str) -> Module {
         .unwrap_or_default()
 }
 
-/// Code built only for tests or for the docs (`#[cfg(test)]`,
-/// `#[cfg(doc)]`): not part of the layering.
-fn is_test_only(attrs: &[syn::Attribute]) -> bool {
+/// Code built only for the docs (`#[cfg(doc)]`, an item that exists for an
+/// intra-doc link): not part of the layering. Test code is: a unit test
+/// that needs a module above its own belongs in that module's tests, or in
+/// the crate's `tests/`.
+fn is_doc_only(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| {
         a.path().is_ident("cfg")
             && a.parse_args::<syn::Meta>()
-                .is_ok_and(|m| m.path().is_ident("test") || m.path().is_ident("doc"))
+                .is_ok_and(|m| m.path().is_ident("doc"))
     })
 }
 
@@ -246,24 +247,24 @@ impl Collector<'_> {
 
 impl<'ast> Visit<'ast> for Collector<'_> {
     fn visit_item_mod(&mut self, i: &'ast syn::ItemMod) {
-        if !is_test_only(&i.attrs) {
+        if !is_doc_only(&i.attrs) {
             self.inline.push(i.ident.to_string());
             syn::visit::visit_item_mod(self, i);
             self.inline.pop();
         }
     }
     fn visit_item_fn(&mut self, i: &'ast syn::ItemFn) {
-        if !is_test_only(&i.attrs) {
+        if !is_doc_only(&i.attrs) {
             syn::visit::visit_item_fn(self, i);
         }
     }
     fn visit_item_impl(&mut self, i: &'ast syn::ItemImpl) {
-        if !is_test_only(&i.attrs) {
+        if !is_doc_only(&i.attrs) {
             syn::visit::visit_item_impl(self, i);
         }
     }
     fn visit_item_use(&mut self, i: &'ast syn::ItemUse) {
-        if !is_test_only(&i.attrs) {
+        if !is_doc_only(&i.attrs) {
             self.use_tree(&mut Vec::new(), &i.tree);
         }
     }
@@ -540,12 +541,12 @@ fn zk_mock_imports_point_down() {
     check(&ZK_MOCK);
 }
 
-/// Every `impl State` block of a file (not test-only code).
+/// Every `impl State` block of a file (test code included).
 fn state_impls(file: &syn::File) -> usize {
     struct Impls(usize);
     impl<'a> Visit<'a> for Impls {
         fn visit_item_impl(&mut self, i: &'a syn::ItemImpl) {
-            if is_test_only(&i.attrs) {
+            if is_doc_only(&i.attrs) {
                 return;
             }
             if let syn::Type::Path(p) = &*i.self_ty {
@@ -556,7 +557,7 @@ fn state_impls(file: &syn::File) -> usize {
             syn::visit::visit_item_impl(self, i);
         }
         fn visit_item_mod(&mut self, m: &'a syn::ItemMod) {
-            if !is_test_only(&m.attrs) {
+            if !is_doc_only(&m.attrs) {
                 syn::visit::visit_item_mod(self, m);
             }
         }
@@ -602,13 +603,13 @@ fn harness_has_no_import_cycles() {
     check(&HARNESS);
 }
 
-/// The checker itself: it reads `use`, `super::` and `crate::` paths outside
-/// test code, places a module by its longest listed prefix, and finds a cycle.
+/// The checker itself: it reads `use`, `super::` and `crate::` paths, test
+/// code's too (not doc-only items), places a module by its longest listed prefix, and finds a cycle.
 #[test]
 fn the_checker_sees_what_it_must() {
     let file = syn::parse_file(
         "use crate::a::Thing; use super::b; fn f() { crate::c::g(); } \
-         #[cfg(test)] mod tests { use crate::d::X; }",
+         #[cfg(test)] mod tests { use crate::d::X; } #[cfg(doc)] use crate::e::Y;",
     )
     .unwrap();
     let children = BTreeSet::new();
@@ -622,7 +623,7 @@ fn the_checker_sees_what_it_must() {
     let used: BTreeSet<String> = c.out.used.iter().map(|p| p.join("::")).collect();
     assert_eq!(
         used,
-        ["a::Thing", "x::b", "c::g"]
+        ["a::Thing", "x::b", "c::g", "d::X"]
             .into_iter()
             .map(String::from)
             .collect()

@@ -1058,66 +1058,6 @@ mod tests {
         assert!(!p.expire("nobody").await);
     }
 
-    /// The whole real-target path (proxies, takeover, observer, attribution)
-    /// with zk-mock standing in for ZooKeeper; `tests/real_target.rs` does
-    /// the same against a real server.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_scenario_through_the_real_target_path() {
-        let zk = zk_mock::ZkMock::builder()
-            .tick_time(100)
-            .min_session_timeout(200)
-            .start()
-            .await
-            .unwrap();
-        let text = "server: {session_timeout: 1s}
-lock: {recipe: predecessor}
-clients:
-  - name: holder
-    hold: 2s
-    on_expiry: stop
-  - name: waiter
-    count: 2
-    start: 100ms
-    hold: 20ms
-timeline:
-  - on: {waiting: waiter}
-    expire: holder
-invariants:
-  liveness: 5s
-";
-        let loaded =
-            crate::scenario::parse(std::path::Path::new("through-proxy.yaml"), text).unwrap();
-        let opts = crate::runner::RunOptions {
-            target: crate::target::TargetSpec::Real(zk.addr()),
-            seed: Some(1),
-            implementation: crate::implementation::Implementation::ZkLock,
-            progress: None,
-            pool: None,
-        };
-        let o = crate::runner::run(&loaded, &opts).await;
-        assert_eq!(
-            o.status,
-            crate::report::Status::Passed,
-            "{}",
-            crate::report::failure_details(&o)
-        );
-        let lost = o
-            .invariants
-            .iter()
-            .find(|i| i.name == "lost_noticed")
-            .unwrap();
-        assert!(lost.checked && lost.held, "{lost:?}");
-        assert!(
-            o.handoffs.iter().any(|h| h.by_session_end),
-            "{:#?}",
-            o.handoffs
-        );
-        assert!(o
-            .faults
-            .iter()
-            .any(|f| f.action == "expire" && f.clients == ["holder"]));
-    }
-
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_observer_records_changes_in_order_and_cleans_up_first() {
         let zk = zk_mock::ZkMock::start().await;

@@ -193,8 +193,9 @@ impl State {
 }
 
 impl State {
-    /// Sends notifications (xid −1, zxid −1 as 3.8 does) to their connections
-    /// and records them with the zxid of the transaction that caused them.
+    /// Sends notifications (xid −1; zxid −1 as 3.8 does, the txn's zxid in
+    /// 3.9 mode) to their connections and records them with the zxid of the
+    /// transaction that caused them.
     pub(crate) fn notify(&mut self, notes: Vec<Notification>, zxid: i64) {
         let now = self.clock.now_ms();
         // One event fans out to many watchers: its frame (length prefix

@@ -7,8 +7,9 @@
 //! the txns, fire their watches and answer. Every request is handed from
 //! thread to thread on the way, which takes time of its own.
 //!
-//! With a commit latency set, a write (any request that becomes a txn,
-//! failed ones included, and a new session's createSession) is judged by
+//! With a commit latency set, a write (a create, delete, setData, setACL,
+//! check, multi or reconfig, failed ones included, and a new session's
+//! createSession) is judged by
 //! the fault rules when it comes and applied once the sync of its batch
 //! ends. With a request latency set, every request is applied no sooner
 //! than that after it was read, a write that long after its sync; a new

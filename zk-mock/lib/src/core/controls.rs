@@ -16,8 +16,10 @@ use crate::session::ConnId;
 use super::{Settings, State};
 
 impl State {
-    /// The settings requests consult (fixed at start, but for
-    /// [`set_expiry_cleanup_delay`](Self::set_expiry_cleanup_delay)).
+    /// The settings requests consult: fixed at start, but for the expiry
+    /// cleanup delay ([`set_expiry_cleanup_delay`](Self::set_expiry_cleanup_delay))
+    /// and the connect latency, which the API may change at run time (the
+    /// request and commit latencies, also changeable, are `commit.rs`'s).
     pub(crate) fn settings(&self) -> &Settings {
         &self.settings
     }

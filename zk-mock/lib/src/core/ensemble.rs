@@ -9,7 +9,7 @@ use crate::session::ConnId;
 use super::State;
 
 impl State {
-    /// Whether server `i` takes clients now (see [`Ensemble::serves`]).
+    /// Whether server `i` takes clients now (see `Ensemble::serves`).
     pub(crate) fn serves(&self, i: usize) -> bool {
         self.ensemble.serves(i)
     }
@@ -155,8 +155,10 @@ impl State {
     }
 
     /// Ends an election if a quorum is up: every server that is up catches
-    /// up, the one with the highest id leads (all have the same zxid, and
-    /// `FastLeaderElection` then prefers the higher myid), a new epoch
+    /// up, and a leader a reconfig designated leads if it is up, else the
+    /// voting server with the highest id (all have the same zxid, and
+    /// `FastLeaderElection` then prefers the higher myid; an observer never
+    /// leads); a new epoch
     /// begins (`NEWLEADER`: zxid `epoch << 32`), and every session's
     /// timeout starts afresh (the new leader's `SessionTracker` is built
     /// from the snapshot). Returns whether it ended.

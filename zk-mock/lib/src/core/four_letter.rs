@@ -52,7 +52,6 @@ pub(crate) fn is_command(first: &[u8]) -> bool {
     first.len() >= 4 && KNOWN.iter().any(|k| &first[..4] == *k)
 }
 
-/// The text answer to a four-letter word.
 /// What `srvr` and `mntr` call a server's role.
 fn mode(state: &State, server: usize) -> &'static str {
     if state.ensemble.servers[server].read_only {
@@ -206,7 +205,7 @@ fn conns_in_order(state: &State) -> Vec<&crate::outbox::Conn> {
 /// `ServerCnxn.dumpConnectionInfo`: ` /ip:port[interestOps](queued=…,recved=…,sent=…`
 /// and, unless `brief`, for a connection with a session, its session id,
 /// last op, establishment time, timeout, last cxid and zxid, last response
-/// time and latencies (all 0 ms here: requests are served at once).
+/// time and latencies (all 0 ms here: zk-mock keeps no latency figures).
 fn connection_info(out: &mut String, state: &State, c: &crate::outbox::Conn, brief: bool) {
     let interest = if c.four_letter { "0" } else { "1" };
     let _ = write!(

@@ -22,7 +22,7 @@ impl State {
         ids
     }
 
-    /// The connection a session is bound to, and that connection's server.
+    /// The server of the connection a session is bound to.
     pub(crate) fn server_of_session(&self, session: i64) -> Option<usize> {
         let conn = self.sessions.get(session)?.conn?;
         self.out.conns.get(&conn).map(|c| c.server)
@@ -201,7 +201,7 @@ pub struct Metrics {
     pub ephemerals: usize,
     /// The last processed zxid.
     pub last_zxid: i64,
-    /// Frames received after the handshake.
+    /// Frames received, each connection's ConnectRequest included.
     pub packets_received: u64,
     /// Frames queued to clients.
     pub packets_sent: u64,

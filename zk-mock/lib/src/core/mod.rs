@@ -10,8 +10,9 @@
 //!   becomes a [`Txn`](crate::txn::Txn). `State::prep` is the only place a
 //!   txn is made, for clients' writes and the server's own (createSession,
 //!   closeSession, the container check, a reset).
-//! - [`commit`]: the commit latency: how long a write waits for the
-//!   transaction log's sync before it is applied (none by default).
+//! - [`commit`]: the commit and request latencies: how long a write waits
+//!   for the transaction log's sync, and any request for its pipeline,
+//!   before it is applied (none by default).
 //! - [`apply`]: commit, then each server applies the txn to its replica,
 //!   fires its watches, notifies, and answers through the connection's
 //!   outbox (`FinalRequestProcessor`).

@@ -49,7 +49,8 @@ pub(crate) struct Settings {
     pub(crate) container_check_interval_ms: u64,
     /// `zookeeper.extendedTypesEnabled`: TTL nodes allowed.
     pub(crate) extended_types: bool,
-    /// `reconfigEnabled`: changes only reconfig's error code.
+    /// `reconfigEnabled`: off, a reconfig fails (RECONFIGDISABLED); on, an
+    /// ensemble's leader makes it (a single server answers UNIMPLEMENTED).
     pub(crate) reconfig_enabled: bool,
     /// A connection with more than this many bytes queued is a slow
     /// reader and is closed rather than buffered without limit.
@@ -115,8 +116,9 @@ pub(crate) struct State {
     /// Gates ([`ZkMock::gate`](crate::ZkMock::gate)) by id: true once open.
     /// An open gate stays here, so a rule that names it holds nothing.
     pub(super) gates: std::collections::BTreeMap<u64, watch::Sender<bool>>,
-    /// Requests a `HoldRequest` verdict holds unapplied, by connection
-    /// (one at most: nothing more is read from it meanwhile).
+    /// Requests held unapplied, by connection (one at most: nothing more is
+    /// read from it meanwhile): by a `HoldRequest` verdict, or sent before
+    /// the connection's handshake was answered.
     pub(super) held_requests: crate::hash::Map<ConnId, HeldRequest>,
     /// Expired sessions whose closeSession transaction waits for a gate
     /// ([`ZkMock::expire_session_until`](crate::ZkMock::expire_session_until)):
@@ -131,8 +133,9 @@ pub(crate) struct State {
     pub(super) lag_wake: Arc<Notify>,
     /// The transaction log's syncs, for the commit latency.
     pub(super) syncs: crate::txnlog::Syncs,
-    /// Requests judged and waiting for a sync, or behind one on their
-    /// connection, in the order they came (see `commit.rs`).
+    /// Requests judged and waiting for a sync or the request latency, or
+    /// behind one on their connection, in the order they came (see
+    /// `commit.rs`).
     pub(super) commits:
         crate::hash::Map<ConnId, std::collections::VecDeque<crate::txnlog::Pending>>,
     /// Where replies are encoded (no allocation per reply).
@@ -160,9 +163,8 @@ pub(crate) type Shared = Arc<Mutex<State>>;
 
 /// Locks a mutex of the crate (the state, a child process). A panic while
 /// holding the lock is a bug in the mock; the data is still the best we
-/// have, so keep serving rather than cascading. (parking_lot, which has no
-/// poisoning, would take the default build past its 45-crate budget; the
-/// leaf `txnlog` has the same helper for its own lock.)
+/// have, so keep serving rather than cascading. (The leaf `txnlog` has the
+/// same helper for its own lock.)
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

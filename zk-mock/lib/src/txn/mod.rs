@@ -1,9 +1,12 @@
 //! The transaction and how a replica applies it.
 //!
-//! [`execute`] is the one place a write touches a tree. It runs on the
-//! leader's replica when prep makes the txn, and on each follower's when
-//! that follower applies it; it needs nothing but the replica, the settings
-//! and the txn, so every replica reaches the same result.
+//! [`execute`] is the one place a txn changes a tree: a write, a session's
+//! end (its ephemerals), the container check's deletes, a reconfig, a
+//! reset (a createSession only moves the zxid). It runs on the leader's
+//! replica when the txn is committed, and on each follower's when that
+//! follower applies it; it takes nothing but the tree, the txn layer's own
+//! settings ([`TxnSettings`]), the txn and a buffer for the [`TreeEvent`]s
+//! it causes, so every replica reaches the same result.
 
 use std::sync::Arc;
 
@@ -44,7 +47,8 @@ pub(crate) enum TxnOp {
     /// A client's write (create, delete, setData, setACL, check, multi).
     Write(Request),
     /// A write that prep failed before the tree (a malformed body, reconfig,
-    /// a server-internal op, a multi of reads): it only takes its zxid.
+    /// a server-internal op, a multi of reads, a request of a session that
+    /// moved or is expiring): it only takes its zxid.
     Error(ErrorCode),
     /// createSession: only the zxid (sessions are global), and the
     /// handshake's answer (an encoded `ConnectResponse`), which the
@@ -212,7 +216,7 @@ impl Writer<'_> {
             // ZooKeeper 3.8.0 treats a standalone check as a transaction: it
             // consumes a zxid and failures are answered, but a *successful*
             // check is never answered (3.8.6 answers UNIMPLEMENTED and closes
-            // instead). We follow the 3.8.0 server the conformance suite runs.
+            // instead). zk-mock answers as ZooKeeper 3.8.0 does.
             Request::Check(r) => match self.tree.check(&r.path, r.version, caller) {
                 Ok(()) => Outcome::Silent,
                 Err(e) => Outcome::Failed(e),

@@ -12,7 +12,8 @@ use crate::proto::*;
 #[derive(Debug)]
 pub(crate) enum Reply {
     None,
-    /// A create's path: the tree's own copy of it, not another.
+    /// A path: a create's is the tree's own copy of it, not another (a
+    /// sync's is its request's).
     Path(Arc<str>),
     PathStat(Arc<str>, Stat),
     Stat(Stat),

@@ -61,6 +61,22 @@ async fn a_new_session_and_each_write_wait_for_their_sync() {
         "a failed create answered before its sync"
     );
     assert_eq!(client.get_data("/a").await.unwrap().0, b"2");
+    // A reconfig is a txn as well (here a failed one: RECONFIGDISABLED on a
+    // single server), and waits for its sync like any write.
+    let mut c = raw(&mock).await;
+    // ReconfigRequest{joiningServers, leavingServers, newMembers: ustring; curConfigId: long}
+    let mut body = Vec::new();
+    for _ in 0..3 {
+        body.extend_from_slice(&0i32.to_be_bytes());
+    }
+    body.extend_from_slice(&(-1i64).to_be_bytes());
+    let begun = Instant::now();
+    let r = c.request_raw(OpCode::Reconfig as i32, &body).await.unwrap();
+    assert_eq!(r.header.err, -123, "RECONFIGDISABLED");
+    assert!(
+        begun.elapsed() >= latency,
+        "a reconfig answered before its sync"
+    );
 }
 
 #[tokio::test]

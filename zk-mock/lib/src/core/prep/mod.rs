@@ -1,13 +1,16 @@
-//! Applying one request to the state: the only place that joins the tree,
-//! sessions and watches. Runs under the state lock on a request decoded
-//! before it was taken; queues the notifications a write causes *before*
-//! its reply, as ZooKeeper does.
+//! Prep: where every request enters the core (`PrepRequestProcessor`).
+//! Runs under the state lock on a request decoded before it was taken.
 //!
 //! This module checks the request's session, asks the observers' fault
-//! rules for a verdict, reports the answered request to the observers
-//! (`observe.rs`) and routes it to its family: [`write`] (create, delete, setData, setACL,
-//! check, and the failed-transaction ops), [`multi`], [`read`], [`watch`]
-//! (watch management) and [`session`] (ping, close, auth). A successful
+//! rules for a verdict and plays it, reports the answered request to the
+//! observers (`observe.rs`) and routes it to its family: [`write`] (create,
+//! delete, setData, setACL, check, multi, and the failed-transaction ops),
+//! [`multi`] (multiRead), [`read`], [`watch`] (watch management) and
+//! [`session`] (ping, close, whoAmI, auth, SASL). A read is answered here
+//! from the replica of the connection's server; a write becomes a txn
+//! ([`State::prep`], the one place a txn is made), which `core/apply.rs`
+//! commits and each replica applies, firing its watches and queueing the
+//! notifications a write causes *before* its reply, as ZooKeeper does. A
 //! reply's body is a `txn::Reply`, which encodes itself (`txn/reply.rs`).
 
 use crate::core::{Flow, State};
@@ -144,8 +147,10 @@ impl State {
 
     /// [`process`](Self::process), once counted; without `judge`, the fault
     /// rules are not asked (a request a `HoldRequest` verdict held, now
-    /// released). A write waits for its sync (`commit.rs`) and what
-    /// follows it on its connection waits behind it, both still judged now.
+    /// released). With a commit or request latency set (`commit.rs`), a
+    /// request waits there (a write for its batch's sync, any request for
+    /// the request latency) and what follows it on its connection waits
+    /// behind it, both still judged now.
     pub(crate) fn process_judged(
         &mut self,
         conn: ConnId,
@@ -208,7 +213,9 @@ impl State {
                 return Flow::Continue;
             }
         }
-        let write = OpCode::from_i32(op).is_some_and(OpCode::is_write);
+        // A reconfig is a txn too (made by the leader, or failed), so it
+        // waits for the sync as every write does.
+        let write = OpCode::from_i32(op).is_some_and(|c| c.is_write() || c == OpCode::Reconfig);
         // Auth is answered by the connection itself, not the pipeline
         // (`ZooKeeperServer.processPacket`): it overtakes what waits.
         let inline = matches!(req, Ok(Request::Auth(_) | Request::Sasl(_)));

@@ -1,5 +1,5 @@
 //! multiRead (22): each op read on the connection's server, on its own.
-//! (A multi (14) is a write: see `write.rs` and `txn.rs`.)
+//! (A multi (14) is a write: see `write.rs` and `txn/mod.rs`.)
 
 use crate::codec::Record;
 use crate::core::{Flow, State};

@@ -1,7 +1,7 @@
 //! Prep for writes: create (every create op), delete, setData, setACL,
 //! check, multi, and the ops a client may send that are failed transactions
 //! (reconfig, the server-internal ones, a multi of reads). Each becomes a
-//! [`Txn`] with its own zxid, as `PrepRequestProcessor` makes them, and is
+//! `Txn` with its own zxid, as `PrepRequestProcessor` makes them, and is
 //! committed: applied by every replica, answered by the connection's server.
 
 use crate::core::{Flow, State};
