@@ -23,13 +23,7 @@ fn library() -> Vec<PathBuf> {
 async fn play(filter: impl Fn(&Path) -> bool) {
     let files: Vec<PathBuf> = library().into_iter().filter(|p| filter(p)).collect();
     assert!(!files.is_empty());
-    let opts = RunOptions {
-        target: TargetSpec::Mock,
-        seed: Some(7),
-        implementation: harness::implementation::Implementation::ZkLock,
-        progress: None,
-        pool: None,
-    };
+    let opts = on_mock(7);
     let mut failures = String::new();
     for f in &files {
         let loaded = harness::scenario::load(f).unwrap_or_else(|e| panic!("{e}"));
@@ -72,17 +66,7 @@ async fn stampedes_of_100_pass() {
 async fn an_uncaught_negative_scenario_fails() {
     let text = "lock: {recipe: broken-no-recheck}\nclients:\n  - name: w\n    count: 3\nexpect:\n  violated: [mutual_exclusion]\n";
     let loaded = harness::scenario::parse(Path::new("uncaught.yaml"), text).unwrap();
-    let outcome = run(
-        &loaded,
-        &RunOptions {
-            target: TargetSpec::Mock,
-            seed: Some(1),
-            implementation: harness::implementation::Implementation::ZkLock,
-            progress: None,
-            pool: None,
-        },
-    )
-    .await;
+    let outcome = run(&loaded, &on_mock(1)).await;
     assert_eq!(
         outcome.status,
         Status::Failed,
@@ -101,8 +85,13 @@ async fn an_uncaught_negative_scenario_fails() {
 }
 
 fn on_mock(seed: u64) -> RunOptions {
+    on(TargetSpec::Mock, seed)
+}
+
+/// zk-lock in process on `target`, with `seed`.
+fn on(target: TargetSpec, seed: u64) -> RunOptions {
     RunOptions {
-        target: TargetSpec::Mock,
+        target,
         seed: Some(seed),
         implementation: harness::implementation::Implementation::ZkLock,
         progress: None,
@@ -238,17 +227,7 @@ async fn failures_carry_seed_replay_and_history() {
     let f = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../scenarios/negative/broken-ignores-connection-loss.yaml");
     let loaded = harness::scenario::load(&f).unwrap();
-    let outcome = run(
-        &loaded,
-        &RunOptions {
-            target: TargetSpec::Mock,
-            seed: Some(99),
-            implementation: harness::implementation::Implementation::ZkLock,
-            progress: None,
-            pool: None,
-        },
-    )
-    .await;
+    let outcome = run(&loaded, &on_mock(99)).await;
     assert_eq!(outcome.status, Status::Caught);
     let me = outcome
         .invariants
@@ -275,18 +254,8 @@ async fn failures_carry_seed_replay_and_history() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_renders_as_html_with_a_lane_per_client() {
     let text = "description: a <disconnect> of the holder\nlock: {recipe: predecessor}\nclients:\n  - name: holder\n    hold: 300ms\n  - name: waiter\n    count: 2\n    start: 50ms\n    hold: 20ms\ntimeline:\n  - on: {waiting: waiter}\n    disconnect: holder\n";
-    let loaded = harness::scenario::parse(std::path::Path::new("html-demo.yaml"), text).unwrap();
-    let outcome = harness::runner::run(
-        &loaded,
-        &harness::runner::RunOptions {
-            target: harness::target::TargetSpec::Mock,
-            seed: Some(3),
-            implementation: harness::implementation::Implementation::ZkLock,
-            progress: None,
-            pool: None,
-        },
-    )
-    .await;
+    let loaded = harness::scenario::parse(Path::new("html-demo.yaml"), text).unwrap();
+    let outcome = run(&loaded, &on_mock(3)).await;
     let html = harness::report::html(std::slice::from_ref(&outcome));
     assert_eq!(html.matches("<svg").count(), 1);
     assert_eq!(html.matches("<g class=\"lane\"").count(), 3);
@@ -327,22 +296,9 @@ timeline:
 invariants:
   liveness: 5s
 ";
-    let loaded =
-        harness::scenario::parse(std::path::Path::new("through-proxy.yaml"), text).unwrap();
-    let opts = harness::runner::RunOptions {
-        target: harness::target::TargetSpec::Real(zk.addr()),
-        seed: Some(1),
-        implementation: harness::implementation::Implementation::ZkLock,
-        progress: None,
-        pool: None,
-    };
-    let o = harness::runner::run(&loaded, &opts).await;
-    assert_eq!(
-        o.status,
-        harness::report::Status::Passed,
-        "{}",
-        harness::report::failure_details(&o)
-    );
+    let loaded = harness::scenario::parse(Path::new("through-proxy.yaml"), text).unwrap();
+    let o = run(&loaded, &on(TargetSpec::Real(zk.addr()), 1)).await;
+    assert_eq!(o.status, Status::Passed, "{}", failure_details(&o));
     let lost = o
         .invariants
         .iter()
