@@ -88,6 +88,8 @@ pub(crate) async fn serve_io<R, W>(
         reader,
         inbox: Inbox {
             rx,
+            rx_woken: WakeFlag::new(),
+            ready: BytesMut::new(),
             taken: VecDeque::new(),
         },
         queued,
@@ -109,9 +111,17 @@ const READ_BUFFER: usize = 1024;
 
 /// What the state queued for a connection: its channel, and what was taken
 /// from it or handed over directly (the task's own replies, see
-/// `State::serve`) and is still to be written, in order.
+/// `State::serve`) and is still to be written, in order: `ready`, then
+/// `taken`.
 struct Inbox {
     rx: mpsc::UnboundedReceiver<Outgoing>,
+    /// The channel's waker: a wait polls the channel only once a send has
+    /// woken it (the usual wait is for the socket).
+    rx_woken: WakeFlag,
+    /// Frames' bytes handed over directly, to be written before anything
+    /// in `taken` (usually all there is: a task's replies to its own
+    /// requests).
+    ready: BytesMut,
     taken: VecDeque<Outgoing>,
 }
 
@@ -164,6 +174,9 @@ impl Connection {
                 break;
             }
             let open = gate == Gate::Open;
+            // Every buffered frame was handled this turn and the gate is
+            // still open after the last (nothing held, nothing closed).
+            let mut drained = false;
             if open && reading && !self.close_queued {
                 // Every whole frame already buffered, before reading more;
                 // a frame that stalls the connection stops the rest.
@@ -175,7 +188,11 @@ impl Connection {
                         {
                             continue
                         }
-                        Step::Frame | Step::NeedMore => break,
+                        Step::NeedMore => {
+                            drained = true;
+                            break;
+                        }
+                        Step::Frame => break,
                         Step::Close => {
                             reading = false;
                             break;
@@ -209,7 +226,7 @@ impl Connection {
                     break;
                 }
             }
-            let write = open && !self.out.is_empty() && self.paused_until.is_none();
+            let mut write = open && !self.out.is_empty() && self.paused_until.is_none();
             if write {
                 // What the requests just read produced goes out now, as the
                 // floor's loop writes it, without a turn of the wait below
@@ -223,7 +240,21 @@ impl Connection {
                         if !self.wrote(&mut wr, n).await {
                             break;
                         }
-                        continue;
+                        if !drained
+                            || !self.out.is_empty()
+                            || self.pause.is_some()
+                            || self.close_queued
+                        {
+                            // More to handle or to write, or a pause or a
+                            // close to start now that what came before is out.
+                            continue;
+                        }
+                        // Everything is out and nothing waits on it: every
+                        // whole frame was handled above with the gate open
+                        // and the outbox was taken, so the turn goes straight
+                        // to the wait (whose branches see whatever arrives
+                        // meanwhile) instead of looking at all of that again.
+                        write = false;
                     }
                     Poll::Pending => {}
                 }
@@ -260,14 +291,14 @@ impl Connection {
                         }
                     }
                 },
-                m = self.inbox.rx.recv(), if take => match m {
-                    Some(m) => self.take(m),
-                    None => self.close_queued = true,
-                },
                 r = rd.read_buf(&mut self.reader.buf), if read => match r {
                     Ok(0) => { tracing::debug!("peer closed"); reading = false }
                     Ok(_) => {}
                     Err(e) => { tracing::debug!(%e, "read error"); reading = false }
+                },
+                m = recv(&mut self.inbox), if take => match m {
+                    Some(m) => self.take(m),
+                    None => self.close_queued = true,
                 },
                 (alive, rx) = fired(&mut gate_changed), if gate_changed.is_some() => {
                     gate_changed = alive.then(|| changed(rx));
@@ -309,6 +340,16 @@ impl Connection {
     /// Takes whatever the outbox holds, without waiting.
     fn take_queued(&mut self) {
         while self.taking() {
+            let ready = &mut self.inbox.ready;
+            if !ready.is_empty() {
+                if self.out.is_empty() {
+                    std::mem::swap(&mut self.out, ready);
+                } else {
+                    self.out.extend_from_slice(ready);
+                    ready.clear();
+                }
+                continue;
+            }
             if let Some(m) = self.inbox.taken.pop_front() {
                 self.take(m);
                 continue;
@@ -370,6 +411,13 @@ impl Connection {
     }
 }
 
+/// The next message on the inbox's channel, polled through its
+/// [`WakeFlag`].
+async fn recv(inbox: &mut Inbox) -> Option<Outgoing> {
+    let Inbox { rx, rx_woken, .. } = inbox;
+    poll_fn(|cx| rx_woken.poll(cx, |cx| rx.poll_recv(cx))).await
+}
+
 /// Writes what it can of `out`, or flushes the stream when `out` is empty
 /// (then `Ok(0)`).
 async fn push<W: AsyncWrite + Unpin>(wr: &mut W, out: &[u8]) -> std::io::Result<usize> {
@@ -399,12 +447,11 @@ fn changed<T: Send + Sync + 'static>(mut rx: watch::Receiver<T>) -> Changed<T> {
 /// costs two atomic operations instead.
 struct WhenWoken<F> {
     inner: F,
-    woken: Arc<Woken>,
-    waker: Waker,
+    flag: WakeFlag,
 }
 
-/// Whether a [`WhenWoken`]'s future was woken since it was last polled,
-/// and the task to wake then.
+/// Whether something polled with [`WakeFlag::poll`] was woken since it
+/// was last polled, and the task to wake then.
 struct Woken {
     flag: AtomicBool,
     task: AtomicWaker,
@@ -420,18 +467,52 @@ impl Wake for Woken {
     }
 }
 
-impl<F> WhenWoken<F> {
-    fn new(inner: F) -> WhenWoken<F> {
-        // Woken to begin with: the first poll polls the future.
+/// A waker of its own for something a task polls (a future, a channel):
+/// [`WakeFlag::poll`] polls it only once that waker has fired, and
+/// otherwise only notes which task to wake.
+struct WakeFlag {
+    woken: Arc<Woken>,
+    waker: Waker,
+}
+
+impl WakeFlag {
+    fn new() -> WakeFlag {
+        // Woken to begin with: the first poll polls.
         let woken = Arc::new(Woken {
             flag: AtomicBool::new(true),
             task: AtomicWaker::new(),
         });
         let waker = Waker::from(woken.clone());
+        WakeFlag { woken, waker }
+    }
+
+    /// Polls `poll` with this flag's waker if it fired since the last
+    /// `Pending` (a `Ready` leaves it set: what is polled may have more),
+    /// and wakes `cx`'s task when it fires next.
+    fn poll<T>(
+        &self,
+        cx: &mut Context<'_>,
+        poll: impl FnOnce(&mut Context<'_>) -> Poll<T>,
+    ) -> Poll<T> {
+        // Registered before the flag is read: a wake after the read wakes
+        // this task.
+        self.woken.task.register(cx.waker());
+        if !self.woken.flag.swap(false, Ordering::AcqRel) {
+            return Poll::Pending;
+        }
+        let r = poll(&mut Context::from_waker(&self.waker));
+        if r.is_ready() {
+            self.woken.flag.store(true, Ordering::Release);
+        }
+        r
+    }
+}
+
+impl<F> WhenWoken<F> {
+    fn new(inner: F) -> WhenWoken<F> {
         WhenWoken {
             inner,
-            woken,
-            waker,
+            flag: WakeFlag::new(),
         }
     }
 }
@@ -439,14 +520,9 @@ impl<F> WhenWoken<F> {
 impl<F: Future + Unpin> Future for WhenWoken<F> {
     type Output = F::Output;
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        // Registered before the flag is read: a wake after the read wakes
-        // this task.
-        self.woken.task.register(cx.waker());
-        if !self.woken.flag.swap(false, Ordering::AcqRel) {
-            return Poll::Pending;
-        }
         let this = &mut *self;
-        Pin::new(&mut this.inner).poll(&mut Context::from_waker(&this.waker))
+        let inner = &mut this.inner;
+        this.flag.poll(cx, |cx| Pin::new(inner).poll(cx))
     }
 }
 
@@ -484,7 +560,7 @@ fn serve_own(
             let Ok(m) = inbox.rx.try_recv() else { break };
             inbox.taken.push_back(m);
         }
-        st.take_direct(&mut inbox.taken);
+        st.take_direct(&mut inbox.ready, &mut inbox.taken);
     }
     flow
 }

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use tokio::sync::{mpsc, watch};
 
 use crate::compact::Sparse;
@@ -100,7 +100,25 @@ pub(crate) struct Outboxes {
     /// `direct`, which that task takes before it lets the lock go, instead
     /// of through its channel, which would wake the task that is running.
     serving: Option<ConnId>,
-    direct: Vec<Outgoing>,
+    direct: Direct,
+}
+
+/// What is queued for the connection being served (see
+/// [`Outboxes::begin_serving`]): its frames' bytes one after another, and
+/// from the first message that is not a frame on, every message in order.
+#[derive(Debug, Default)]
+struct Direct {
+    bytes: BytesMut,
+    rest: Vec<Outgoing>,
+}
+
+impl Direct {
+    fn push(&mut self, m: Outgoing) {
+        match m {
+            Outgoing::Frame(b) if self.rest.is_empty() => self.bytes.extend_from_slice(&b),
+            m => self.rest.push(m),
+        }
+    }
 }
 
 /// [`Outboxes::post`]'s routing, for a connection `c` already looked up
@@ -108,7 +126,7 @@ pub(crate) struct Outboxes {
 /// else through its channel.
 fn route(
     serving: Option<ConnId>,
-    direct: &mut Vec<Outgoing>,
+    direct: &mut Direct,
     conn: ConnId,
     c: Option<&Conn>,
     m: Outgoing,
@@ -132,7 +150,7 @@ impl Outboxes {
             packets_sent: 0,
             slow_readers_closed: 0,
             serving: None,
-            direct: Vec::new(),
+            direct: Direct::default(),
         }
     }
 
@@ -152,12 +170,65 @@ impl Outboxes {
 
     /// Whether [`Outboxes::begin_serving`] kept anything apart.
     pub(crate) fn has_direct(&self) -> bool {
-        !self.direct.is_empty()
+        !self.direct.bytes.is_empty() || !self.direct.rest.is_empty()
     }
 
-    /// Moves what [`Outboxes::begin_serving`] kept apart to the end of `into`.
-    pub(crate) fn take_direct(&mut self, into: &mut std::collections::VecDeque<Outgoing>) {
-        into.extend(self.direct.drain(..));
+    /// Moves what [`Outboxes::begin_serving`] kept apart to the end of what
+    /// the task has still to write: `ready`, bytes to write before
+    /// anything in `taken`, then `taken`. Its frames' bytes join `ready`
+    /// when `taken` is empty (the usual case: one buffer handed over, or
+    /// one copy), else they follow `taken` as one frame.
+    pub(crate) fn take_direct(
+        &mut self,
+        ready: &mut BytesMut,
+        taken: &mut std::collections::VecDeque<Outgoing>,
+    ) {
+        let d = &mut self.direct;
+        if !d.bytes.is_empty() {
+            if !taken.is_empty() {
+                taken.push_back(Outgoing::Frame(d.bytes.split().freeze()));
+            } else if ready.is_empty() {
+                std::mem::swap(ready, &mut d.bytes);
+            } else {
+                ready.extend_from_slice(&d.bytes);
+                d.bytes.clear();
+            }
+        }
+        if !d.rest.is_empty() {
+            taken.extend(d.rest.drain(..));
+        }
+    }
+
+    /// Whether a frame for `conn` now would be kept apart as bytes (see
+    /// [`Outboxes::send_encoded`]).
+    pub(crate) fn takes_encoded(&self, conn: ConnId) -> bool {
+        self.serving == Some(conn) && self.direct.rest.is_empty()
+    }
+
+    /// Encodes a frame for the connection being served straight into what
+    /// its task takes, with no buffer of its own (only when
+    /// [`Outboxes::takes_encoded`]); counted as [`Outboxes::send_framed`]
+    /// counts a frame.
+    pub(crate) fn send_encoded(
+        &mut self,
+        conn: ConnId,
+        encode: impl FnOnce(&mut BytesMut),
+    ) -> Sent {
+        debug_assert!(self.takes_encoded(conn));
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return Sent::Ok;
+        };
+        if c.muted {
+            return Sent::Ok;
+        }
+        c.sent += 1;
+        self.packets_sent += 1;
+        let len = crate::codec::frame_onto(&mut self.direct.bytes, encode);
+        let queued = c.queued.fetch_add(len, Ordering::Relaxed) + len;
+        if queued > self.max_outbox && *c.gate.borrow() == Gate::Open {
+            return self.slow_reader(conn, queued);
+        }
+        Sent::Ok
     }
 
     /// Hands a message to a connection's task: directly, if that task is
@@ -248,17 +319,24 @@ impl Outboxes {
             Outgoing::Frame(bytes),
         );
         if slow {
-            tracing::warn!(
-                conn,
-                queued,
-                limit = self.max_outbox,
-                "slow reader: closing its connection"
-            );
-            let _ = c.gate.send(Gate::Closed);
-            self.slow_readers_closed += 1;
-            return Sent::SlowReader;
+            return self.slow_reader(conn, queued);
         }
         Sent::Ok
+    }
+
+    /// Closes the gate of `conn`, whose outbox passed the limit.
+    fn slow_reader(&mut self, conn: ConnId, queued: usize) -> Sent {
+        tracing::warn!(
+            conn,
+            queued,
+            limit = self.max_outbox,
+            "slow reader: closing its connection"
+        );
+        if let Some(c) = self.conns.get(&conn) {
+            let _ = c.gate.send(Gate::Closed);
+        }
+        self.slow_readers_closed += 1;
+        Sent::SlowReader
     }
 
     /// Queues a pause before whatever is queued next on `conn`.

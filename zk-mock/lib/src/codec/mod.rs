@@ -69,10 +69,19 @@ pub fn framed(capacity: usize, encode: impl FnOnce(&mut BytesMut)) -> Bytes {
 /// `encode` appends, then the prefix filled in.
 fn frame_into(out: &mut BytesMut, encode: impl FnOnce(&mut BytesMut)) {
     debug_assert!(out.is_empty());
+    frame_onto(out, encode);
+}
+
+/// Appends a frame to `out` (which may hold frames already): a
+/// placeholder length prefix, what `encode` appends, then the prefix
+/// filled in. Returns the frame's length, prefix included.
+pub(crate) fn frame_onto(out: &mut BytesMut, encode: impl FnOnce(&mut BytesMut)) -> usize {
+    let at = out.len();
     out.extend_from_slice(&[0; 4]);
     encode(out);
-    let len = (out.len() - 4) as i32;
-    out[..4].copy_from_slice(&len.to_be_bytes());
+    let len = (out.len() - at - 4) as i32;
+    out[at..at + 4].copy_from_slice(&len.to_be_bytes());
+    out.len() - at
 }
 
 /// How much an [`Arena`] allocates at a time.

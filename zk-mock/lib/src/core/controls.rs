@@ -115,9 +115,14 @@ impl State {
         self.out.has_direct()
     }
 
-    /// Moves the direct queue's frames into the serving task's own.
-    pub(crate) fn take_direct(&mut self, into: &mut VecDeque<Outgoing>) {
-        self.out.take_direct(into);
+    /// Moves what was kept apart for the serving task into its own
+    /// (see [`Outboxes::take_direct`](crate::outbox::Outboxes::take_direct)).
+    pub(crate) fn take_direct(
+        &mut self,
+        ready: &mut bytes::BytesMut,
+        taken: &mut VecDeque<Outgoing>,
+    ) {
+        self.out.take_direct(ready, taken);
     }
 
     // ---- the tree and the clock -----------------------------------------------

@@ -271,11 +271,24 @@ impl State {
 
     /// Queues a reply: header, then `body` when the request succeeded.
     pub(crate) fn reply<R: Record>(&mut self, conn: ConnId, xid: i32, zxid: i64, body: &R) {
-        let frame = self.replies.framed(|b| {
+        self.send_encoded(conn, |b| {
             ReplyHeader { xid, zxid, err: 0 }.encode(b);
             body.encode(b);
         });
-        self.send_framed(conn, frame);
+    }
+
+    /// Queues the frame `encode` writes: for the connection whose task is
+    /// applying its own requests, straight into what that task takes
+    /// (see [`Outboxes::send_encoded`]); else encoded in the replies'
+    /// arena and queued.
+    fn send_encoded(&mut self, conn: ConnId, encode: impl FnOnce(&mut bytes::BytesMut)) {
+        if self.out.takes_encoded(conn) {
+            let sent = self.out.send_encoded(conn, encode);
+            self.after_send(conn, sent);
+        } else {
+            let frame = self.replies.framed(encode);
+            self.send_framed(conn, frame);
+        }
     }
 
     /// Runs `f`, the connection `conn`'s task applying its own requests,
@@ -290,16 +303,12 @@ impl State {
 
     /// Queues a successful reply.
     pub(crate) fn send_reply(&mut self, conn: ConnId, xid: i32, zxid: i64, reply: Reply) {
-        let frame = self.replies.framed(|b| reply.encode(xid, zxid, b));
-        self.send_framed(conn, frame);
+        self.send_encoded(conn, |b| reply.encode(xid, zxid, b));
     }
 
     /// Queues a reply that is only a header (errors, and ops with no body).
     pub(crate) fn reply_header(&mut self, conn: ConnId, xid: i32, zxid: i64, err: i32) {
-        let frame = self
-            .replies
-            .framed(|b| ReplyHeader { xid, zxid, err }.encode(b));
-        self.send_framed(conn, frame);
+        self.send_encoded(conn, |b| ReplyHeader { xid, zxid, err }.encode(b));
     }
 
     /// Tells waiters that something was recorded.
