@@ -347,6 +347,7 @@ impl Connection {
                 } else {
                     self.out.extend_from_slice(ready);
                     ready.clear();
+                    crate::codec::let_go_if_large(ready);
                 }
                 continue;
             }
@@ -383,6 +384,7 @@ impl Connection {
         self.queued.fetch_sub(n, Ordering::Relaxed);
         if self.out.is_empty() {
             self.unflushed = true;
+            crate::codec::let_go_if_large(&mut self.out);
         }
     }
 

@@ -192,6 +192,7 @@ impl Outboxes {
             } else {
                 ready.extend_from_slice(&d.bytes);
                 d.bytes.clear();
+                crate::codec::let_go_if_large(&mut d.bytes);
             }
         }
         if !d.rest.is_empty() {

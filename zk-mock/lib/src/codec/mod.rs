@@ -84,6 +84,19 @@ pub(crate) fn frame_onto(out: &mut BytesMut, encode: impl FnOnce(&mut BytesMut))
     out.len() - at
 }
 
+/// The most an emptied output buffer keeps (see [`let_go_if_large`]).
+const KEEP_EMPTY: usize = 64 * 1024;
+
+/// Lets an emptied buffer's memory go if it grew past what small replies
+/// need (a large reply's): buffers of replies pass from one connection to
+/// another, and none should keep a large one it no longer uses.
+#[inline]
+pub(crate) fn let_go_if_large(buf: &mut BytesMut) {
+    if buf.is_empty() && buf.capacity() > KEEP_EMPTY {
+        *buf = BytesMut::new();
+    }
+}
+
 /// How much an [`Arena`] allocates at a time.
 const ARENA_CHUNK: usize = 8 * 1024;
 /// Below this much room, an [`Arena`] takes a new chunk (or reclaims its
@@ -320,6 +333,20 @@ pub(crate) fn assert_round_trip<R: Record + PartialEq + std::fmt::Debug>(r: &R) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_emptied_buffer_keeps_a_small_capacity_and_lets_a_large_one_go() {
+        let mut small = BytesMut::with_capacity(4 * 1024);
+        let_go_if_large(&mut small);
+        assert_eq!(small.capacity(), 4 * 1024);
+        let mut large = BytesMut::with_capacity(1024 * 1024);
+        large.extend_from_slice(&[1; 10]);
+        let_go_if_large(&mut large);
+        assert!(large.capacity() >= 1024 * 1024, "a buffer in use is kept");
+        large.clear();
+        let_go_if_large(&mut large);
+        assert_eq!(large.capacity(), 0);
+    }
 
     #[test]
     fn frames_split_only_when_whole() {
