@@ -187,6 +187,7 @@ impl Outboxes {
         if !d.bytes.is_empty() {
             if !taken.is_empty() {
                 taken.push_back(Outgoing::Frame(d.bytes.split().freeze()));
+                crate::codec::let_go_if_large(&mut d.bytes);
             } else if ready.is_empty() {
                 std::mem::swap(ready, &mut d.bytes);
             } else {
