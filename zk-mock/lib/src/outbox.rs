@@ -73,6 +73,24 @@ pub(crate) struct Conn {
     pub(crate) four_letter: bool,
 }
 
+impl Conn {
+    /// Counts a packet sent to the connection (in its own count and the
+    /// server's `packets_sent`).
+    fn count_packet(&mut self, packets_sent: &mut u64) {
+        self.sent += 1;
+        *packets_sent += 1;
+    }
+
+    /// Adds `len` bytes to what is queued for the connection; the new
+    /// total if that makes it a slow reader. A client that does not read
+    /// what it asked for is cut off instead of buffered without limit (a
+    /// stalled connection holds its frames on purpose and is exempt).
+    fn add_queued(&self, len: usize, max_outbox: usize) -> Option<usize> {
+        let queued = self.queued.fetch_add(len, Ordering::Relaxed) + len;
+        (queued > max_outbox && *self.gate.borrow() == Gate::Open).then_some(queued)
+    }
+}
+
 /// Whether a frame went out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Sent {
@@ -223,11 +241,9 @@ impl Outboxes {
         if c.muted {
             return Sent::Ok;
         }
-        c.sent += 1;
-        self.packets_sent += 1;
+        c.count_packet(&mut self.packets_sent);
         let len = crate::codec::frame_onto(&mut self.direct.bytes, encode);
-        let queued = c.queued.fetch_add(len, Ordering::Relaxed) + len;
-        if queued > self.max_outbox && *c.gate.borrow() == Gate::Open {
+        if let Some(queued) = c.add_queued(len, self.max_outbox) {
             return self.slow_reader(conn, queued);
         }
         Sent::Ok
@@ -305,14 +321,9 @@ impl Outboxes {
             if c.muted {
                 return Sent::Ok;
             }
-            c.sent += 1;
-            self.packets_sent += 1;
+            c.count_packet(&mut self.packets_sent);
         }
-        let queued = c.queued.fetch_add(bytes.len(), Ordering::Relaxed) + bytes.len();
-        // A client that does not read what it asked for is cut off
-        // instead of buffered without limit (a stalled connection holds
-        // its frames on purpose and is exempt).
-        let slow = queued > self.max_outbox && *c.gate.borrow() == Gate::Open;
+        let slow = c.add_queued(bytes.len(), self.max_outbox);
         route(
             self.serving,
             &mut self.direct,
@@ -320,7 +331,7 @@ impl Outboxes {
             Some(c),
             Outgoing::Frame(bytes),
         );
-        if slow {
+        if let Some(queued) = slow {
             return self.slow_reader(conn, queued);
         }
         Sent::Ok
