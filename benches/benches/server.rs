@@ -209,7 +209,7 @@ fn codec(c: &mut Criterion) {
     let create = CreateRequest {
         path: "/locks/report/_c_0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0-lock-".into(),
         data: Some(Bytes::from_static(b"contender")),
-        acl: Acl::open_unsafe(),
+        acl: Acl::open_shared(),
         flags: 3,
     };
     let event = WatcherEvent {

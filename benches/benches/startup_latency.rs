@@ -290,7 +290,7 @@ async fn create_node(c: &mut RawClient) -> Result<(), BoxError> {
             &CreateRequest {
                 path: NODE.into(),
                 data: Some(data()),
-                acl: Acl::open_unsafe(),
+                acl: Acl::open_shared(),
                 flags: 0,
             },
         )

@@ -866,7 +866,7 @@ pub async fn raw_fanout(
     let create = CreateRequest {
         path: path.as_str().into(),
         data: Some(bytes::Bytes::new()),
-        acl: Acl::open_unsafe(),
+        acl: Acl::open_shared(),
         flags: 0,
     };
     ok(writer.request(OpCode::Create, &create).await?, "create")?;

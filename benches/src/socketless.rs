@@ -30,7 +30,7 @@ pub fn create_frame(xid: i32, path: &str) -> Bytes {
         CreateRequest {
             path: path.into(),
             data: Some(Bytes::from_static(&[7; 100])),
-            acl: Acl::open_unsafe(),
+            acl: Acl::open_shared(),
             flags: 0,
         }
         .encode(b)

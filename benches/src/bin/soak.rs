@@ -334,7 +334,7 @@ async fn main() {
                         &CreateRequest {
                             path: path.into(),
                             data: Some(bytes::Bytes::from_static(b"ephemeral")),
-                            acl: Acl::open_unsafe(),
+                            acl: Acl::open_shared(),
                             flags: 1,
                         },
                     )

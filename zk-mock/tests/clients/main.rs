@@ -501,7 +501,7 @@ fn four_letter_words_have_zookeepers_formats() {
                     let create = CreateRequest {
                         path: format!("/e{i}").into(),
                         data: Some(bytes::Bytes::from_static(b"x")),
-                        acl: Acl::open_unsafe(),
+                        acl: Acl::open_shared(),
                         flags: 1,
                     };
                     assert_eq!(

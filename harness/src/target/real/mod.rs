@@ -391,7 +391,7 @@ mod tests {
         CreateRequest {
             path: path.into(),
             data: None,
-            acl: Acl::open_unsafe(),
+            acl: Acl::open_shared(),
             flags: 3,
         }
     }

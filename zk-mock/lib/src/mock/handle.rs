@@ -247,7 +247,7 @@ impl ZkMock {
     /// use zk_mock::{client::RawClient, proto::*, ZkMock};
     /// let zk = ZkMock::start().await;
     /// let mut owner = RawClient::connect(zk.addr(), 10_000).await?;
-    /// let eph = CreateRequest { path: "/e".into(), data: None, acl: Acl::open_unsafe(), flags: 1 };
+    /// let eph = CreateRequest { path: "/e".into(), data: None, acl: Acl::open_shared(), flags: 1 };
     /// owner.request(OpCode::Create, &eph).await?;
     /// assert!(zk.expire_session(owner.session_id));
     /// assert!(zk.snapshot().tree.get("/e").is_none(), "ephemerals go with the session");
@@ -276,7 +276,7 @@ impl ZkMock {
     /// let gate = zk.gate();
     /// let _held = zk.rule(Rule::when().op(OpFamily::Create).hold_reply(gate.id()));
     /// let mut c = RawClient::connect(zk.addr(), 10_000).await?;
-    /// let create = CreateRequest { path: "/a".into(), data: None, acl: Acl::open_unsafe(), flags: 0 };
+    /// let create = CreateRequest { path: "/a".into(), data: None, acl: Acl::open_shared(), flags: 0 };
     /// let header = RequestHeader { xid: 1, op_type: OpCode::Create as i32 };
     /// let mut frame = bytes::BytesMut::new();
     /// zk_mock::codec::Record::encode(&header, &mut frame);
@@ -315,7 +315,7 @@ impl ZkMock {
     /// use zk_mock::{client::RawClient, proto::*, ZkMock};
     /// let zk = ZkMock::start().await;
     /// let mut owner = RawClient::connect(zk.addr(), 10_000).await?;
-    /// let eph = CreateRequest { path: "/e".into(), data: None, acl: Acl::open_unsafe(), flags: 1 };
+    /// let eph = CreateRequest { path: "/e".into(), data: None, acl: Acl::open_shared(), flags: 1 };
     /// owner.request(OpCode::Create, &eph).await?;
     /// let gate = zk.gate();
     /// assert!(zk.expire_session_until(owner.session_id, gate.id()));
@@ -435,7 +435,7 @@ impl ZkMock {
     /// use zk_mock::proto::{Acl, CreateRequest, OpCode, PathWatchRequest};
     /// let zk = zk_mock::ZkMock::start().await;
     /// let mut c = RawClient::connect(zk.addr(), 10_000).await.unwrap();
-    /// let create = CreateRequest { path: "/left-over".into(), data: None, acl: Acl::open_unsafe(), flags: 0 };
+    /// let create = CreateRequest { path: "/left-over".into(), data: None, acl: Acl::open_shared(), flags: 0 };
     /// assert_eq!(c.request(OpCode::Create, &create).await.unwrap().header.err, 0);
     /// zk.reset();
     /// assert!(zk.session_ids().is_empty());
@@ -469,7 +469,7 @@ impl ZkMock {
     /// use zk_mock::{client::RawClient, proto::*};
     /// let zk = zk_mock::ZkMock::start().await;
     /// let mut c = RawClient::connect(zk.addr(), 10_000).await?;
-    /// let seq = CreateRequest { path: "/n-".into(), data: None, acl: Acl::open_unsafe(), flags: 2 };
+    /// let seq = CreateRequest { path: "/n-".into(), data: None, acl: Acl::open_shared(), flags: 2 };
     /// assert!(zk.set_sequence_counter("/", i32::MAX));
     /// let first: CreateResponse = c.request(OpCode::Create, &seq).await?.decode().unwrap();
     /// let second: CreateResponse = c.request(OpCode::Create, &seq).await?.decode().unwrap();

@@ -1,6 +1,7 @@
 //! `Id`, `ACL`, permissions and the predefined ACL lists (`ZooDefs.Ids`).
 
 use std::borrow::Cow;
+use std::sync::{Arc, LazyLock};
 
 use crate::codec::record;
 
@@ -139,6 +140,32 @@ impl Acl {
     pub fn read_unsafe() -> Vec<Acl> {
         vec![Acl::new(perms::READ, "world", "anyone")]
     }
+
+    /// `OPEN_ACL_UNSAFE` as one list the whole process shares: what a create
+    /// that asks for it decodes to, and what the tree keeps on every node
+    /// created with it, with no allocation for either.
+    pub fn open_shared() -> Arc<[Acl]> {
+        static OPEN: LazyLock<Arc<[Acl]>> = LazyLock::new(|| Acl::open_unsafe().into());
+        OPEN.clone()
+    }
+}
+
+/// A node's ACL list in a request (a create's): shared, as the tree keeps
+/// it. `OPEN_ACL_UNSAFE`, which nearly every create names, decodes to
+/// [`Acl::open_shared`] in one comparison, with no allocation; any other list
+/// decodes as a `vector` does.
+impl crate::codec::Field for Arc<[Acl]> {
+    fn put(&self, buf: &mut bytes::BytesMut) {
+        crate::codec::put_vector(buf, self)
+    }
+    fn take(input: &[u8]) -> crate::codec::Parse<'_, Self> {
+        const OPEN_ACL_UNSAFE: &[u8; 27] = b"\0\0\0\x01\0\0\0\x1f\0\0\0\x05world\0\0\0\x06anyone";
+        if let Some(rest) = input.strip_prefix(OPEN_ACL_UNSAFE) {
+            return Ok((rest, Acl::open_shared()));
+        }
+        let (rest, list) = <Vec<Acl> as crate::codec::Field>::take(input)?;
+        Ok((rest, list.into()))
+    }
 }
 
 #[cfg(test)]
@@ -154,6 +181,33 @@ mod tests {
             id: "u:h=".into(),
         });
         assert_round_trip(&Id::new("world", "anyone"));
+    }
+
+    #[test]
+    fn open_acl_unsafe_decodes_to_the_shared_list_and_any_other_as_sent() {
+        use crate::codec::Field;
+        let shared = Acl::open_shared();
+        let encode = |list: &[Acl]| {
+            let mut b = bytes::BytesMut::new();
+            crate::codec::put_vector(&mut b, list);
+            b.extend_from_slice(b"tail");
+            b
+        };
+        let wire = encode(&Acl::open_unsafe());
+        let (rest, got) = <Arc<[Acl]>>::take(&wire).expect("decodes");
+        assert_eq!(rest, b"tail");
+        assert!(Arc::ptr_eq(&got, &shared), "the shared list, not a copy");
+        for list in [
+            Acl::read_unsafe(),
+            vec![Acl::new(31, "world", "anyone"); 2],
+            vec![Acl::new(31, "world", "anyon")],
+            Vec::new(),
+        ] {
+            let wire = encode(&list);
+            let (rest, got) = <Arc<[Acl]>>::take(&wire).expect("decodes");
+            assert_eq!((rest, &got[..]), (&b"tail"[..], &list[..]));
+            assert!(!Arc::ptr_eq(&got, &shared));
+        }
     }
 
     #[test]

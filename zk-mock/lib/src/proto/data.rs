@@ -18,8 +18,9 @@ record! {
         pub path: Arc<str>,
         /// The node's data (`None`: null).
         pub data: Option<Bytes>,
-        /// The node's ACL.
-        pub acl: Vec<Acl>,
+        /// The node's ACL (`Acl::open_unsafe().into()`, or
+        /// [`Acl::open_shared`], for `OPEN_ACL_UNSAFE`).
+        pub acl: Arc<[Acl]>,
         /// The create mode: 0 persistent, 1 ephemeral, 2 persistent sequential,
         /// 3 ephemeral sequential, 4 container, 5 and 6 their TTL forms.
         pub flags: i32,
@@ -35,7 +36,7 @@ record! {
         /// The node's data (`None`: null).
         pub data: Option<Bytes>,
         /// The node's ACL.
-        pub acl: Vec<Acl>,
+        pub acl: Arc<[Acl]>,
         /// The create mode: 5 persistent with TTL, 6 persistent sequential with TTL.
         pub flags: i32,
         /// The time to live in ms.
@@ -217,19 +218,32 @@ mod tests {
         let c = CreateRequest {
             path: "/a".into(),
             data: Some(Bytes::from_static(b"x")),
-            acl: Acl::open_unsafe(),
+            acl: Acl::open_shared(),
             flags: 3,
         };
         assert_round_trip(&c);
         assert_round_trip(&CreateRequest {
             data: None,
-            acl: vec![],
+            acl: Vec::new().into(),
             ..c.clone()
         });
+        for acl in [
+            Acl::read_unsafe(),
+            vec![
+                Acl::new(31, "world", "anyone"),
+                Acl::new(1, "ip", "127.0.0.1"),
+            ],
+            vec![Acl::new(31, "digest", "u:x")],
+        ] {
+            assert_round_trip(&CreateRequest {
+                acl: acl.into(),
+                ..c.clone()
+            });
+        }
         assert_round_trip(&CreateTtlRequest {
             path: "/t".into(),
             data: None,
-            acl: Acl::open_unsafe(),
+            acl: Acl::open_shared(),
             flags: 5,
             ttl: 100,
         });

@@ -348,7 +348,7 @@ mod tests {
                 CreateRequest {
                     path: "/a".into(),
                     data: None,
-                    acl: Acl::open_unsafe(),
+                    acl: Acl::open_shared(),
                     flags: 0,
                 },
             ),

@@ -165,7 +165,7 @@ impl DataTree {
     /// A fresh tree: `/`, `/zookeeper`, `/zookeeper/quota` and `/zookeeper/config`,
     /// every stat field 0, `/zookeeper/config` readable only and with aversion −1.
     pub fn new() -> DataTree {
-        let open: Arc<[Acl]> = Acl::open_unsafe().into();
+        let open = Acl::open_shared();
         let mut nodes = NodeTable::default();
         let [zookeeper, quota, config_path]: [Arc<str>; 3] =
             ["/zookeeper", "/zookeeper/quota", "/zookeeper/config"].map(Arc::from);
@@ -429,16 +429,24 @@ impl DataTree {
         let Some((parent_path, _)) = path::split(path) else {
             return Err(ErrorCode::BadArguments);
         };
-        if path.contains('\0') {
+        // A path without a sequence suffix is checked once, here: one that
+        // passes has no NUL and needs no second look where ZooKeeper checks
+        // it (after the parent's checks). Any other is checked in ZooKeeper's
+        // order: a NUL now, the rest below.
+        let valid_as_is = !args.mode.sequential && path::is_valid(path);
+        if !valid_as_is && path.contains('\0') {
             return Err(ErrorCode::BadArguments);
         }
         // The open ACL, as nearly every create asks, is the tree's one
         // shared copy (fixupACL keeps it as it is); any other is fixed up.
         let open = &self.open_acl;
-        let only_open = match &open[..] {
-            [o] => !args.acl.is_empty() && args.acl.iter().all(|a| a == o),
-            _ => false,
-        };
+        // A request's `OPEN_ACL_UNSAFE` decodes to the very list the tree
+        // keeps ([`Acl::open_shared`]); a list built another way is compared.
+        let only_open = std::ptr::eq(args.acl.as_ptr(), open.as_ptr())
+            || match &open[..] {
+                [o] => !args.acl.is_empty() && args.acl.iter().all(|a| a == o),
+                _ => false,
+            };
         let acl: Arc<[Acl]> = if only_open {
             open.clone()
         } else {
@@ -463,7 +471,7 @@ impl DataTree {
         } else {
             args.path.clone()
         };
-        if !path::is_valid(&full) {
+        if !valid_as_is && !path::is_valid(&full) {
             return Err(ErrorCode::BadArguments);
         }
         let hash = self.nodes.hash(&full);

@@ -1204,7 +1204,7 @@ impl Run {
                 let b = CreateRequest {
                     path: p(path).into(),
                     data: d(data),
-                    acl: acl.clone(),
+                    acl: acl.clone().into(),
                     flags: *flags,
                 }
                 .to_bytes();
@@ -1220,7 +1220,7 @@ impl Run {
                 CreateTtlRequest {
                     path: p(path).into(),
                     data: d(data),
-                    acl: Acl::open_unsafe(),
+                    acl: Acl::open_shared(),
                     flags: *flags,
                     ttl: *ttl,
                 }
@@ -1375,7 +1375,7 @@ impl Run {
                         CreateRequest {
                             path: p(path).into(),
                             data: d(data),
-                            acl: Acl::open_unsafe(),
+                            acl: Acl::open_shared(),
                             flags: *flags,
                         },
                     ),
@@ -1745,7 +1745,7 @@ pub(crate) async fn run(addr: SocketAddr, prefix: &str, mode: Mode, ops: &[Op]) 
                 &CreateRequest {
                     path: prefix.into(),
                     data: None,
-                    acl: Acl::open_unsafe(),
+                    acl: Acl::open_shared(),
                     flags: 0,
                 },
             )

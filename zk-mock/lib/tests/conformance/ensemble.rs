@@ -269,7 +269,7 @@ fn create(path: &str, flags: i32) -> CreateRequest {
     CreateRequest {
         path: path.into(),
         data: Some(Bytes::from_static(b"x")),
-        acl: zk_mock::proto::Acl::open_unsafe(),
+        acl: zk_mock::proto::Acl::open_shared(),
         flags,
     }
 }

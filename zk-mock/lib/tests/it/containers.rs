@@ -168,7 +168,7 @@ async fn ttl_values_outside_1_to_2_pow_40_and_ttl_modes_without_a_ttl_are_bad_ar
     let ttl_req = |path: &str, flags: i32, ttl: i64| CreateTtlRequest {
         path: path.into(),
         data: Some(bytes::Bytes::new()),
-        acl: Acl::open_unsafe(),
+        acl: Acl::open_shared(),
         flags,
         ttl,
     };

@@ -135,7 +135,7 @@ pub(crate) fn create_req(path: &str, data: Option<&[u8]>, flags: i32) -> CreateR
     CreateRequest {
         path: path.into(),
         data: data.map(Bytes::copy_from_slice),
-        acl: Acl::open_unsafe(),
+        acl: Acl::open_shared(),
         flags,
     }
 }

@@ -434,7 +434,7 @@ async fn notifications_are_filtered_by_the_nodes_read_acl() {
         .await
         .unwrap();
     let write_only = zk_mock::proto::CreateRequest {
-        acl: vec![zk_mock::proto::Acl::new(2, "world", "anyone")],
+        acl: vec![zk_mock::proto::Acl::new(2, "world", "anyone")].into(),
         ..create_req("/hidden", None, 0)
     };
     let r = c.request(OpCode::Create, &write_only).await.unwrap();
