@@ -4,11 +4,11 @@
 //! sample of what `compare --only ops --skip-real` measures in one pass.
 //!
 //! `cargo run --release -p benches --example ops_cpu -- [--ops create,delete,setData]
-//! [--sessions 16,64] [--ops-per-run 40000] [--repeats 5]`
+//! [--sessions 16,64] [--ops-per-run 40000] [--repeats 5] [--steady]`
 
 use std::time::Duration;
 
-use benches::{connect_many, op_workload, BoxError, Op, OpWorkload, Server};
+use benches::{connect_many, remove_created, BoxError, Op, OpWorkload, Server};
 use clap::Parser;
 
 #[derive(Parser)]
@@ -21,6 +21,10 @@ struct Args {
     ops_per_run: usize,
     #[arg(long, default_value_t = 5)]
     repeats: usize,
+    /// After each create run, delete what it made (untimed), so every run
+    /// creates into a tree of the same size rather than one that grows.
+    #[arg(long)]
+    steady: bool,
 }
 
 /// User and system CPU seconds of this process's threads whose name starts with `prefix`
@@ -66,9 +70,13 @@ async fn measure(
     clients: &[zookeeper_client::Client],
     op: Op,
     per: usize,
+    steady: bool,
 ) -> Result<(f64, f64), BoxError> {
-    op_workload(clients, op, (per / 10).max(5)).await?;
+    let warm = OpWorkload::prepare(clients, op, (per / 10).max(5)).await?;
+    let warm_root = warm.root().to_owned();
+    warm.run().await?;
     let w = OpWorkload::prepare(clients, op, per).await?;
+    let root = w.root().to_owned();
     let prefix = if s.mock_handle().is_some() {
         "zk-mock"
     } else {
@@ -95,6 +103,10 @@ async fn measure(
             (all - server) * 1e6 / ops,
             all / run.wall.as_secs_f64().max(1e-9),
         );
+    }
+    if steady && op == Op::Create {
+        remove_created(clients, &warm_root, (per / 10).max(5)).await?;
+        remove_created(clients, &root, per).await?;
     }
     if let Some(m) = s.mock_handle() {
         m.clear_recording();
@@ -124,8 +136,8 @@ async fn main() -> Result<(), BoxError> {
             let (mut f_cpu, mut m_cpu, mut f_t, mut m_t, mut ratios) =
                 (vec![], vec![], vec![], vec![], vec![]);
             for _ in 0..args.repeats {
-                let (fc_, ft) = measure(&floor, &fc, op, per).await?;
-                let (mc_, mt) = measure(&mock, &mc, op, per).await?;
+                let (fc_, ft) = measure(&floor, &fc, op, per, args.steady).await?;
+                let (mc_, mt) = measure(&mock, &mc, op, per, args.steady).await?;
                 f_cpu.push(fc_);
                 m_cpu.push(mc_);
                 f_t.push(ft);

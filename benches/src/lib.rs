@@ -681,7 +681,38 @@ pub struct OpWorkload<'a> {
     root: String,
 }
 
+/// Deletes what a create workload under `root` made ([`OpWorkload::root`]),
+/// `per_session` nodes for each of `clients`' sessions, then the root and
+/// its directories, so the next run creates into a tree of the same size:
+/// the create workload, run after run, otherwise grows the tree.
+pub async fn remove_created(
+    clients: &[zk::Client],
+    root: &str,
+    per_session: usize,
+) -> Result<(), BoxError> {
+    let tasks = clients.iter().enumerate().map(|(s, c)| async move {
+        for i in 0..per_session {
+            c.delete(&format!("{root}/s{s}/c{i}"), None).await?;
+        }
+        c.delete(&format!("{root}/s{s}"), None).await
+    });
+    for r in futures::future::join_all(tasks).await {
+        r?;
+    }
+    let c0 = &clients[0];
+    for i in 0..10 {
+        c0.delete(&format!("{root}/child-{i}"), None).await?;
+    }
+    c0.delete(root, None).await?;
+    Ok(())
+}
+
 impl<'a> OpWorkload<'a> {
+    /// The path under which the workload makes its nodes.
+    pub fn root(&self) -> &str {
+        &self.root
+    }
+
     /// Makes the workload's nodes: a root with 100 bytes and ten children,
     /// a directory per session for creates, and for deletes every node the
     /// run deletes.

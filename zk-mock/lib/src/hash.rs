@@ -5,16 +5,15 @@
 //!   std's default, was an eighth of the server's own time on a create.
 //!   foldhash is several times faster on such keys and still seeded per
 //!   process, so a client cannot choose colliding paths ahead of time.
-//! - [`StrMap`]: the tables keyed by a path or a child's name (the tree's
-//!   nodes' index, a node's children, the per-path counters). These grow with
-//!   every create, so each entry keeps its key's hash: a table that doubles
-//!   moves its entries without hashing a single string again, and a lookup
-//!   followed by an insert hashes the key once and copies it only when the
-//!   key is new. A key is an `Arc<str>`: the tree's node table shares each
-//!   path with the change's event and the recorder's record of it
-//!   ([`StrMap::get_or_insert_shared_hashed`], [`StrMap::insert_new_shared`],
-//!   [`StrMap::get_key_mut`], [`StrMap::remove_entry_hashed`]), so a write copies
-//!   its path once.
+//! - [`StrMap`]: the tables keyed by a path or a child's name (a node's
+//!   children, a session's ephemerals, the per-path counters). These grow
+//!   with every create, so each entry keeps its key's hash: a table that
+//!   doubles moves its entries without hashing a single string again, and a
+//!   lookup followed by an insert hashes the key once and copies it only
+//!   when the key is new. A key is an `Arc<str>`: a child set shares each
+//!   path with the tree's node table ([`StrMap::insert_new_shared`]), so a
+//!   write copies its path once. The node table's own index
+//!   (`tree/table.rs`) is smaller still: 8 bytes a node.
 
 use std::hash::BuildHasher;
 use std::sync::Arc;
@@ -73,34 +72,6 @@ impl<V> StrMap<V> {
         self.get_hashed(self.hash(key), key)
     }
 
-    /// The key as the map holds it.
-    pub(crate) fn get_key(&self, key: &str) -> Option<&Arc<str>> {
-        let h = self.hash(key);
-        self.table
-            .find(h, |s| s.hash == h && &*s.key == key)
-            .map(|s| &s.key)
-    }
-
-    /// The value of `key`, to change, with the key as the map holds it.
-    pub(crate) fn get_key_mut(&mut self, key: &str) -> Option<(&Arc<str>, &mut V)> {
-        let h = self.hash(key);
-        self.table
-            .find_mut(h, |s| s.hash == h && &*s.key == key)
-            .map(|s| (&s.key, &mut s.value))
-    }
-
-    /// Removes `key`, whose [`hash`](Self::hash) is `h`; returns the key as
-    /// the map held it, and its value.
-    pub(crate) fn remove_entry_hashed(&mut self, h: u64, key: &str) -> Option<(Arc<str>, V)> {
-        self.table
-            .find_entry(h, |s| s.hash == h && &*s.key == key)
-            .ok()
-            .map(|o| {
-                let s = o.remove().0;
-                (s.key, s.value)
-            })
-    }
-
     /// Adds `key` with `value` if it is not in, keeping the key as given
     /// (shared, not copied); false (and nothing changes) if it is.
     pub(crate) fn insert_new_shared(&mut self, key: Arc<str>, value: V) -> bool {
@@ -110,33 +81,6 @@ impl<V> StrMap<V> {
             Entry::Vacant(v) => {
                 v.insert(Slot { hash, key, value });
                 true
-            }
-        }
-    }
-
-    /// The value of `key`, and false; or, if it is not in, the value
-    /// `make` gives it, kept with the key as given (shared, not copied),
-    /// and true. `h` is `key`'s [`hash`](Self::hash): one hashing for the lookup and
-    /// the insert, and for a lookup of the same key before them.
-    pub(crate) fn get_or_insert_shared_hashed(
-        &mut self,
-        h: u64,
-        key: Arc<str>,
-        make: impl FnOnce() -> V,
-    ) -> (&mut V, bool) {
-        debug_assert_eq!(h, self.hash(&key));
-        match self
-            .table
-            .entry(h, |s| s.hash == h && s.key == key, |s| s.hash)
-        {
-            Entry::Occupied(o) => (&mut o.into_mut().value, false),
-            Entry::Vacant(v) => {
-                let slot = v.insert(Slot {
-                    hash: h,
-                    key,
-                    value: make(),
-                });
-                (&mut slot.into_mut().value, true)
             }
         }
     }
@@ -224,11 +168,6 @@ impl<V> StrMap<V> {
     /// Every key, in no particular order.
     pub(crate) fn keys(&self) -> impl Iterator<Item = &str> + '_ {
         self.table.iter().map(|s| &*s.key)
-    }
-
-    /// Every value, to change, in no particular order.
-    pub(crate) fn values_mut(&mut self) -> impl Iterator<Item = &mut V> + '_ {
-        self.table.iter_mut().map(|s| &mut s.value)
     }
 
     /// Shrinks the table to twice its length if it is less than a quarter

@@ -12,43 +12,95 @@
 //! its caches) and the arena's growth a page at a time, each page with an
 //! `mprotect`.
 //!
-//! The index keeps each path's hash, its key (the path, shared with the
-//! records and events) and the place: 32 bytes a slot, as with a pointer
-//! to a boxed node. It keeps no node inline: a table that doubles would
-//! then write 128 bytes a node, not 32, and a large tree's writes paid for
-//! that in page faults (0.22 per create in `ops_cpu` with the nodes
-//! inline, 0.14 boxed).
+//! The index keeps, for each path, the upper half of its hash and its
+//! place: 8 bytes a slot. The path itself is kept in the place, beside
+//! its node (shared with the records and events), where a lookup that
+//! finds a slot of the same hash compares it. The index of a large tree
+//! is the table every create inserts into at random and every doubling
+//! rewrites whole: with the path's hash and the path in each slot, 32
+//! bytes, it was the largest share of a growing tree's cache misses
+//! (2.9 writes missing a 4 MiB last level per create for the inserts and
+//! 2.5 for the doublings, in a callgrind cache simulation of `ops_cpu
+//! --ops create --sessions 64`); at 8 bytes a tree of 200,000 nodes keeps
+//! its index in 2 MiB. It keeps no node inline: a table that doubles would
+//! then write every node again, and a large tree's writes paid for that in
+//! page faults (0.22 per create in `ops_cpu` with the nodes inline, 0.14
+//! apart).
 
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
+use hashbrown::hash_table::{Entry, HashTable};
+
 use super::Node;
-use crate::hash::StrMap;
 
 /// Every node by path.
 #[derive(Default)]
 pub(crate) struct NodeTable {
     /// Each path's place in `places`.
-    index: StrMap<u32>,
-    /// The nodes; `None` is a free place.
-    places: Vec<Option<Node>>,
+    index: HashTable<Slot>,
+    hasher: foldhash::fast::RandomState,
+    /// The nodes with their paths; `None` is a free place.
+    places: Vec<Option<Placed>>,
     /// The free places, the last freed first (its memory is the likeliest
     /// to be in the cache).
     free: Vec<u32>,
 }
 
+/// A slot of the index: the upper 32 bits of a path's hash, and the place
+/// of its node.
+#[derive(Clone, Copy)]
+struct Slot {
+    hash: u32,
+    at: u32,
+}
+
+impl Slot {
+    /// The hash the index files this slot under (see [`NodeTable::hash`]).
+    fn table_hash(self) -> u64 {
+        spread(self.hash)
+    }
+}
+
+/// A node and its path, the one copy of it that the tree shares.
+struct Placed {
+    path: Arc<str>,
+    node: Node,
+}
+
+/// The 64-bit hash the index files a path under, from the 32 bits a slot
+/// keeps: the same bits twice, so the index's bucket (its low bits) and
+/// its tag (its top seven) both come from them.
+fn spread(h: u32) -> u64 {
+    (u64::from(h) << 32) | u64::from(h)
+}
+
+/// The 32 bits of a path's 64-bit hash that a slot keeps.
+fn fold(hash: u64) -> u32 {
+    (hash >> 32) as u32
+}
+
 impl NodeTable {
+    /// The slot of `path`, whose [`hash`](Self::hash) is `hash`.
+    #[inline]
+    fn find(&self, hash: u64, path: &str) -> Option<Slot> {
+        let (h, places) = (fold(hash), &self.places);
+        self.index
+            .find(hash, |s| s.hash == h && *placed(places, s.at).path == *path)
+            .copied()
+    }
+
     /// The node at `path`.
     #[inline]
     pub(crate) fn get(&self, path: &str) -> Option<&Node> {
-        let at = *self.index.get(path)?;
-        self.places[at as usize].as_ref()
+        self.get_hashed(self.hash(path), path)
     }
 
     /// The node at `path`, to change.
     #[inline]
     pub(crate) fn get_mut(&mut self, path: &str) -> Option<&mut Node> {
-        let at = *self.index.get(path)?;
-        self.places[at as usize].as_mut()
+        let at = self.place(path)?;
+        Some(self.at_mut(at))
     }
 
     /// The place of the node at `path`, for [`at`](Self::at) and
@@ -57,61 +109,61 @@ impl NodeTable {
     /// node, which may move every node (see `shrink_if_sparse`).
     #[inline]
     pub(crate) fn place(&self, path: &str) -> Option<u32> {
-        self.index.get(path).copied()
+        self.find(self.hash(path), path).map(|s| s.at)
     }
 
     /// The node at a [`place`](Self::place).
     #[inline]
     pub(crate) fn at(&self, place: u32) -> &Node {
-        self.places[place as usize]
-            .as_ref()
-            .expect("a place given out holds a node")
+        &placed(&self.places, place).node
     }
 
     /// The node at a [`place`](Self::place), to change.
     #[inline]
     pub(crate) fn at_mut(&mut self, place: u32) -> &mut Node {
-        self.places[place as usize]
+        &mut self.places[place as usize]
             .as_mut()
             .expect("a place given out holds a node")
+            .node
     }
 
     /// `path`'s hash, for [`contains_hashed`](Self::contains_hashed) and
     /// [`insert_shared_hashed`](Self::insert_shared_hashed).
     #[inline]
     pub(crate) fn hash(&self, path: &str) -> u64 {
-        self.index.hash(path)
+        spread(fold(self.hasher.hash_one(path)))
     }
 
     /// The node at `path`, whose [`hash`](Self::hash) is `hash`.
     #[inline]
     pub(crate) fn get_hashed(&self, hash: u64, path: &str) -> Option<&Node> {
-        let at = *self.index.get_hashed(hash, path)?;
-        self.places[at as usize].as_ref()
+        let s = self.find(hash, path)?;
+        Some(self.at(s.at))
     }
 
     /// Whether there is a node at `path`, whose [`hash`](Self::hash) is `hash`.
     #[inline]
     pub(crate) fn contains_hashed(&self, hash: u64, path: &str) -> bool {
-        self.index.get_hashed(hash, path).is_some()
+        self.find(hash, path).is_some()
     }
 
     /// The table's own copy of `path`.
     #[inline]
     pub(crate) fn get_key(&self, path: &str) -> Option<&Arc<str>> {
-        self.index.get_key(path)
+        let s = self.find(self.hash(path), path)?;
+        Some(&placed(&self.places, s.at).path)
     }
 
     /// The node at `path`, to change, with the path as the table keeps it.
     pub(crate) fn get_key_mut(&mut self, path: &str) -> Option<(&Arc<str>, &mut Node)> {
-        let (key, &mut at) = self.index.get_key_mut(path)?;
-        let node = self.places[at as usize].as_mut()?;
-        Some((key, node))
+        let s = self.find(self.hash(path), path)?;
+        let p = self.places[s.at as usize].as_mut()?;
+        Some((&p.path, &mut p.node))
     }
 
     /// Whether there is a node at `path`.
     pub(crate) fn contains_key(&self, path: &str) -> bool {
-        self.index.contains_key(path)
+        self.place(path).is_some()
     }
 
     /// Puts `node` at `path`; returns the node it replaces. A new path is
@@ -128,25 +180,35 @@ impl NodeTable {
         path: Arc<str>,
         node: Node,
     ) -> Option<Node> {
-        let (places, free) = (&mut self.places, &mut self.free);
-        let mut node = Some(node);
-        let (&mut at, new) =
-            self.index
-                .get_or_insert_shared_hashed(hash, path, || match free.pop() {
+        debug_assert_eq!(hash, self.hash(&path));
+        let (h, places) = (fold(hash), &mut self.places);
+        let entry = self.index.entry(
+            hash,
+            |s| s.hash == h && *placed(places, s.at).path == *path,
+            |s| s.table_hash(),
+        );
+        match entry {
+            Entry::Occupied(o) => {
+                let at = o.get().at as usize;
+                let old = places[at].as_mut().expect("an indexed place holds a node");
+                Some(std::mem::replace(&mut old.node, node))
+            }
+            Entry::Vacant(v) => {
+                let placed = Some(Placed { path, node });
+                let at = match self.free.pop() {
                     Some(at) => {
-                        places[at as usize] = node.take();
+                        places[at as usize] = placed;
                         at
                     }
                     None => {
                         let at = u32::try_from(places.len()).expect("fewer than 2^32 nodes");
-                        places.push(node.take());
+                        places.push(placed);
                         at
                     }
-                });
-        if new {
-            None
-        } else {
-            std::mem::replace(&mut places[at as usize], node)
+                };
+                v.insert(Slot { hash: h, at });
+                None
+            }
         }
     }
 
@@ -170,13 +232,19 @@ impl NodeTable {
         hash: u64,
         path: &str,
     ) -> Option<(Arc<str>, Node)> {
-        let (key, at) = self.index.remove_entry_hashed(hash, path)?;
-        let node = self.places[at as usize]
+        let (h, places) = (fold(hash), &self.places);
+        let slot = self
+            .index
+            .find_entry(hash, |s| s.hash == h && *placed(places, s.at).path == *path)
+            .ok()?
+            .remove()
+            .0;
+        let Placed { path, node } = self.places[slot.at as usize]
             .take()
             .expect("an indexed place holds a node");
-        self.free.push(at);
+        self.free.push(slot.at);
         self.shrink_if_sparse();
-        Some((key, node))
+        Some((path, node))
     }
 
     /// How many nodes.
@@ -186,17 +254,15 @@ impl NodeTable {
 
     /// Every node by path, in no particular order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &Node)> + '_ {
-        self.index.iter().map(|(path, &at)| {
-            let node = self.places[at as usize]
-                .as_ref()
-                .expect("an indexed place holds a node");
-            (path, node)
+        self.index.iter().map(|s| {
+            let p = placed(&self.places, s.at);
+            (&*p.path, &p.node)
         })
     }
 
     /// Every path, in no particular order.
     pub(crate) fn keys(&self) -> impl Iterator<Item = &str> + '_ {
-        self.index.keys()
+        self.iter().map(|(path, _)| path)
     }
 
     /// How many nodes the index holds without growing.
@@ -213,23 +279,37 @@ impl NodeTable {
 
     /// Once fewer than a quarter of the places hold a node, moves the nodes
     /// to the front of an array twice their number and gives the rest
-    /// back; the index shrinks by its own rule. Each move of n nodes
-    /// follows at least n deletes, so a delete stays O(1) amortised.
+    /// back; the index shrinks by its own rule (a quarter full, to twice
+    /// its length, as `compact`'s tables do). Each move of n nodes follows
+    /// at least n deletes, so a delete stays O(1) amortised.
     fn shrink_if_sparse(&mut self) {
-        self.index.shrink_if_sparse();
+        let cap = self.index.capacity();
+        if cap > crate::compact::MIN_CAPACITY && self.index.len() * 4 < cap {
+            self.index
+                .shrink_to(self.index.len() * 2, |s| s.table_hash());
+        }
         let live = self.index.len();
         if self.places.len() <= crate::compact::MIN_CAPACITY || live * 4 >= self.places.len() {
             return;
         }
         let mut places = Vec::with_capacity(live * 2);
-        for at in self.index.values_mut() {
-            let node = self.places[*at as usize].take();
-            *at = places.len() as u32;
-            places.push(node);
+        for s in self.index.iter_mut() {
+            let p = self.places[s.at as usize].take();
+            s.at = places.len() as u32;
+            places.push(p);
         }
         self.places = places;
         self.free = Vec::new();
     }
+}
+
+/// What the place `at` holds, which an index slot or a place given out
+/// names.
+#[inline]
+fn placed(places: &[Option<Placed>], at: u32) -> &Placed {
+    places[at as usize]
+        .as_ref()
+        .expect("an indexed place holds a node")
 }
 
 impl std::fmt::Debug for NodeTable {
