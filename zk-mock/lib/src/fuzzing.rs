@@ -30,7 +30,7 @@ struct Conn {
     rx: mpsc::UnboundedReceiver<Outgoing>,
     /// The bytes queued and not yet taken, as the socket writer keeps it
     /// (a connection that lets it grow past the outbox limit is closed).
-    queued: Arc<std::sync::atomic::AtomicUsize>,
+    queued: Arc<crate::outbox::Queued>,
     open: bool,
 }
 
@@ -121,8 +121,7 @@ impl Server {
             while let Ok(m) = c.rx.try_recv() {
                 if let Outgoing::Frame(b) = m {
                     self.sent += b.len();
-                    c.queued
-                        .fetch_sub(b.len(), std::sync::atomic::Ordering::Relaxed);
+                    c.queued.written(b.len());
                 }
             }
         }

@@ -23,7 +23,7 @@ use std::collections::VecDeque;
 use std::future::{poll_fn, Future};
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
@@ -88,11 +88,11 @@ pub(crate) async fn serve_io<R, W>(
         reader,
         inbox: Inbox {
             rx,
-            rx_woken: WakeFlag::new(),
             ready: BytesMut::new(),
             taken: VecDeque::new(),
         },
         queued,
+        wakes: Wakes::new(),
         out: BytesMut::new(),
         unflushed: false,
         pause: None,
@@ -114,10 +114,8 @@ const READ_BUFFER: usize = 1024;
 /// `State::serve`) and is still to be written, in order: `ready`, then
 /// `taken`.
 struct Inbox {
+    /// Polled by a wait only once a send has woken it (see [`Wakes`]).
     rx: mpsc::UnboundedReceiver<Outgoing>,
-    /// The channel's waker: a wait polls the channel only once a send has
-    /// woken it (the usual wait is for the socket).
-    rx_woken: WakeFlag,
     /// Frames' bytes handed over directly, to be written before anything
     /// in `taken` (usually all there is: a task's replies to its own
     /// requests).
@@ -131,7 +129,9 @@ struct Connection {
     inbox: Inbox,
     /// Bytes queued for this connection and not yet written (the state
     /// adds, this loop subtracts what it writes: the slow-reader limit).
-    queued: Arc<AtomicUsize>,
+    queued: Arc<crate::outbox::Queued>,
+    /// The one registration of this task for its inbox, gate and shutdown.
+    wakes: Wakes,
     /// Taken from the outbox, to be written now.
     out: BytesMut,
     /// Written, but the stream (a TLS session) has not flushed it yet.
@@ -166,8 +166,14 @@ impl Connection {
         let mut gate_changed = Some(changed(self.reader.gate.clone()));
         let mut stop = Some(changed(shutdown));
         let mut stopping = false;
+        // The gate as last read. It is read again only when it changed: a
+        // version check is a plain load, where reading the value takes the
+        // channel's lock (two locked instructions a turn, two more a frame).
+        let mut gate = *self.reader.gate.borrow_and_update();
         loop {
-            let gate = *self.reader.gate.borrow_and_update();
+            if self.reader.gate.has_changed().unwrap_or(true) {
+                gate = *self.reader.gate.borrow_and_update();
+            }
             if gate == Gate::Closed {
                 // Cut off (a slow reader, or a stalled connection closed):
                 // what was held is dropped.
@@ -183,7 +189,7 @@ impl Connection {
                 while self.reader.held.is_none() {
                     match self.reader.next_frame(Some(&mut self.inbox)) {
                         Step::Frame
-                            if *self.reader.gate.borrow() == Gate::Open
+                            if !self.reader.gate.has_changed().unwrap_or(true)
                                 && self.reader.held.is_none() =>
                         {
                             continue
@@ -296,11 +302,14 @@ impl Connection {
                     Ok(_) => {}
                     Err(e) => { tracing::debug!(%e, "read error"); reading = false }
                 },
-                m = recv(&mut self.inbox), if take => match m {
+                // Polled before the three below, and never ready: takes
+                // which of them were woken since the last wait.
+                () = refresh(&self.wakes) => {}
+                m = recv(&self.wakes, &mut self.inbox), if take => match m {
                     Some(m) => self.take(m),
                     None => self.close_queued = true,
                 },
-                (alive, rx) = fired(&mut gate_changed), if gate_changed.is_some() => {
+                (alive, rx) = fired(&self.wakes, Source::Gate, &mut gate_changed), if gate_changed.is_some() => {
                     gate_changed = alive.then(|| changed(rx));
                 }
                 () = sleep_until(self.paused_until), if self.paused_until.is_some() => {}
@@ -317,7 +326,7 @@ impl Connection {
                         reading = false;
                     }
                 }
-                _ = fired(&mut stop), if stop.is_some() => {
+                _ = fired(&self.wakes, Source::Stop, &mut stop), if stop.is_some() => {
                     stop = None;
                     reading = false;
                 }
@@ -381,7 +390,7 @@ impl Connection {
     /// `n` bytes went out. Once everything has, the stream is to be flushed.
     fn written(&mut self, n: usize) {
         self.out.advance(n);
-        self.queued.fetch_sub(n, Ordering::Relaxed);
+        self.queued.written(n);
         if self.out.is_empty() {
             self.unflushed = true;
             crate::codec::let_go_if_large(&mut self.out);
@@ -413,11 +422,20 @@ impl Connection {
     }
 }
 
-/// The next message on the inbox's channel, polled through its
-/// [`WakeFlag`].
-async fn recv(inbox: &mut Inbox) -> Option<Outgoing> {
-    let Inbox { rx, rx_woken, .. } = inbox;
-    poll_fn(|cx| rx_woken.poll(cx, |cx| rx.poll_recv(cx))).await
+/// The next message on the inbox's channel, once a send woke it.
+async fn recv(wakes: &Wakes, inbox: &mut Inbox) -> Option<Outgoing> {
+    let rx = &mut inbox.rx;
+    poll_fn(|_| wakes.poll(Source::Inbox, |cx| rx.poll_recv(cx))).await
+}
+
+/// Never ready: registers the task with its [`Wakes`] and takes the bits
+/// its sources set since, for the branches polled after it.
+async fn refresh(wakes: &Wakes) {
+    poll_fn(|cx| {
+        wakes.refresh(cx);
+        Poll::Pending
+    })
+    .await
 }
 
 /// Writes what it can of `out`, or flushes the stream when `out` is empty
@@ -432,106 +450,133 @@ async fn push<W: AsyncWrite + Unpin>(wr: &mut W, out: &[u8]) -> std::io::Result<
 
 /// A change on a watch channel: resolves with whether the sender is still
 /// there, and the receiver, to wait for the next one. Polled only once its
-/// channel has woken it (see [`WhenWoken`]).
-type Changed<T> = WhenWoken<Pin<Box<dyn Future<Output = (bool, watch::Receiver<T>)> + Send>>>;
+/// channel has woken it (see [`Wakes`]).
+type Changed<T> = Pin<Box<dyn Future<Output = (bool, watch::Receiver<T>)> + Send>>;
 
 fn changed<T: Send + Sync + 'static>(mut rx: watch::Receiver<T>) -> Changed<T> {
-    WhenWoken::new(Box::pin(async move {
+    Box::pin(async move {
         let alive = rx.changed().await.is_ok();
         (alive, rx)
-    }))
+    })
 }
 
-/// A future that its task polls again only after the future's own waker
-/// has fired. A connection's wait is woken by its socket and its outbox far
-/// more often than by the gate or the server's shutdown, and polling a
-/// watch channel's `changed()` takes the channel's lock each time; this
-/// costs two atomic operations instead.
-struct WhenWoken<F> {
-    inner: F,
-    flag: WakeFlag,
+/// What a connection's wait watches besides its socket, its timers and the
+/// gates of held requests: each is woken far less often than the socket.
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    /// The inbox's channel (other connections' notifications).
+    Inbox,
+    /// A change of the connection's gate.
+    Gate,
+    /// The server's shutdown.
+    Stop,
 }
 
-/// Whether something polled with [`WakeFlag::poll`] was woken since it
-/// was last polled, and the task to wake then.
-struct Woken {
-    flag: AtomicBool,
+impl Source {
+    const ALL: u8 = 0b111;
+
+    fn bit(self) -> u8 {
+        1 << self as u8
+    }
+}
+
+/// The [`Source`]s' shared wake-up: one registration of the task (an
+/// `AtomicWaker`) and one word with a bit for each, set by that source's
+/// own waker. A wait registers and takes the bits once ([`Wakes::refresh`]:
+/// three locked instructions, where a flag and a registration for each
+/// source cost nine), then polls only the sources whose bit is set. A
+/// source's wake sets its bit before it wakes the task, and the task
+/// registers before it takes the bits, so no wake-up is lost.
+struct Wakes {
+    shared: Arc<WakeBits>,
+    /// Each source's waker, by its [`Source`] number.
+    wakers: [Waker; 3],
+    /// The bits taken and not yet cleared by a poll that found nothing
+    /// (only this task reads or writes it: plain loads and stores).
+    pending: AtomicU8,
+}
+
+struct WakeBits {
+    bits: AtomicU8,
     task: AtomicWaker,
 }
 
-impl Wake for Woken {
+/// One source's waker: sets the source's bit, then wakes the task.
+struct SourceWaker {
+    shared: Arc<WakeBits>,
+    bit: u8,
+}
+
+impl Wake for SourceWaker {
     fn wake(self: Arc<Self>) {
         self.wake_by_ref();
     }
     fn wake_by_ref(self: &Arc<Self>) {
-        self.flag.store(true, Ordering::Release);
-        self.task.wake();
+        self.shared.bits.fetch_or(self.bit, Ordering::Release);
+        self.shared.task.wake();
     }
 }
 
-/// A waker of its own for something a task polls (a future, a channel):
-/// [`WakeFlag::poll`] polls it only once that waker has fired, and
-/// otherwise only notes which task to wake.
-struct WakeFlag {
-    woken: Arc<Woken>,
-    waker: Waker,
-}
-
-impl WakeFlag {
-    fn new() -> WakeFlag {
-        // Woken to begin with: the first poll polls.
-        let woken = Arc::new(Woken {
-            flag: AtomicBool::new(true),
+impl Wakes {
+    fn new() -> Wakes {
+        // Every bit set to begin with: the first wait polls each source
+        // (which registers its waker there).
+        let shared = Arc::new(WakeBits {
+            bits: AtomicU8::new(Source::ALL),
             task: AtomicWaker::new(),
         });
-        let waker = Waker::from(woken.clone());
-        WakeFlag { woken, waker }
+        let waker = |s: Source| {
+            Waker::from(Arc::new(SourceWaker {
+                shared: shared.clone(),
+                bit: s.bit(),
+            }))
+        };
+        Wakes {
+            wakers: [
+                waker(Source::Inbox),
+                waker(Source::Gate),
+                waker(Source::Stop),
+            ],
+            shared,
+            pending: AtomicU8::new(0),
+        }
     }
 
-    /// Polls `poll` with this flag's waker if it fired since the last
-    /// `Pending` (a `Ready` leaves it set: what is polled may have more),
-    /// and wakes `cx`'s task when it fires next.
-    fn poll<T>(
-        &self,
-        cx: &mut Context<'_>,
-        poll: impl FnOnce(&mut Context<'_>) -> Poll<T>,
-    ) -> Poll<T> {
-        // Registered before the flag is read: a wake after the read wakes
-        // this task.
-        self.woken.task.register(cx.waker());
-        if !self.woken.flag.swap(false, Ordering::AcqRel) {
+    /// Registers `cx`'s task, then takes the bits set since the last call.
+    fn refresh(&self, cx: &mut Context<'_>) {
+        self.shared.task.register(cx.waker());
+        let fired = self.shared.bits.swap(0, Ordering::AcqRel);
+        if fired != 0 {
+            let p = self.pending.load(Ordering::Relaxed);
+            self.pending.store(p | fired, Ordering::Relaxed);
+        }
+    }
+
+    /// Polls `poll` with `source`'s waker if its bit is set. `Pending`
+    /// clears the bit (the source's waker sets it again); `Ready` leaves it,
+    /// as what is polled may have more.
+    fn poll<T>(&self, source: Source, poll: impl FnOnce(&mut Context<'_>) -> Poll<T>) -> Poll<T> {
+        let p = self.pending.load(Ordering::Relaxed);
+        if p & source.bit() == 0 {
             return Poll::Pending;
         }
-        let r = poll(&mut Context::from_waker(&self.waker));
-        if r.is_ready() {
-            self.woken.flag.store(true, Ordering::Release);
+        let r = poll(&mut Context::from_waker(&self.wakers[source as usize]));
+        if r.is_pending() {
+            self.pending.store(p & !source.bit(), Ordering::Relaxed);
         }
         r
     }
 }
 
-impl<F> WhenWoken<F> {
-    fn new(inner: F) -> WhenWoken<F> {
-        WhenWoken {
-            inner,
-            flag: WakeFlag::new(),
-        }
-    }
-}
-
-impl<F: Future + Unpin> Future for WhenWoken<F> {
-    type Output = F::Output;
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let this = &mut *self;
-        let inner = &mut this.inner;
-        this.flag.poll(cx, |cx| Pin::new(inner).poll(cx))
-    }
-}
-
-/// Waits for a kept [`Changed`] future (never, if there is none).
-async fn fired<T>(f: &mut Option<Changed<T>>) -> (bool, watch::Receiver<T>) {
+/// Waits for a kept [`Changed`] future (never, if there is none), polled
+/// once `source` has woken.
+async fn fired<T>(
+    wakes: &Wakes,
+    source: Source,
+    f: &mut Option<Changed<T>>,
+) -> (bool, watch::Receiver<T>) {
     match f {
-        Some(f) => f.await,
+        Some(f) => poll_fn(|_| wakes.poll(source, |cx| f.as_mut().poll(cx))).await,
         None => std::future::pending().await,
     }
 }

@@ -47,7 +47,7 @@ pub(crate) enum Gate {
 pub(crate) struct Conn {
     pub(crate) tx: mpsc::UnboundedSender<Outgoing>,
     /// Bytes queued for the writer and not yet written to the socket.
-    pub(crate) queued: Arc<AtomicUsize>,
+    pub(crate) queued: Arc<Queued>,
     pub(crate) gate: watch::Sender<Gate>,
     /// The server (of an ensemble) whose port the connection came in on.
     pub(crate) server: usize,
@@ -86,8 +86,42 @@ impl Conn {
     /// what it asked for is cut off instead of buffered without limit (a
     /// stalled connection holds its frames on purpose and is exempt).
     fn add_queued(&self, len: usize, max_outbox: usize) -> Option<usize> {
-        let queued = self.queued.fetch_add(len, Ordering::Relaxed) + len;
+        let queued = self.queued.add(len);
         (queued > max_outbox && *self.gate.borrow() == Gate::Open).then_some(queued)
+    }
+}
+
+/// The bytes queued for a connection's writer and not yet written, as two
+/// running totals with one writer each: what the state added (always under
+/// its lock) and what the connection's task wrote. Neither needs a locked
+/// read-modify-write (a shared count would take two a reply); a reader
+/// sees the task's total at most a little behind, so the bytes queued at
+/// most a little high.
+#[derive(Debug, Default)]
+pub(crate) struct Queued {
+    added: AtomicUsize,
+    written: AtomicUsize,
+}
+
+impl Queued {
+    /// Adds `n` bytes (only under the state's lock); returns what is queued now.
+    pub(crate) fn add(&self, n: usize) -> usize {
+        let added = self.added.load(Ordering::Relaxed).wrapping_add(n);
+        self.added.store(added, Ordering::Relaxed);
+        added.wrapping_sub(self.written.load(Ordering::Relaxed))
+    }
+
+    /// `n` of them were written (only by the connection's own task, or
+    /// whoever stands in for it).
+    pub(crate) fn written(&self, n: usize) {
+        let written = self.written.load(Ordering::Relaxed).wrapping_add(n);
+        self.written.store(written, Ordering::Relaxed);
+    }
+
+    /// What is queued now.
+    pub(crate) fn get(&self) -> usize {
+        let written = self.written.load(Ordering::Relaxed);
+        self.added.load(Ordering::Relaxed).wrapping_sub(written)
     }
 }
 
@@ -264,7 +298,7 @@ impl Outboxes {
         peer: SocketAddr,
         now_wall_ms: i64,
         server: usize,
-    ) -> (ConnId, watch::Receiver<Gate>, Arc<AtomicUsize>) {
+    ) -> (ConnId, watch::Receiver<Gate>, Arc<Queued>) {
         let id = self.next_conn;
         self.next_conn += 1;
         let auth: Arc<[Id]> = Arc::new([Id {
@@ -272,7 +306,7 @@ impl Outboxes {
             id: peer.ip().to_string().into(),
         }]);
         let (gate, gate_rx) = watch::channel(Gate::Open);
-        let queued = Arc::new(AtomicUsize::new(0));
+        let queued = Arc::new(Queued::default());
         self.conns.insert(
             id,
             Conn {

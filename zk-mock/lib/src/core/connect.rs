@@ -3,14 +3,13 @@
 //! server applies it; a re-attach is answered at once), and its end.
 
 use std::net::SocketAddr;
-use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use tokio::sync::{mpsc, watch};
 
 use crate::codec::Record;
-use crate::outbox::{Gate, Outgoing};
+use crate::outbox::{Gate, Outgoing, Queued};
 use crate::proto::{ConnectRequest, ConnectResponse};
 use crate::record::SessionEvent;
 use crate::session::ConnId;
@@ -35,7 +34,7 @@ impl State {
         tx: mpsc::UnboundedSender<Outgoing>,
         peer: SocketAddr,
         server: usize,
-    ) -> (ConnId, watch::Receiver<Gate>, Arc<AtomicUsize>) {
+    ) -> (ConnId, watch::Receiver<Gate>, Arc<Queued>) {
         let now = self.clock.wall_ms();
         self.out.register(tx, peer, now, server)
     }

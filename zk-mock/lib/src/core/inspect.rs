@@ -85,12 +85,7 @@ impl State {
             packets_sent: self.out.packets_sent,
             totals: self.observers.tally.total,
             rules: self.observers.rules.list().len(),
-            outbox_bytes: self
-                .out
-                .conns
-                .values()
-                .map(|c| c.queued.load(std::sync::atomic::Ordering::Relaxed))
-                .sum(),
+            outbox_bytes: self.out.conns.values().map(|c| c.queued.get()).sum(),
             slow_readers_closed: self.out.slow_readers_closed,
         }
     }

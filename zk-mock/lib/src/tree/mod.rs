@@ -328,12 +328,20 @@ impl DataTree {
     /// `NodeTable::hash`) given.
     fn insert_shared_hashed(&mut self, hash: u64, path: Arc<str>, node: Node) {
         let kind = node.kind;
-        if let Some(old) = self.nodes.insert_shared_hashed(hash, path.clone(), node) {
+        // A plain node's path moves into the table (no count taken and
+        // dropped: each is a locked instruction); one that an index beside
+        // the table also holds is shared with it.
+        let indexed =
+            (is_reapable(kind) || matches!(kind, NodeKind::Ephemeral(_))).then(|| path.clone());
+        if let Some((path, old)) = self.nodes.insert_shared_hashed(hash, path, node) {
             self.forget_ephemeral(&path, &old);
             if is_reapable(old.kind) && !is_reapable(kind) {
                 self.reapable.remove(&path);
             }
         }
+        let Some(path) = indexed else {
+            return;
+        };
         if is_reapable(kind) {
             self.reapable.insert_new_shared(path.clone(), ());
         }
@@ -344,7 +352,7 @@ impl DataTree {
             self.ephemerals
                 .entry(s)
                 .or_insert_with(|| JavaHashSet::with_capacity(16))
-                .insert_shared(path.clone());
+                .insert_shared(path);
         }
     }
 
@@ -466,11 +474,16 @@ impl DataTree {
         // The new node's path: the one copy of it that the table, the
         // event, the recorder and the reply share (the request's own, unless
         // a sequence suffix makes a new one).
+        let parent_len = parent_path.len();
         let full: Arc<str> = if args.mode.sequential {
             format!("{path}{}", path::sequence_suffix(parent.cversion)).into()
         } else {
-            args.path.clone()
+            args.path
         };
+        // The parent's path is the same bytes at the front of `full` (the
+        // request's path is moved into it, not counted and dropped).
+        let parent_path = &full[..parent_len];
+        let parent_key = Self::key(parent_path);
         if !valid_as_is && !path::is_valid(&full) {
             return Err(ErrorCode::BadArguments);
         }

@@ -168,15 +168,18 @@ impl NodeTable {
     pub(crate) fn insert_shared(&mut self, path: Arc<str>, node: Node) -> Option<Node> {
         let hash = self.hash(&path);
         self.insert_shared_hashed(hash, path, node)
+            .map(|(_, old)| old)
     }
 
     /// [`insert_shared`](Self::insert_shared) with `path`'s [`hash`](Self::hash) given.
+    /// A new path is moved into the table; over an existing one the table
+    /// keeps its own copy and gives `path` back with the node it replaces.
     pub(crate) fn insert_shared_hashed(
         &mut self,
         hash: u64,
         path: Arc<str>,
         node: Node,
-    ) -> Option<Node> {
+    ) -> Option<(Arc<str>, Node)> {
         debug_assert_eq!(hash, self.hash(&path));
         let (h, places) = (fold(hash), &mut self.places);
         let entry = self.index.entry(
@@ -187,7 +190,7 @@ impl NodeTable {
         match entry {
             Entry::Occupied(o) => {
                 let old = placed_mut(places, o.get().at);
-                Some(std::mem::replace(&mut old.node, node))
+                Some((path, std::mem::replace(&mut old.node, node)))
             }
             Entry::Vacant(v) => {
                 let placed = Some(Placed { path, node });
