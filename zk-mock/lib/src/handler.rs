@@ -128,7 +128,7 @@ struct Connection {
     reader: Reader,
     inbox: Inbox,
     /// Bytes queued for this connection and not yet written (the state
-    /// adds, this loop subtracts what it writes: the slow-reader limit).
+    /// counts what it adds, this loop what it writes: the slow-reader limit).
     queued: Arc<crate::outbox::Queued>,
     /// The one registration of this task for its inbox, gate and shutdown.
     wakes: Wakes,
