@@ -663,14 +663,16 @@ impl DataTree {
         let parent_key = Self::key(parent_path);
         self.save(parent_key);
         self.save(path);
-        let mut parent_acl = self.open_acl.clone();
-        if let Some(parent) = parent_at.map(|at| self.nodes.at_mut(at)) {
-            parent.remove_child(path);
-            if zxid > parent.pzxid {
-                parent.pzxid = zxid;
+        let parent_acl = match parent_at.map(|at| self.nodes.at_mut(at)) {
+            Some(parent) => {
+                parent.remove_child(path);
+                if zxid > parent.pzxid {
+                    parent.pzxid = zxid;
+                }
+                parent.acl.clone()
             }
-            parent_acl = parent.acl.clone();
-        }
+            None => self.open_acl.clone(),
+        };
         let removed = self.remove_hashed(hash, path);
         let bytes = removed
             .as_ref()
@@ -703,16 +705,15 @@ impl DataTree {
         if !path::is_valid(path) {
             return Err(ErrorCode::BadArguments);
         }
-        let node = self.get(path).ok_or(ErrorCode::NoNode)?;
+        // The node is found once, by its place, for the checks and the change.
+        let at = self.nodes.place(Self::key(path)).ok_or(ErrorCode::NoNode)?;
+        let node = self.nodes.at(at);
         acl::check(&node.acl, perms::WRITE, caller.auth)?;
         if version != -1 && version != node.version {
             return Err(ErrorCode::BadVersion);
         }
         self.save(path);
-        let (key, node) = self
-            .nodes
-            .get_key_mut(Self::key(path))
-            .expect("checked above");
+        let (key, node) = self.nodes.at_key_mut(at);
         let key = key.clone();
         let len = |d: &Option<Bytes>| d.as_ref().map_or(0, |d| d.len() as i64);
         let bytes_diff = len(&data) - len(&node.data);

@@ -151,11 +151,12 @@ impl NodeTable {
         Some(&placed(&self.places, s.at).path)
     }
 
-    /// The node at `path`, to change, with the path as the table keeps it.
-    pub(crate) fn get_key_mut(&mut self, path: &str) -> Option<(&Arc<str>, &mut Node)> {
-        let s = self.find(self.hash(path), path)?;
-        let p = placed_mut(&mut self.places, s.at);
-        Some((&p.path, &mut p.node))
+    /// The node at a [`place`](Self::place), to change, with the path as
+    /// the table keeps it.
+    #[inline]
+    pub(crate) fn at_key_mut(&mut self, place: u32) -> (&Arc<str>, &mut Node) {
+        let p = placed_mut(&mut self.places, place);
+        (&p.path, &mut p.node)
     }
 
     /// Whether there is a node at `path`.
