@@ -419,6 +419,15 @@ pub async fn shrink(
         }
     }
 
+    // 5. Margins: a hold at the edge of the window its failure needs is
+    //    made longer (see `with_margins`).
+    let tr = &tester;
+    let (c, r) = with_margins(best, |c| async move { tr.fails(&c).await }, &out_of_time).await;
+    best = c;
+    if r.is_some() {
+        record = r;
+    }
+
     // The reproduction rate. Under 19 of 20, and with time left, boost once
     // more, judging each candidate over as many runs as the rate (ten runs
     // that all failed by luck stopped the first pass too soon), and measure
@@ -432,6 +441,13 @@ pub async fn shrink(
             best = c;
             if t.record.is_some() {
                 record = t.record;
+            }
+            // A later start may have brought a hold to its edge again.
+            let (c, r) =
+                with_margins(best, |c| async move { tr.fails(&c).await }, &out_of_time).await;
+            best = c;
+            if r.is_some() {
+                record = r;
             }
             // Measured afresh: the best of several trials flatters itself.
             rate = tester.trial(&best, opts.rate_runs, 1000).await;
@@ -762,6 +778,72 @@ fn boost_candidates(d: &Draft) -> Vec<Draft> {
     out
 }
 
+/// Halving a hold stops at the edge of the window the failure needs: a
+/// hold that ends 10 ms after another group starts fails every run on a
+/// quiet machine and passes on a loaded one, where a client's steps come
+/// later. So each group's hold whose scenario no longer fails once the hold
+/// is a [`margin`] shorter is doubled, up to three times, while the longer
+/// hold still fails. `fails` plays a candidate; the record is the last
+/// failing run's of a kept change.
+async fn with_margins<F, Fut>(
+    mut best: Draft,
+    mut fails: F,
+    out_of_time: &dyn Fn() -> bool,
+) -> (Draft, Option<RunRecord>)
+where
+    F: FnMut(Draft) -> Fut,
+    Fut: std::future::Future<Output = Option<Trial>>,
+{
+    let mut record = None;
+    for g in 0..best.clients.len() {
+        let Some(mut h) = best.clients[g].get("hold").and_then(dur) else {
+            continue;
+        };
+        for _ in 0..3 {
+            if out_of_time() {
+                return (best, record);
+            }
+            if fails(with_hold(&best, g, h.saturating_sub(margin(h))))
+                .await
+                .is_some()
+            {
+                break;
+            }
+            let longer = round10(h * 2).max(Duration::from_millis(10));
+            if longer > MARGIN_HOLD_CAP {
+                break;
+            }
+            let c = with_hold(&best, g, longer);
+            let Some(t) = fails(c.clone()).await else {
+                break;
+            };
+            best = c;
+            h = longer;
+            if t.record.is_some() {
+                record = t.record;
+            }
+        }
+    }
+    (best, record)
+}
+
+/// How much shorter a shrunk hold must be able to be and still fail: a
+/// quarter of it, and at least 30 ms (more than a loaded machine has been
+/// seen to shift one client's steps against another's).
+fn margin(hold: Duration) -> Duration {
+    (hold / 4).max(Duration::from_millis(30))
+}
+
+/// The longest hold the margins step makes.
+const MARGIN_HOLD_CAP: Duration = Duration::from_secs(5);
+
+/// `d` with group `g`'s hold set to `h`.
+fn with_hold(d: &Draft, g: usize, h: Duration) -> Draft {
+    let mut c = d.clone();
+    c.clients[g].insert("hold".into(), ms(h));
+    c
+}
+
 fn round10(d: Duration) -> Duration {
     Duration::from_millis(d.as_millis() as u64 / 10 * 10)
 }
@@ -998,4 +1080,93 @@ pub fn job_from_record(
         },
         r,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// c0 holds; c1, starting at 50 ms, must find it holding: the failure
+    /// needs c0's hold to outlast c1's start.
+    fn two_groups(hold_ms: u64) -> Draft {
+        let text = format!(
+            "name: margins\nlock:\n  kind: exclusive\nclients:\n- name: c0\n  hold: {hold_ms}ms\n\
+             - name: c1\n  start: 50ms\n  hold: 20ms\n  try: true\n"
+        );
+        Draft::parse(Path::new("margins.yaml"), &text).unwrap()
+    }
+
+    fn hold_of(d: &Draft, g: usize) -> Duration {
+        d.clients[g].get("hold").and_then(dur).unwrap()
+    }
+
+    /// Plays the model: fails while c0's hold is longer than `edge`.
+    async fn run_margins(hold_ms: u64, edge: Duration) -> (Draft, Vec<Duration>) {
+        let tried = std::sync::Mutex::new(Vec::new());
+        let (d, _) = with_margins(
+            two_groups(hold_ms),
+            |c| {
+                let h = hold_of(&c, 0);
+                tried.lock().unwrap().push(h);
+                async move { (h > edge).then(Trial::default) }
+            },
+            &|| false,
+        )
+        .await;
+        let tried = tried.into_inner().unwrap();
+        (d, tried)
+    }
+
+    #[tokio::test]
+    async fn a_hold_at_the_edge_of_its_window_is_doubled_until_a_margin_shorter_still_fails() {
+        // 60 ms fails, 30 ms does not: 120 ms, whose 90 ms still fails.
+        let (d, tried) = run_margins(60, Duration::from_millis(50)).await;
+        assert_eq!(
+            hold_of(&d, 0),
+            Duration::from_millis(120),
+            "tried {tried:?}"
+        );
+        // c1's hold does not matter to the model: it stays as it was.
+        assert_eq!(hold_of(&d, 1), Duration::from_millis(20));
+    }
+
+    #[tokio::test]
+    async fn a_hold_with_room_to_spare_is_left_as_it_is() {
+        let (d, tried) = run_margins(200, Duration::from_millis(50)).await;
+        assert_eq!(hold_of(&d, 0), Duration::from_millis(200));
+        // One probe per group: a margin shorter (150 ms for c0; 0 for c1).
+        assert_eq!(tried.len(), 2, "tried {tried:?}");
+    }
+
+    #[tokio::test]
+    async fn a_longer_hold_that_no_longer_fails_is_not_kept() {
+        // Fails only in a narrow band: 60 ms does, 30 and 120 do not.
+        let tried = std::sync::Mutex::new(Vec::new());
+        let (d, _) = with_margins(
+            two_groups(60),
+            |c| {
+                let h = hold_of(&c, 0);
+                tried.lock().unwrap().push(h);
+                let fails = h > Duration::from_millis(50) && h < Duration::from_millis(100);
+                async move { fails.then(Trial::default) }
+            },
+            &|| false,
+        )
+        .await;
+        assert_eq!(
+            hold_of(&d, 0),
+            Duration::from_millis(60),
+            "{:?}",
+            tried.lock()
+        );
+    }
+
+    #[test]
+    fn the_margin_is_a_quarter_and_at_least_30ms() {
+        assert_eq!(margin(Duration::from_millis(60)), Duration::from_millis(30));
+        assert_eq!(
+            margin(Duration::from_millis(400)),
+            Duration::from_millis(100)
+        );
+    }
 }
