@@ -1,8 +1,8 @@
 //! Tidy: the workspace's modules import one way (ARCHITECTURE.md).
 //!
 //! Each crate's source files are parsed (syn) and every `use` and every
-//! `crate::`/`super::`/`self::` path, unit tests' included (only
-//! `#[cfg(doc)]` items are skipped), becomes an edge from its file's module to the module that defines the item (a
+//! `crate::`/`super::`/`self::` path, unit tests' included (only the
+//! `mod`, `fn`, `impl` and `use` items under `#[cfg(doc)]` are skipped), becomes an edge from its file's module to the module that defines the item (a
 //! re-export is followed to its origin). The test fails on:
 //!
 //! - an edge that points up the crate's layer order (a lower layer naming a

@@ -5,8 +5,10 @@
 //! reset (a createSession only moves the zxid). It runs on the leader's
 //! replica when the txn is committed, and on each follower's when that
 //! follower applies it; it takes nothing but the tree, the txn layer's own
-//! settings ([`TxnSettings`]), the txn and a buffer for the [`TreeEvent`]s
-//! it causes, so every replica reaches the same result.
+//! settings ([`TxnSettings`]), the txn, the txn's data when a single server
+//! has moved it out (`Txn::take_data`: the same bytes, without a count taken
+//! of them) and a buffer for the [`TreeEvent`]s it causes, so every replica
+//! reaches the same result.
 
 use std::sync::Arc;
 
