@@ -126,6 +126,7 @@ async fn main() -> Result<(), BoxError> {
         .collect();
     let mock = Server::mock().await?;
     let floor = Server::floor()?;
+    println!("Machine: {}\n", benches::machine::describe());
     println!("| op | sessions | floor µs/op | zk-mock µs/op | CPU ratio | throughput, % of floor | ratios per repeat |");
     println!("|---|---|---|---|---|---|---|");
     for &sessions in &args.sessions {

@@ -24,6 +24,7 @@ use zookeeper_client as zk;
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 pub mod floor;
+pub mod machine;
 pub mod socketless;
 
 /// A server to measure.

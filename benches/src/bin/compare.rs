@@ -254,6 +254,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
         "# zk-mock vs ZooKeeper 3.8 ({} cores, same client: zookeeper-client 0.11, same listen backlog 1024)\n",
         std::thread::available_parallelism().map_or(0, |n| n.get())
     ));
+    r.line(format!("Machine: {}\n", benches::machine::describe()));
 
     let section = |name: &str| args.only.iter().any(|s| s == name);
     let recipes: Vec<Recipe> = Recipe::ALL
