@@ -738,8 +738,11 @@ impl Reader {
     pub(crate) fn feed(&mut self, bytes: &[u8]) -> bool {
         self.buf.extend_from_slice(bytes);
         loop {
+            if !self.release_opened() {
+                return false;
+            }
             if self.held.is_some() {
-                // No gate opens in a fuzzing run: what follows waits.
+                // Its gate has not opened: what follows waits.
                 return true;
             }
             match *self.gate.borrow() {
@@ -753,6 +756,48 @@ impl Reader {
                 Step::Close => return false,
             }
         }
+    }
+
+    /// What the socket's task does when a held request's gate or a sync
+    /// opens, for a reader with no task (fuzzing): each is polled once,
+    /// with no runtime and no waker (a gate is a watch channel's value; no
+    /// latency is set there, so no sync waits on a timer), and what opened
+    /// is applied. False if that closed the connection.
+    fn release_opened(&mut self) -> bool {
+        let mut cx = Context::from_waker(Waker::noop());
+        let conn = self.conn;
+        if self
+            .commit
+            .as_mut()
+            .is_some_and(|f| f.as_mut().poll(&mut cx).is_ready())
+        {
+            self.commit = None;
+            let mut st = lock(&self.shared);
+            let flow = st.release_commits(conn);
+            self.commit = commit_wait(&st, conn);
+            if flow == Flow::Close {
+                return false;
+            }
+        }
+        if self
+            .held
+            .as_mut()
+            .is_some_and(|f| f.as_mut().poll(&mut cx).is_ready())
+        {
+            self.held = None;
+            let mut st = lock(&self.shared);
+            let flow = st.release_request(conn);
+            if let Some(open) = st.held_request_gate(conn) {
+                self.held = Some(wait_open(open));
+            }
+            if self.commit.is_none() {
+                self.commit = commit_wait(&st, conn);
+            }
+            if flow == Flow::Close {
+                return false;
+            }
+        }
+        true
     }
 
     /// A reader for a connection registered without a socket (fuzzing).

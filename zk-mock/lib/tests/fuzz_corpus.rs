@@ -57,6 +57,38 @@ fn server_corpus() {
     assert!(sent > 0, "the server answered something");
 }
 
+#[test]
+fn ensemble_corpus() {
+    let mut sent = 0;
+    for (path, data) in corpus("ensemble") {
+        let s = std::panic::catch_unwind(|| zk_mock::fuzzing::run_ensemble_script(&data))
+            .unwrap_or_else(|_| panic!("{} panicked", path.display()));
+        sent += s.sent;
+    }
+    assert!(sent > 0, "the servers answered something");
+}
+
+/// Each hand-written ensemble seed gets past its handshakes: the servers
+/// queue more frames than one answer per connection.
+#[test]
+fn the_ensemble_seeds_are_served() {
+    let seeds: Vec<_> = corpus("ensemble")
+        .into_iter()
+        .filter(|(p, _)| p.to_string_lossy().contains("seed-"))
+        .collect();
+    assert!(seeds.len() >= 10, "{} seeds", seeds.len());
+    for (path, data) in seeds {
+        let s = zk_mock::fuzzing::run_ensemble_script(&data);
+        assert!(
+            s.frames > s.connections(),
+            "{}: {} frames for {} connections",
+            path.display(),
+            s.frames,
+            s.connections()
+        );
+    }
+}
+
 /// A kazoo session replayed as a script reaches past the handshake: the
 /// server answers far more than a ConnectResponse.
 #[test]

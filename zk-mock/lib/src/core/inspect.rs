@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use crate::ensemble::ServerStatus;
 use crate::record::Counters;
 use crate::record::{
     ChangeRecord, Live, Notifications, RecordView, Recording, Requests, WatchKind,
@@ -41,6 +42,16 @@ impl State {
     /// The last zxid server `i` has applied (`None`: no such server).
     pub(crate) fn server_zxid(&self, i: usize) -> Option<i64> {
         self.ensemble.servers.get(i).map(|r| r.last_zxid())
+    }
+
+    /// How many servers there are (1 for a single server).
+    pub(crate) fn server_count(&self) -> usize {
+        self.ensemble.servers.len()
+    }
+
+    /// Server `i`'s replica and status (`None`: no such server).
+    pub(crate) fn replica(&self, i: usize) -> Option<(&crate::tree::DataTree, ServerStatus)> {
+        self.ensemble.servers.get(i).map(|r| (&r.tree, r.status))
     }
 
     /// An owned copy of the recording and the counters.
