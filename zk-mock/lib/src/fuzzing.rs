@@ -439,8 +439,9 @@ impl Server {
 /// body, from an op byte `o` and a path byte `p` (the path is
 /// `PATHS[p % 8]`, a version `p / 8 − 1`; an addWatch is recursive if
 /// `p & 8`). `o % 16` picks the op: creates of each mode, delete, setData,
-/// the reads with a watch, sync, addWatch, closeSession, check (or, by
-/// `o`'s bits 4 and 5, the super user's auth or a reconfig) and a multi.
+/// the reads with a watch, sync, addWatch, closeSession (or, by `o & 16`,
+/// setWatches2), check (or, by `o`'s bits 4 and 5, the super user's auth
+/// or a reconfig) and a multi.
 fn request(o: u8, p: u8) -> (i32, Vec<u8>) {
     use crate::proto::{
         AddWatchRequest, CheckVersionRequest, CreateRequest, CreateTtlRequest, DeleteRequest,
@@ -498,7 +499,27 @@ fn request(o: u8, p: u8) -> (i32, Vec<u8>) {
             };
             (OpCode::AddWatch, r.to_bytes())
         }
-        13 => (OpCode::CloseSession, bytes::Bytes::new()),
+        13 if o & 16 == 0 => (OpCode::CloseSession, bytes::Bytes::new()),
+        13 => {
+            // A reconnected client's watches, relative to a zxid of the
+            // first epoch (or to none): a watch whose node changed since
+            // fires at once, on the replica of the server it reaches.
+            let at = |i: u8| String::from(PATHS[(usize::from(p) + usize::from(i)) % 8]);
+            let persistent = o & 32 != 0;
+            let r = crate::proto::SetWatches2 {
+                relative_zxid: if p & 8 == 0 {
+                    0
+                } else {
+                    (1 << 32) + i64::from(p / 16)
+                },
+                data_watches: vec![at(0)],
+                exist_watches: vec![at(1)],
+                child_watches: vec![at(4)],
+                persistent_watches: if persistent { vec![at(3)] } else { Vec::new() },
+                persistent_recursive_watches: if persistent { vec![at(2)] } else { Vec::new() },
+            };
+            (OpCode::SetWatches2, r.to_bytes())
+        }
         14 if o & 16 == 0 => {
             let r = CheckVersionRequest {
                 path: path.into(),
@@ -654,15 +675,23 @@ pub fn run_ensemble_script(data: &[u8]) -> Server {
             }
             5 => {
                 let (op, body) = request(byte(&mut rest), byte(&mut rest));
-                // An auth packet's xid is −4, as every client sends it.
-                let auth = op == crate::proto::OpCode::Auth as i32;
+                // An auth packet's xid is −4 and setWatches' −8, as every
+                // client sends them.
+                let this = match crate::proto::OpCode::from_i32(op) {
+                    Some(crate::proto::OpCode::Auth) => -4,
+                    Some(crate::proto::OpCode::SetWatches2) => -8,
+                    _ => {
+                        let next = xid;
+                        xid = xid.wrapping_add(1);
+                        next
+                    }
+                };
                 let mut frame = RequestHeader {
-                    xid: if auth { -4 } else { xid },
+                    xid: this,
                     op_type: op,
                 }
                 .to_bytes()
                 .to_vec();
-                xid = xid.wrapping_add(1);
                 frame.extend_from_slice(&body);
                 s.feed(conn, &crate::codec::frame(&frame));
             }

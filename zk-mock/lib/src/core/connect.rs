@@ -164,9 +164,19 @@ impl State {
                 self.close_conn(old);
             }
         }
-        if self
+        // A read-only server's local session is known to that server alone:
+        // a server of the quorum revalidates it with the leader
+        // (`LearnerSessionTracker` → `Learner.validateSession`), which does
+        // not know it, and answers it as expired. Re-attached here, it could
+        // own ephemerals that outlive it when its server rejoins.
+        let local = self
             .sessions
-            .reattach(req.session_id, req.passwd.as_ref(), timeout, conn, now)
+            .get(req.session_id)
+            .is_some_and(|s| s.local.is_some());
+        if !local
+            && self
+                .sessions
+                .reattach(req.session_id, req.passwd.as_ref(), timeout, conn, now)
         {
             tracing::debug!(
                 conn,
@@ -200,7 +210,9 @@ impl State {
             tracing::debug!(
                 conn,
                 session = format_args!("{:#x}", req.session_id),
-                "unknown, expired or wrong password: expired answer"
+                local,
+                "unknown (or a read-only server's local session), expired or wrong password: \
+                 expired answer"
             );
             let zxid = self.ensemble.servers[server].last_zxid();
             self.observers

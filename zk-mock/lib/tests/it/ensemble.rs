@@ -885,6 +885,61 @@ async fn a_partitioned_server_in_read_only_mode_serves_read_only_clients_until_i
     assert_eq!(back.get_data("/ro").await.unwrap().0, b"after");
 }
 
+/// A read-only server's local session is unknown to the quorum: another
+/// server answers its re-attach as expired (the leader, asked to
+/// revalidate it, does not know it) and closes the connection, so the
+/// session can own no ephemeral node there that would outlive it when its
+/// server rejoins. On its own server it still re-attaches.
+#[tokio::test]
+async fn a_read_only_servers_local_session_is_expired_on_a_server_of_the_quorum() {
+    let mock = read_only_ensemble(true).await;
+    assert!(mock.server(2).partition());
+    with_timeout(QUICK, "server 2 read-only", async {
+        while !mock.servers()[2].read_only {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    let new = ConnectRequest {
+        time_out: 6000,
+        passwd: Some(bytes::Bytes::from_static(&[0; 16])),
+        read_only: Some(true),
+        ..Default::default()
+    };
+    let (local, resp) = RawClient::handshake(mock.server(2).addr(), &new)
+        .await
+        .unwrap();
+    let resp = resp.expect("a local session");
+    assert_ne!(resp.session_id, 0);
+    assert_eq!(resp.read_only, Some(true));
+
+    let again = ConnectRequest {
+        session_id: local.session_id,
+        passwd: Some(local.passwd.clone()),
+        ..new.clone()
+    };
+    for server in [0, 1] {
+        let (mut elsewhere, resp) = RawClient::handshake(mock.server(server).addr(), &again)
+            .await
+            .unwrap();
+        let resp = resp.expect("an answer");
+        assert_eq!(
+            (resp.time_out, resp.session_id),
+            (0, 0),
+            "server {server}: expired"
+        );
+        assert!(
+            elsewhere.read_frame().await.unwrap().is_none(),
+            "then closed"
+        );
+    }
+    let (_, home) = RawClient::handshake(mock.server(2).addr(), &again)
+        .await
+        .unwrap();
+    assert_eq!(home.expect("re-attached").session_id, local.session_id);
+    assert!(mock.session_ids().contains(&local.session_id.into()));
+}
+
 #[tokio::test]
 async fn without_local_sessions_a_read_only_server_answers_a_new_session_with_notreadonly() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
