@@ -316,13 +316,13 @@ impl Connection {
                 () = opened(&mut self.hold), if self.hold.is_some() => self.hold = None,
                 () = opened(&mut self.reader.commit), if open && self.reader.commit.is_some() => {
                     self.reader.commit = None;
-                    if self.reader.release(&mut self.inbox, |st, c| st.release_commits(c)) == Step::Close {
+                    if self.reader.release(Some(&mut self.inbox), |st, c| st.release_commits(c)) == Step::Close {
                         reading = false;
                     }
                 }
                 () = opened(&mut self.reader.held), if held => {
                     self.reader.held = None;
-                    if self.reader.release(&mut self.inbox, |st, c| st.release_request(c)) == Step::Close {
+                    if self.reader.release(Some(&mut self.inbox), |st, c| st.release_request(c)) == Step::Close {
                         reading = false;
                     }
                 }
@@ -617,6 +617,19 @@ fn commit_wait(st: &crate::core::State, conn: ConnId) -> Option<Opened> {
     st.commit_wait(conn).map(|s| Box::pin(s.wait()) as Opened)
 }
 
+/// Whether a kept [`Opened`] future has resolved, polled once with no
+/// runtime and no waker; taken if so.
+fn opened_now(f: &mut Option<Opened>) -> bool {
+    let mut cx = Context::from_waker(Waker::noop());
+    let done = f
+        .as_mut()
+        .is_some_and(|f| f.as_mut().poll(&mut cx).is_ready());
+    if done {
+        *f = None;
+    }
+    done
+}
+
 /// Waits for a kept [`Opened`] future (never, if there is none).
 async fn opened(f: &mut Option<Opened>) {
     match f {
@@ -714,15 +727,24 @@ impl Reader {
 
     /// Applies what was waiting (a request a `hold_request` fault held,
     /// once its gate opened; the requests whose sync ended) with
-    /// `release`, then waits for the next sync, if any.
+    /// `release`, then waits for what that left waiting: a request it held
+    /// (one that waited for the handshake's answer, judged now, may meet a
+    /// `hold_request` rule) and the next sync. With an inbox (a socket's
+    /// task), the replies come straight back into it.
     fn release(
         &mut self,
-        inbox: &mut Inbox,
+        inbox: Option<&mut Inbox>,
         release: impl FnOnce(&mut crate::core::State, ConnId) -> Flow,
     ) -> Step {
         let conn = self.conn;
         let mut st = lock(&self.shared);
-        let flow = serve_own(&mut st, conn, inbox, |st| release(st, conn));
+        let flow = match inbox {
+            None => release(&mut st, conn),
+            Some(inbox) => serve_own(&mut st, conn, inbox, |st| release(st, conn)),
+        };
+        if self.held.is_none() {
+            self.held = st.held_request_gate(conn).map(wait_open);
+        }
         if self.commit.is_none() {
             self.commit = commit_wait(&st, conn);
         }
@@ -762,42 +784,15 @@ impl Reader {
     /// opens, for a reader with no task (fuzzing): each is polled once,
     /// with no runtime and no waker (a gate is a watch channel's value; no
     /// latency is set there, so no sync waits on a timer), and what opened
-    /// is applied. False if that closed the connection.
+    /// is released. False if that closed the connection.
     fn release_opened(&mut self) -> bool {
-        let mut cx = Context::from_waker(Waker::noop());
-        let conn = self.conn;
-        if self
-            .commit
-            .as_mut()
-            .is_some_and(|f| f.as_mut().poll(&mut cx).is_ready())
+        if opened_now(&mut self.commit)
+            && self.release(None, |st, c| st.release_commits(c)) == Step::Close
         {
-            self.commit = None;
-            let mut st = lock(&self.shared);
-            let flow = st.release_commits(conn);
-            self.commit = commit_wait(&st, conn);
-            if flow == Flow::Close {
-                return false;
-            }
+            return false;
         }
-        if self
-            .held
-            .as_mut()
-            .is_some_and(|f| f.as_mut().poll(&mut cx).is_ready())
-        {
-            self.held = None;
-            let mut st = lock(&self.shared);
-            let flow = st.release_request(conn);
-            if let Some(open) = st.held_request_gate(conn) {
-                self.held = Some(wait_open(open));
-            }
-            if self.commit.is_none() {
-                self.commit = commit_wait(&st, conn);
-            }
-            if flow == Flow::Close {
-                return false;
-            }
-        }
-        true
+        !(opened_now(&mut self.held)
+            && self.release(None, |st, c| st.release_request(c)) == Step::Close)
     }
 
     /// A reader for a connection registered without a socket (fuzzing).

@@ -435,7 +435,7 @@ async fn a_new_session_through_a_lagging_follower_is_answered_when_it_applies_th
 
 #[tokio::test]
 async fn a_request_sent_before_the_handshakes_answer_waits_for_it() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     use zk_mock::codec::frame;
     use zk_mock::proto::{PathWatchRequest, ReplyHeader, RequestHeader};
     let mock = ensemble(3).await;
@@ -476,14 +476,24 @@ async fn a_request_sent_before_the_handshakes_answer_waits_for_it() {
     admin.create("/tick", b"", &persistent()).await.unwrap();
     // ZooKeeper reads nothing more until the session is set up: the
     // handshake's answer comes first, then the exists' reply.
+    let frames = read_frames(&mut s, 2).await;
+    let answer = zk_mock::proto::ConnectResponse::decode(&frames[0]).unwrap();
+    assert_ne!(answer.session_id, 0, "the handshake's answer comes first");
+    let header = ReplyHeader::decode(&frames[1]).unwrap();
+    assert_eq!((header.xid, header.err), (1, 0));
+}
+
+/// The next `n` frames (length prefix off) from a raw socket.
+async fn read_frames(s: &mut tokio::net::TcpStream, n: usize) -> Vec<Vec<u8>> {
+    use tokio::io::AsyncReadExt;
     let mut frames = Vec::new();
-    with_timeout(QUICK, "both answers", async {
+    with_timeout(QUICK, "the answers", async {
         let mut buf = Vec::new();
-        while frames.len() < 2 {
+        while frames.len() < n {
             let mut chunk = [0u8; 512];
-            let n = s.read(&mut chunk).await.unwrap();
-            assert!(n > 0, "closed after {} frames", frames.len());
-            buf.extend_from_slice(&chunk[..n]);
+            let read = s.read(&mut chunk).await.unwrap();
+            assert!(read > 0, "closed after {} frames", frames.len());
+            buf.extend_from_slice(&chunk[..read]);
             while buf.len() >= 4 {
                 let len = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
                 if buf.len() < 4 + len {
@@ -495,10 +505,83 @@ async fn a_request_sent_before_the_handshakes_answer_waits_for_it() {
         }
     })
     .await;
-    let answer = zk_mock::proto::ConnectResponse::decode(&frames[0]).unwrap();
-    assert_ne!(answer.session_id, 0, "the handshake's answer comes first");
-    let header = ReplyHeader::decode(&frames[1]).unwrap();
-    assert_eq!((header.xid, header.err), (1, 0));
+    frames
+}
+
+/// A request that waited for its server's createSession and is then held
+/// by a `hold_request` rule still holds the connection's reading: the
+/// request sent after it is answered after it, as on any connection.
+#[tokio::test]
+async fn a_request_held_by_a_rule_after_waiting_for_the_handshake_keeps_its_place() {
+    use tokio::io::AsyncWriteExt;
+    use zk_mock::codec::frame;
+    use zk_mock::proto::{PathWatchRequest, ReplyHeader, RequestHeader};
+    let mock = ensemble(3).await;
+    let admin = on(&mock, 0).await;
+    admin.create("/p", b"", &persistent()).await.unwrap();
+    mock.server(1).set_lag(Lag::Txns(1)).unwrap();
+    let gate = mock.gate();
+    let rule = mock.rule(
+        Rule::when()
+            .op(OpFamily::Exists)
+            .path("/p")
+            .hold_request(gate.id()),
+    );
+    // The handshake, an exists of /p (xid 1) and one of /q (xid 2), in
+    // one write, before any answer.
+    let mut out = frame(
+        &ConnectRequest {
+            time_out: 6000,
+            passwd: Some(bytes::Bytes::from_static(&[0; 16])),
+            read_only: Some(false),
+            ..Default::default()
+        }
+        .to_bytes(),
+    )
+    .to_vec();
+    for (xid, path) in [(1, "/p"), (2, "/q")] {
+        let mut body = bytes::BytesMut::new();
+        RequestHeader { xid, op_type: 3 }.encode(&mut body);
+        PathWatchRequest {
+            path: path.into(),
+            watch: false,
+        }
+        .encode(&mut body);
+        out.extend_from_slice(&frame(&body));
+    }
+    let mut s = tokio::net::TcpStream::connect(mock.server(1).addr())
+        .await
+        .unwrap();
+    s.write_all(&out).await.unwrap();
+    mock.wait_until(QUICK, |log| {
+        log.sessions()
+            .filter(|s| s.event == zk_mock::record::SessionEvent::Created)
+            .count()
+            == 2
+    })
+    .await
+    .unwrap();
+    admin.create("/tick", b"", &persistent()).await.unwrap();
+    let answer = read_frames(&mut s, 1).await;
+    assert_ne!(
+        zk_mock::proto::ConnectResponse::decode(&answer[0])
+            .unwrap()
+            .session_id,
+        0
+    );
+    with_timeout(QUICK, "the exists of /p held", async {
+        while rule.fired() == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    drop(gate);
+    let replies = read_frames(&mut s, 2).await;
+    let xids: Vec<i32> = replies
+        .iter()
+        .map(|f| ReplyHeader::decode(f).unwrap().xid)
+        .collect();
+    assert_eq!(xids, [1, 2], "in the order they were sent");
 }
 
 #[tokio::test]
@@ -806,6 +889,16 @@ async fn four_letter(addr: std::net::SocketAddr, word: &[u8]) -> String {
     out
 }
 
+/// Waits until server `i` serves read-only.
+async fn until_read_only(mock: &ZkMock, i: usize) {
+    with_timeout(QUICK, "the server read-only", async {
+        while !mock.servers()[i].read_only {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+}
+
 async fn read_only_ensemble(local_sessions: bool) -> ZkMock {
     init_tracing();
     ZkMock::builder()
@@ -828,12 +921,7 @@ async fn a_partitioned_server_in_read_only_mode_serves_read_only_clients_until_i
         .await
         .unwrap();
     assert!(mock.server(2).partition());
-    with_timeout(QUICK, "server 2 read-only", async {
-        while !mock.servers()[2].read_only {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
+    until_read_only(&mock, 2).await;
     assert_eq!(four_letter(mock.server(2).addr(), b"isro").await, "ro");
     let srvr = four_letter(mock.server(2).addr(), b"srvr").await;
     assert!(
@@ -894,12 +982,7 @@ async fn a_partitioned_server_in_read_only_mode_serves_read_only_clients_until_i
 async fn a_read_only_servers_local_session_is_expired_on_a_server_of_the_quorum() {
     let mock = read_only_ensemble(true).await;
     assert!(mock.server(2).partition());
-    with_timeout(QUICK, "server 2 read-only", async {
-        while !mock.servers()[2].read_only {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
+    until_read_only(&mock, 2).await;
     let new = ConnectRequest {
         time_out: 6000,
         passwd: Some(bytes::Bytes::from_static(&[0; 16])),
@@ -947,12 +1030,7 @@ async fn without_local_sessions_a_read_only_server_answers_a_new_session_with_no
     // Two of three down: the survivor has no quorum and goes read-only.
     assert!(mock.server(0).kill());
     assert!(mock.server(1).kill());
-    with_timeout(QUICK, "the survivor read-only", async {
-        while !mock.servers()[2].read_only {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
+    until_read_only(&mock, 2).await;
     let req = ConnectRequest {
         time_out: 6000,
         passwd: Some(bytes::Bytes::from_static(&[0; 16])),
