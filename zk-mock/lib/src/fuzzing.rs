@@ -411,8 +411,11 @@ impl Server {
             let Some((tree, status)) = st.replica(i) else {
                 continue;
             };
+            if i == leader {
+                continue; // checked by `check`, with the live sessions
+            }
             check_tree(tree, None);
-            if i == leader || status != crate::ServerStatus::Serving {
+            if status != crate::ServerStatus::Serving {
                 continue;
             }
             st.catch_up(i);
