@@ -155,6 +155,12 @@ impl Server {
         }
     }
 
+    /// What the recorder kept (its last 256 records of each kind): what a
+    /// script reached, for the tests that hold each seed to its behaviour.
+    pub fn recorded(&self) -> crate::record::Recording {
+        lock(&self.shared).recording()
+    }
+
     /// What must hold after any input: every node's parent lists it and
     /// every listed child exists; numChildren is the children's count;
     /// every ephemeral node belongs to a live session and is indexed under
