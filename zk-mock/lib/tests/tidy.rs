@@ -1,7 +1,7 @@
 //! Tidy: the workspace's modules import one way (ARCHITECTURE.md).
 //!
 //! Each crate's source files are parsed (syn) and every `use` and every
-//! `crate::`/`super::`/`self::` path, unit tests' included (only the
+//! `crate::`/`super::`/`self::` path, in macro calls too, unit tests' included (only the
 //! `mod`, `fn`, `impl` and `use` items under `#[cfg(doc)]` are skipped), becomes an edge from its file's module to the module that defines the item (a
 //! re-export is followed to its origin). The test fails on:
 //!
@@ -14,8 +14,8 @@
 //!
 //! `KNOWN` lists the edges that still break the rules, each one to remove.
 //!
-//! It also keeps zk-mock's state inside its core: an `impl State` block
-//! outside `core/` fails (the fields are private to `core/` already, so the
+//! It also keeps zk-mock's state inside its core: an `impl` block outside
+//! `core/` for a type that names `State` (`State`, `&mut State`, …) fails (the fields are private to `core/` already, so the
 //! compiler keeps everyone else to the core's methods).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -237,6 +237,40 @@ impl Collector<'_> {
         }
     }
 
+    /// Every `crate::`, `super::` or `self::` path in a macro's tokens
+    /// (`self.field` is not one: a path needs `::`).
+    fn macro_tokens(&mut self, tokens: proc_macro2::TokenStream) {
+        use proc_macro2::TokenTree;
+        let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+        let mut i = 0;
+        while i < tokens.len() {
+            match &tokens[i] {
+                TokenTree::Group(g) => self.macro_tokens(g.stream()),
+                TokenTree::Ident(id)
+                    if matches!(id.to_string().as_str(), "crate" | "super" | "self") =>
+                {
+                    let mut segs = vec![id.to_string()];
+                    while let [TokenTree::Punct(a), TokenTree::Punct(b), TokenTree::Ident(next), ..] =
+                        &tokens[i + 1..]
+                    {
+                        if a.as_char() != ':' || b.as_char() != ':' {
+                            break;
+                        }
+                        segs.push(next.to_string());
+                        i += 3;
+                    }
+                    if segs.len() > 1 {
+                        if let Some(abs) = self.absolute(&segs) {
+                            self.out.used.push(abs);
+                        }
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+    }
+
     fn bind(&mut self, name: String, full: &[String]) {
         if let Some(abs) = self.absolute(full) {
             self.out.used.push(abs.clone());
@@ -267,6 +301,13 @@ impl<'ast> Visit<'ast> for Collector<'_> {
         if !is_doc_only(&i.attrs) {
             self.use_tree(&mut Vec::new(), &i.tree);
         }
+    }
+    /// A macro's arguments are tokens, not syntax (`assert!`, `matches!`,
+    /// `tracing::debug!`, a `macro_rules!` body): their paths are read from
+    /// the tokens.
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        self.macro_tokens(m.tokens.clone());
+        syn::visit::visit_macro(self, m);
     }
     fn visit_path(&mut self, p: &'ast syn::Path) {
         let segs: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
@@ -541,7 +582,23 @@ fn zk_mock_imports_point_down() {
     check(&ZK_MOCK);
 }
 
-/// Every `impl State` block of a file (test code included).
+/// Whether a type names `State` anywhere: `State`, `&mut State`,
+/// `Guard<State>` (a type alias of it would still pass unseen).
+fn names_state(ty: &syn::Type) -> bool {
+    struct Names(bool);
+    impl<'a> Visit<'a> for Names {
+        fn visit_path(&mut self, p: &'a syn::Path) {
+            self.0 |= p.segments.last().is_some_and(|s| s.ident == "State");
+            syn::visit::visit_path(self, p);
+        }
+    }
+    let mut v = Names(false);
+    v.visit_type(ty);
+    v.0
+}
+
+/// Every `impl` block of a file (test code included) for a type that names
+/// `State`, trait impls too.
 fn state_impls(file: &syn::File) -> usize {
     struct Impls(usize);
     impl<'a> Visit<'a> for Impls {
@@ -549,10 +606,8 @@ fn state_impls(file: &syn::File) -> usize {
             if is_doc_only(&i.attrs) {
                 return;
             }
-            if let syn::Type::Path(p) = &*i.self_ty {
-                if p.path.segments.last().is_some_and(|s| s.ident == "State") {
-                    self.0 += 1;
-                }
+            if names_state(&i.self_ty) {
+                self.0 += 1;
             }
             syn::visit::visit_item_impl(self, i);
         }
@@ -609,7 +664,8 @@ fn harness_has_no_import_cycles() {
 fn the_checker_sees_what_it_must() {
     let file = syn::parse_file(
         "use crate::a::Thing; use super::b; fn f() { crate::c::g(); } \
-         #[cfg(test)] mod tests { use crate::d::X; } #[cfg(doc)] use crate::e::Y;",
+         #[cfg(test)] mod tests { use crate::d::X; } #[cfg(doc)] use crate::e::Y; \
+         fn h() { assert!(matches!(x, crate::f::Z { .. }), \"{}\", self.g); tracing::debug!(a = %super::h::C); }",
     )
     .unwrap();
     let children = BTreeSet::new();
@@ -623,7 +679,7 @@ fn the_checker_sees_what_it_must() {
     let used: BTreeSet<String> = c.out.used.iter().map(|p| p.join("::")).collect();
     assert_eq!(
         used,
-        ["a::Thing", "x::b", "c::g", "d::X"]
+        ["a::Thing", "x::b", "c::g", "d::X", "f::Z", "x::h::C"]
             .into_iter()
             .map(String::from)
             .collect()
@@ -638,4 +694,11 @@ fn the_checker_sees_what_it_must() {
     assert!(layer(&ZK_MOCK, "txn::reply") < layer(&ZK_MOCK, "core::apply"));
     assert!(layer(&ZK_MOCK, "watch") < layer(&ZK_MOCK, "core::state"));
     assert_eq!(layer(&ZK_MOCK, ""), ZK_MOCK.layers.len());
+    // Every impl for a type that names the state counts.
+    let impls = syn::parse_file(
+        "impl State {} impl Tr for &mut State {} impl<'a> Tr for Guard<'a, State> {} \
+         impl Stated {} mod m { impl crate::core::State {} }",
+    )
+    .unwrap();
+    assert_eq!(state_impls(&impls), 4);
 }
