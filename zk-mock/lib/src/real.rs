@@ -469,6 +469,18 @@ impl RealEnsemble {
         }
     }
 
+    /// Pauses server `i`'s JVM ([`RealZk::pause`]): it stays out of the
+    /// quorum, with its sessions and connections, until
+    /// [`resume`](Self::resume). False if it is not running.
+    pub fn pause(&self, i: usize) -> bool {
+        self.members[i].as_ref().is_some_and(RealZk::pause)
+    }
+
+    /// Lets server `i`'s paused JVM run again ([`RealZk::resume`]).
+    pub fn resume(&self, i: usize) -> bool {
+        self.members[i].as_ref().is_some_and(RealZk::resume)
+    }
+
     /// Starts server `i` again without waiting (it may have no quorum to join).
     ///
     /// # Errors
@@ -655,6 +667,30 @@ impl RealZk {
         while !self.died() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Stops the JVM without ending it (SIGSTOP): it answers nothing and
+    /// its peers hear nothing from it, while its state, its sessions and
+    /// its clients' connections stay, until [`resume`](Self::resume). On
+    /// an ensemble, a way to keep a server out of the quorum as a network
+    /// partition would. False if the JVM's process id is not known.
+    pub fn pause(&self) -> bool {
+        self.signal("-STOP")
+    }
+
+    /// Lets a JVM stopped by [`pause`](Self::pause) run again (SIGCONT).
+    pub fn resume(&self) -> bool {
+        self.signal("-CONT")
+    }
+
+    fn signal(&self, sig: &str) -> bool {
+        self.jvm_pid().is_some_and(|pid| {
+            Command::new("kill")
+                .arg(sig)
+                .arg(pid.to_string())
+                .status()
+                .is_ok_and(|s| s.success())
+        })
     }
 
     /// Starts the JVM again on the same port and data directory (after

@@ -31,6 +31,12 @@ trait Ensemble {
     fn restart(&mut self, i: usize, wait: bool);
     /// Server `i`'s `server.N=...` line with this role, for a reconfig.
     fn server_line(&self, i: usize, role: &str) -> String;
+    /// Cuts server `i` off from the others, its sessions and connections
+    /// kept: a paused JVM (SIGSTOP) for a real server, a partition for the
+    /// mock's.
+    fn cut_off(&mut self, i: usize);
+    /// Ends [`cut_off`](Ensemble::cut_off).
+    fn reconnect(&mut self, i: usize);
 }
 
 struct Real(RealEnsemble);
@@ -62,6 +68,12 @@ impl Ensemble for Real {
     fn server_line(&self, i: usize, role: &str) -> String {
         self.0.server_line(i, role)
     }
+    fn cut_off(&mut self, i: usize) {
+        assert!(self.0.pause(i), "server {i}'s JVM paused");
+    }
+    fn reconnect(&mut self, i: usize) {
+        assert!(self.0.resume(i), "server {i}'s JVM resumed");
+    }
 }
 
 /// One real server in standalone mode (`ZooKeeperServerMain`), killed and
@@ -84,6 +96,12 @@ impl Ensemble for RealStandalone {
     fn server_line(&self, _: usize, _: &str) -> String {
         unreachable!("a standalone server has no server.N line")
     }
+    fn cut_off(&mut self, _: usize) {
+        unreachable!("a standalone server has no quorum to be cut off from")
+    }
+    fn reconnect(&mut self, _: usize) {
+        unreachable!("a standalone server has no quorum to be cut off from")
+    }
 }
 
 struct Mock(ZkMock);
@@ -104,6 +122,12 @@ impl Ensemble for Mock {
     fn server_line(&self, i: usize, role: &str) -> String {
         mock_server_line(self.0.server(i).addr(), i, role)
     }
+    fn cut_off(&mut self, i: usize) {
+        assert!(self.0.server(i).partition());
+    }
+    fn reconnect(&mut self, i: usize) {
+        assert!(self.0.server(i).heal());
+    }
 }
 
 /// A mock server's line: its client address, and quorum and election
@@ -122,6 +146,9 @@ fn mock_server_line(addr: SocketAddr, i: usize, role: &str) -> String {
 enum With {
     Defaults,
     ReadOnlyMode,
+    /// Read-only mode with local sessions (`localSessionsEnabled`): a
+    /// read-only server makes a new session local.
+    ReadOnlyLocalSessions,
     /// reconfigEnabled, and the super user `super:test`.
     Reconfig,
     /// As `Reconfig`, with server 1 the only participant and servers 2
@@ -142,6 +169,11 @@ fn real_ensemble(with: With) -> Box<dyn Ensemble> {
         }
         With::Defaults => {}
         With::ReadOnlyMode => b = b.jvm_arg("-Dreadonlymode.enabled=true"),
+        With::ReadOnlyLocalSessions => {
+            b = b
+                .jvm_arg("-Dreadonlymode.enabled=true")
+                .cfg("localSessionsEnabled=true")
+        }
         With::Reconfig | With::Observers => {
             // A reconfig that removes the leader hands over to a designated
             // leader (`Leader.getDesignatedLeader`), and the followers
@@ -176,7 +208,11 @@ async fn mock_ensemble(with: With) -> Box<dyn Ensemble> {
     let mut b = ZkMock::builder()
         .servers(if with == With::Standalone { 1 } else { 3 })
         .tick_time(500)
-        .read_only_mode(with == With::ReadOnlyMode)
+        .read_only_mode(matches!(
+            with,
+            With::ReadOnlyMode | With::ReadOnlyLocalSessions
+        ))
+        .local_sessions(with == With::ReadOnlyLocalSessions)
         .reconfig_enabled(matches!(with, With::Reconfig | With::Observers))
         .super_digest(SUPER_DIGEST);
     if with == With::Observers {
@@ -591,6 +627,100 @@ fn quorum_loss_then_read_only_mode_then_the_quorum_back() {
             t
         })
     });
+}
+
+/// Waits up to `secs` for the server at `addr` to answer `isro` with
+/// `want`; what it answered last.
+async fn until_isro(addr: SocketAddr, want: &str, secs: u64) -> String {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let isro = four_letter(addr, b"isro").await;
+        if isro == want || Instant::now() >= deadline {
+            return isro;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A read-only server's local session is unknown to the leader. While its
+/// server, still read-only, is cut off and the other two have a quorum
+/// again, its re-attach on a server of the quorum is answered as expired
+/// (`LearnerZooKeeperServer.revalidateSession` asks the leader, whose
+/// tracker never knew it) and closed. Once its server rejoins, the local
+/// session is gone: its connection there is closed, and a re-attach there is
+/// expired too.
+#[test]
+fn a_read_only_servers_local_session_while_the_others_have_a_quorum() {
+    judge(
+        "a read-only server's local session",
+        With::ReadOnlyLocalSessions,
+        |e| {
+            Box::pin(async move {
+                let mut t = Vec::new();
+                let (f, g, l) = followers(e);
+                e.kill(l);
+                e.kill(g);
+                t.push(format!(
+                    "the survivor, isro: {}",
+                    until_isro(e.addr(f), "ro", 30).await
+                ));
+                let made =
+                    RawClient::handshake(e.addr(f), &connect_req(0, zeros(), 0, 6000, true)).await;
+                let Ok((mut local, Some(resp))) = made else {
+                    t.push("a new read-only session: not answered".into());
+                    return t;
+                };
+                t.push(format!(
+                    "a new read-only session: a session: {}, read-only: {:?}, timeout {}",
+                    resp.session_id != 0,
+                    resp.read_only,
+                    resp.time_out
+                ));
+                e.cut_off(f);
+                e.restart(l, false);
+                e.restart(g, false);
+                t.push(format!(
+                    "the two restarted, isro: {} and {}",
+                    until_isro(e.addr(l), "rw", 60).await,
+                    until_isro(e.addr(g), "rw", 60).await
+                ));
+                let again = connect_req(local.session_id, local.passwd.clone(), 0, 6000, false);
+                let reattach = |addr: SocketAddr| {
+                    let again = &again;
+                    async move {
+                        match RawClient::handshake(addr, again).await {
+                            Ok((mut c, Some(resp))) => format!(
+                                "session {:#x}, timeout {}, then {}",
+                                resp.session_id,
+                                resp.time_out,
+                                after_kill(&mut c).await
+                            ),
+                            Ok((_, None)) => "closed with no answer".into(),
+                            Err(err) => format!("{}", err.kind()),
+                        }
+                    }
+                };
+                t.push(format!(
+                    "re-attached on a server of the quorum: {}",
+                    reattach(e.addr(l)).await
+                ));
+                e.reconnect(f);
+                t.push(format!(
+                    "its own server back, isro: {}",
+                    until_isro(e.addr(f), "rw", 60).await
+                ));
+                t.push(format!(
+                    "the local session's connection: {}",
+                    after_kill(&mut local).await
+                ));
+                t.push(format!(
+                    "re-attached on its own server: {}",
+                    reattach(e.addr(f)).await
+                ));
+                t
+            })
+        },
+    );
 }
 
 /// A new session with readOnly set, on a read-only server without local
