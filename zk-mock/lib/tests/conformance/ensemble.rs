@@ -573,16 +573,10 @@ fn quorum_loss_then_read_only_mode_then_the_quorum_back() {
                 .unwrap();
             e.kill(l);
             e.kill(g);
-            let deadline = Instant::now() + Duration::from_secs(30);
-            let mut isro = String::new();
-            while Instant::now() < deadline {
-                isro = four_letter(e.addr(f), b"isro").await;
-                if isro == "ro" {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            t.push(format!("the survivor, isro: {isro}"));
+            t.push(format!(
+                "the survivor, isro: {}",
+                until_isro(e.addr(f), "ro", 30).await
+            ));
             let srvr = four_letter(e.addr(f), b"srvr").await;
             t.push(format!(
                 "its srvr: {:?}",
@@ -615,15 +609,10 @@ fn quorum_loss_then_read_only_mode_then_the_quorum_back() {
                 new_read_only_session(e.addr(f)).await
             ));
             e.restart(l, false);
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while Instant::now() < deadline {
-                isro = four_letter(e.addr(f), b"isro").await;
-                if isro == "rw" {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            t.push(format!("a quorum again, isro: {isro}"));
+            t.push(format!(
+                "a quorum again, isro: {}",
+                until_isro(e.addr(f), "rw", 60).await
+            ));
             t
         })
     });

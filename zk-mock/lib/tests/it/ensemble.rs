@@ -435,32 +435,37 @@ async fn a_new_session_through_a_lagging_follower_is_answered_when_it_applies_th
 
 #[tokio::test]
 async fn a_request_sent_before_the_handshakes_answer_waits_for_it() {
-    use tokio::io::AsyncWriteExt;
-    use zk_mock::codec::frame;
-    use zk_mock::proto::{PathWatchRequest, ReplyHeader, RequestHeader};
+    use zk_mock::proto::ReplyHeader;
     let mock = ensemble(3).await;
     let admin = on(&mock, 0).await;
     admin.create("/p", b"", &persistent()).await.unwrap();
     mock.server(1).set_lag(Lag::Txns(1)).unwrap();
     // The handshake and an exists, in one write, before any answer.
-    let mut out = frame(
-        &ConnectRequest {
-            time_out: 6000,
-            passwd: Some(bytes::Bytes::from_static(&[0; 16])),
-            read_only: Some(false),
-            ..Default::default()
-        }
-        .to_bytes(),
-    )
-    .to_vec();
-    let mut body = bytes::BytesMut::new();
-    RequestHeader { xid: 1, op_type: 3 }.encode(&mut body);
-    PathWatchRequest {
-        path: "/p".into(),
-        watch: false,
+    let mut s = pipelined_through_follower_1(&mock, &admin, &["/p"]).await;
+    // ZooKeeper reads nothing more until the session is set up: the
+    // handshake's answer comes first, then the exists' reply.
+    let frames = read_frames(&mut s, 2).await;
+    let answer = zk_mock::proto::ConnectResponse::decode(&frames[0]).unwrap();
+    assert_ne!(answer.session_id, 0, "the handshake's answer comes first");
+    let header = ReplyHeader::decode(&frames[1]).unwrap();
+    assert_eq!((header.xid, header.err), (1, 0));
+}
+
+/// A new session's handshake and an exists (no watch) of each of `paths`,
+/// xids from 1, sent to server 1 in one write before any answer; returns
+/// once the leader has committed the createSession and one more write
+/// (`/tick`), so that server 1, one txn behind, has applied the
+/// createSession.
+async fn pipelined_through_follower_1(
+    mock: &ZkMock,
+    admin: &Client,
+    paths: &[&str],
+) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let mut out = zk_mock::codec::frame(&new_session(6000, Some(false)).to_bytes()).to_vec();
+    for (xid, path) in (1..).zip(paths) {
+        out.extend_from_slice(&request_bytes(xid, 3, &path_watch(path, false).to_bytes()));
     }
-    .encode(&mut body);
-    out.extend_from_slice(&frame(&body));
     let mut s = tokio::net::TcpStream::connect(mock.server(1).addr())
         .await
         .unwrap();
@@ -474,13 +479,7 @@ async fn a_request_sent_before_the_handshakes_answer_waits_for_it() {
     .await
     .unwrap();
     admin.create("/tick", b"", &persistent()).await.unwrap();
-    // ZooKeeper reads nothing more until the session is set up: the
-    // handshake's answer comes first, then the exists' reply.
-    let frames = read_frames(&mut s, 2).await;
-    let answer = zk_mock::proto::ConnectResponse::decode(&frames[0]).unwrap();
-    assert_ne!(answer.session_id, 0, "the handshake's answer comes first");
-    let header = ReplyHeader::decode(&frames[1]).unwrap();
-    assert_eq!((header.xid, header.err), (1, 0));
+    s
 }
 
 /// The next `n` frames (length prefix off) from a raw socket.
@@ -513,9 +512,7 @@ async fn read_frames(s: &mut tokio::net::TcpStream, n: usize) -> Vec<Vec<u8>> {
 /// request sent after it is answered after it, as on any connection.
 #[tokio::test]
 async fn a_request_held_by_a_rule_after_waiting_for_the_handshake_keeps_its_place() {
-    use tokio::io::AsyncWriteExt;
-    use zk_mock::codec::frame;
-    use zk_mock::proto::{PathWatchRequest, ReplyHeader, RequestHeader};
+    use zk_mock::proto::ReplyHeader;
     let mock = ensemble(3).await;
     let admin = on(&mock, 0).await;
     admin.create("/p", b"", &persistent()).await.unwrap();
@@ -529,39 +526,7 @@ async fn a_request_held_by_a_rule_after_waiting_for_the_handshake_keeps_its_plac
     );
     // The handshake, an exists of /p (xid 1) and one of /q (xid 2), in
     // one write, before any answer.
-    let mut out = frame(
-        &ConnectRequest {
-            time_out: 6000,
-            passwd: Some(bytes::Bytes::from_static(&[0; 16])),
-            read_only: Some(false),
-            ..Default::default()
-        }
-        .to_bytes(),
-    )
-    .to_vec();
-    for (xid, path) in [(1, "/p"), (2, "/q")] {
-        let mut body = bytes::BytesMut::new();
-        RequestHeader { xid, op_type: 3 }.encode(&mut body);
-        PathWatchRequest {
-            path: path.into(),
-            watch: false,
-        }
-        .encode(&mut body);
-        out.extend_from_slice(&frame(&body));
-    }
-    let mut s = tokio::net::TcpStream::connect(mock.server(1).addr())
-        .await
-        .unwrap();
-    s.write_all(&out).await.unwrap();
-    mock.wait_until(QUICK, |log| {
-        log.sessions()
-            .filter(|s| s.event == zk_mock::record::SessionEvent::Created)
-            .count()
-            == 2
-    })
-    .await
-    .unwrap();
-    admin.create("/tick", b"", &persistent()).await.unwrap();
+    let mut s = pipelined_through_follower_1(&mock, &admin, &["/p", "/q"]).await;
     let answer = read_frames(&mut s, 1).await;
     assert_ne!(
         zk_mock::proto::ConnectResponse::decode(&answer[0])
@@ -616,11 +581,8 @@ async fn a_server_behind_the_clients_last_zxid_refuses_it() {
     writer.create("/z", b"", &persistent()).await.unwrap();
     let seen = mock.last_zxid();
     let req = ConnectRequest {
-        time_out: 6000,
         last_zxid_seen: seen,
-        passwd: Some(bytes::Bytes::from_static(&[0; 16])),
-        read_only: Some(false),
-        ..Default::default()
+        ..new_session(6000, Some(false))
     };
     // ZooKeeperServer.processConnectRequest: CLIENT_ZXID_AHEAD, closed with no answer.
     let (_, behind) = RawClient::handshake(mock.server(2).addr(), &req)
@@ -983,12 +945,7 @@ async fn a_read_only_servers_local_session_is_expired_on_a_server_of_the_quorum(
     let mock = read_only_ensemble(true).await;
     assert!(mock.server(2).partition());
     until_read_only(&mock, 2).await;
-    let new = ConnectRequest {
-        time_out: 6000,
-        passwd: Some(bytes::Bytes::from_static(&[0; 16])),
-        read_only: Some(true),
-        ..Default::default()
-    };
+    let new = new_session(6000, Some(true));
     let (local, resp) = RawClient::handshake(mock.server(2).addr(), &new)
         .await
         .unwrap();
@@ -1031,12 +988,7 @@ async fn without_local_sessions_a_read_only_server_answers_a_new_session_with_no
     assert!(mock.server(0).kill());
     assert!(mock.server(1).kill());
     until_read_only(&mock, 2).await;
-    let req = ConnectRequest {
-        time_out: 6000,
-        passwd: Some(bytes::Bytes::from_static(&[0; 16])),
-        read_only: Some(true),
-        ..Default::default()
-    };
+    let req = new_session(6000, Some(true));
     let mut s = tokio::net::TcpStream::connect(mock.server(2).addr())
         .await
         .unwrap();

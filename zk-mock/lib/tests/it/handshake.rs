@@ -9,15 +9,6 @@ use zk_mock::proto::{ConnectRequest, ConnectResponse, GetDataResponse, OpCode, R
 
 use crate::support::*;
 
-fn new_session(read_only: Option<bool>) -> ConnectRequest {
-    ConnectRequest {
-        time_out: 10_000,
-        passwd: Some(Bytes::from_static(&[0; 16])),
-        read_only,
-        ..Default::default()
-    }
-}
-
 /// Sends `bytes` on a fresh socket and reads one length-prefixed frame.
 async fn first_frame(addr: std::net::SocketAddr, bytes: &[u8]) -> (TcpStream, Option<Vec<u8>>) {
     let mut s = TcpStream::connect(addr).await.unwrap();
@@ -43,7 +34,7 @@ fn framed(body: &[u8]) -> Vec<u8> {
 #[tokio::test]
 async fn a_connect_with_the_read_only_byte_gets_a_37_byte_response() {
     let mock = start_mock().await;
-    let req = new_session(Some(false)).to_bytes();
+    let req = new_session(10_000, Some(false)).to_bytes();
     assert_eq!(req.len(), 45);
     let (_s, frame) = first_frame(mock.addr(), &framed(&req)).await;
     let frame = frame.expect("answered");
@@ -67,7 +58,7 @@ async fn a_connect_with_the_read_only_byte_gets_a_37_byte_response() {
 #[tokio::test]
 async fn a_connect_without_the_read_only_byte_gets_a_36_byte_response() {
     let mock = start_mock().await;
-    let req = new_session(None).to_bytes();
+    let req = new_session(10_000, None).to_bytes();
     assert_eq!(req.len(), 44);
     let (_s, frame) = first_frame(mock.addr(), &framed(&req)).await;
     let frame = frame.expect("answered");
@@ -83,7 +74,7 @@ async fn the_expired_answer_also_mirrors_the_read_only_byte() {
     for (ro, len) in [(Some(false), 37), (None, 36)] {
         let req = ConnectRequest {
             session_id: 42,
-            ..new_session(ro)
+            ..new_session(10_000, ro)
         };
         let (_s, frame) = first_frame(mock.addr(), &framed(&req.to_bytes())).await;
         let frame = frame.expect("answered");
@@ -103,7 +94,7 @@ async fn a_new_session_may_send_an_empty_password_as_the_rust_client_does() {
     let mock = start_mock().await;
     let req = ConnectRequest {
         passwd: Some(Bytes::new()),
-        ..new_session(Some(false))
+        ..new_session(10_000, Some(false))
     };
     let (c, resp) = RawClient::handshake(mock.addr(), &req).await.unwrap();
     let resp = resp.unwrap();
@@ -131,7 +122,7 @@ async fn session_ids_follow_zookeepers_standalone_layout_and_passwords_its_gener
 #[tokio::test]
 async fn requests_pipelined_behind_the_connect_request_are_answered_after_it() {
     let mock = start_mock().await;
-    let mut bytes = framed(&new_session(Some(false)).to_bytes());
+    let mut bytes = framed(&new_session(10_000, Some(false)).to_bytes());
     for xid in 1..=3 {
         let mut b = BytesMut::new();
         RequestHeader {

@@ -6,21 +6,12 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use zk_mock::codec::{frame, Record};
-use zk_mock::proto::{ConnectRequest, OpCode, RequestHeader};
+use zk_mock::proto::{OpCode, RequestHeader};
 
 use crate::support::{create_req, raw, raw_create_ok, raw_exists, start_mock};
 
 fn connect_frame() -> Vec<u8> {
-    frame(
-        &ConnectRequest {
-            time_out: 10_000,
-            passwd: Some(bytes::Bytes::from_static(&[0; 16])),
-            read_only: Some(false),
-            ..Default::default()
-        }
-        .to_bytes(),
-    )
-    .to_vec()
+    frame(&crate::support::new_session(10_000, Some(false)).to_bytes()).to_vec()
 }
 
 fn create_frame(xid: i32, path: &str) -> Vec<u8> {

@@ -15,8 +15,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use zk_mock::client::{Notification, RawClient, Reply};
 use zk_mock::proto::{
-    Acl, CreateRequest, GetDataResponse, OpCode, PathRequest, PathWatchRequest, SetDataRequest,
-    Stat,
+    Acl, ConnectRequest, CreateRequest, GetDataResponse, OpCode, PathRequest, PathWatchRequest,
+    SetDataRequest, Stat,
 };
 use zk_mock::ZkMock;
 use zookeeper_client::{Acls, Client, CreateMode, CreateOptions, EventType, WatchedEvent};
@@ -118,6 +118,17 @@ pub(crate) async fn send_until_read(
         }
     })
     .await;
+}
+
+/// A new session's handshake (no session id, a zero password), as a raw
+/// client sends it.
+pub(crate) fn new_session(time_out: i32, read_only: Option<bool>) -> ConnectRequest {
+    ConnectRequest {
+        time_out,
+        passwd: Some(Bytes::from_static(&[0; 16])),
+        read_only,
+        ..Default::default()
+    }
 }
 
 /// One request's frame (length prefix, header, body), to send with others

@@ -11,7 +11,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use zk_mock::client::RawClient;
-use zk_mock::proto::{ConnectRequest, GetDataResponse, OpCode};
+use zk_mock::proto::{GetDataResponse, OpCode};
 use zk_mock::{Tls, ZkMock};
 
 use crate::support::{create_req, path_watch};
@@ -83,15 +83,6 @@ fn connector(pki: &Pki, with_client_cert: bool) -> tokio_rustls::TlsConnector {
     tokio_rustls::TlsConnector::from(Arc::new(config))
 }
 
-fn connect_request() -> ConnectRequest {
-    ConnectRequest {
-        time_out: 10_000,
-        passwd: Some(bytes::Bytes::from_static(&[0; 16])),
-        read_only: Some(false),
-        ..Default::default()
-    }
-}
-
 async fn mock(pki: &Pki, require_client_cert: bool) -> ZkMock {
     let mut tls = Tls::from_pem(pki.server_cert.as_bytes(), pki.server_key.as_bytes()).unwrap();
     if require_client_cert {
@@ -105,7 +96,9 @@ async fn tls_client(zk: &ZkMock, pki: &Pki, with_client_cert: bool) -> std::io::
     let tcp = TcpStream::connect(addr).await?;
     let name = ServerName::try_from("127.0.0.1").unwrap();
     let stream = connector(pki, with_client_cert).connect(name, tcp).await?;
-    let (c, resp) = RawClient::handshake_over(stream, &connect_request()).await?;
+    let (c, resp) =
+        RawClient::handshake_over(stream, &crate::support::new_session(10_000, Some(false)))
+            .await?;
     resp.ok_or_else(|| std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "no session"))?;
     Ok(c)
 }
@@ -199,7 +192,7 @@ async fn plain_zookeeper_on_the_tls_port_is_closed_and_harms_nobody() {
     // A plain handshake sent to the TLS port is not a ClientHello.
     let (mut wrong, resp) = RawClient::handshake_over(
         TcpStream::connect(zk.secure_addr().unwrap()).await.unwrap(),
-        &connect_request(),
+        &crate::support::new_session(10_000, Some(false)),
     )
     .await
     .unwrap();
