@@ -795,6 +795,18 @@ impl Reader {
             && self.release(None, |st, c| st.release_request(c)) == Step::Close)
     }
 
+    /// Whether [`feed`](Self::feed) with no new bytes would do nothing:
+    /// nothing buffered, no held request or sync whose gate may have
+    /// opened, and a gate the server has not closed (a closed one ends the
+    /// connection at the next feed). A gate that never changed is read
+    /// with one atomic load, not its lock.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.buf.is_empty()
+            && self.held.is_none()
+            && self.commit.is_none()
+            && (matches!(self.gate.has_changed(), Ok(false)) || *self.gate.borrow() != Gate::Closed)
+    }
+
     /// A reader for a connection registered without a socket (fuzzing).
     pub(crate) fn detached(shared: Shared, conn: ConnId, gate: watch::Receiver<Gate>) -> Reader {
         let max_packet = lock(&shared).settings().max_packet;

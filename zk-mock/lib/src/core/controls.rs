@@ -100,9 +100,10 @@ impl State {
         }
     }
 
-    /// Closes every connection; how many.
+    /// Closes every connection, oldest first; how many.
     pub(crate) fn disconnect_all(&mut self) -> usize {
-        let conns: Vec<ConnId> = self.out.conns.keys().copied().collect();
+        let mut conns: Vec<ConnId> = self.out.conns.keys().copied().collect();
+        conns.sort_unstable();
         for &c in &conns {
             self.close_conn(c);
         }

@@ -51,15 +51,17 @@ impl State {
         tracing::info!(server = i, "read-only server stopped: back in the quorum");
     }
 
-    /// Closes every client connection of server `i`.
+    /// Closes every client connection of server `i`, oldest first (the
+    /// recorder's disconnects come in the same order every run).
     fn drop_clients(&mut self, i: usize) {
-        let conns: Vec<ConnId> = self
+        let mut conns: Vec<ConnId> = self
             .out
             .conns
             .iter()
             .filter(|(_, c)| c.server == i)
             .map(|(&id, _)| id)
             .collect();
+        conns.sort_unstable();
         for conn in conns {
             self.close_conn(conn);
         }

@@ -357,7 +357,8 @@ impl ZkMock {
         self.control.disconnect(id)
     }
 
-    /// Closes every client connection; returns how many.
+    /// Closes every client connection, oldest first (the recorder's
+    /// disconnects come in that order every run); returns how many.
     pub fn disconnect_all(&self) -> usize {
         self.control.disconnect_all()
     }

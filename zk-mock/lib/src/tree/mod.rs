@@ -281,6 +281,15 @@ impl DataTree {
             .into_iter()
     }
 
+    /// Whether `path` is indexed among `session`'s ephemerals: a lookup,
+    /// where [`ephemerals_of`](Self::ephemerals_of) puts the whole set in
+    /// ZooKeeper's order.
+    pub(crate) fn is_ephemeral_of(&self, session: i64, path: &str) -> bool {
+        self.ephemerals
+            .get(&session)
+            .is_some_and(|set| set.contains(path))
+    }
+
     /// Saves a session's ephemerals index into the multi journal, once.
     fn save_session(&mut self, session: i64) {
         if self.journal.is_some() && !self.session_journal.contains_key(&session) {

@@ -606,6 +606,38 @@ async fn a_server_behind_the_clients_last_zxid_refuses_it() {
     );
 }
 
+/// The sessions the recorder saw disconnected, in its order, from the
+/// `skip`-th on.
+fn disconnects(mock: &ZkMock, skip: usize) -> Vec<i64> {
+    mock.inspect(|log| {
+        log.sessions()
+            .filter(|s| s.event == zk_mock::record::SessionEvent::Disconnected)
+            .skip(skip)
+            .map(|s| s.session.0)
+            .collect()
+    })
+}
+
+#[tokio::test]
+async fn connections_dropped_together_are_recorded_in_the_order_they_connected() {
+    let mock = ensemble(3).await;
+    let mut on_1 = Vec::new();
+    let mut on_2 = Vec::new();
+    for _ in 0..8 {
+        on_1.push(on(&mock, 1).await);
+        on_2.push(on(&mock, 2).await);
+    }
+    let ids =
+        |clients: &[Client]| -> Vec<i64> { clients.iter().map(|c| c.session_id().0).collect() };
+    // A kill drops its server's connections, oldest first: the same order
+    // every run, whatever the order of the server's own tables.
+    assert!(mock.server(1).kill());
+    assert_eq!(disconnects(&mock, 0), ids(&on_1));
+    // So does disconnect_all (server 1's clients cannot reach it again).
+    assert_eq!(mock.disconnect_all(), 8);
+    assert_eq!(disconnects(&mock, 8), ids(&on_2));
+}
+
 #[tokio::test]
 async fn killing_a_clients_server_fails_it_over_with_its_session_and_ephemerals() {
     let mock = ensemble(3).await;
