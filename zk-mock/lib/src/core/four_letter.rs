@@ -275,6 +275,9 @@ fn dump(out: &mut String, state: &State) {
     for s in state.sessions.iter() {
         by_deadline.entry(s.deadline).or_default().push(s.id);
     }
+    for ids in by_deadline.values_mut() {
+        ids.sort_unstable();
+    }
     let count = state.sessions.iter().count();
     out.push_str("SessionTracker dump:\n");
     let _ = writeln!(out, "Session Sets ({})/({count}):", by_deadline.len());

@@ -287,9 +287,11 @@ impl State {
         deleted
     }
 
-    /// Expires every session; returns how many.
+    /// Expires every session, oldest first (the same order, and so the
+    /// same closeSession zxids, every run); returns how many.
     pub(crate) fn expire_all(&mut self) -> usize {
-        let ids: Vec<i64> = self.sessions.iter().map(|s| s.id).collect();
+        let mut ids: Vec<i64> = self.sessions.iter().map(|s| s.id).collect();
+        ids.sort_unstable();
         ids.into_iter().filter(|id| self.expire(*id)).count()
     }
 

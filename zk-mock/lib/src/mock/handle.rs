@@ -334,7 +334,8 @@ impl ZkMock {
         self.control.expire_session_until(id, gate)
     }
 
-    /// Expires every session; returns how many.
+    /// Expires every session, oldest first (the same closeSession zxids
+    /// every run); returns how many.
     pub fn expire_all(&self) -> usize {
         self.control.expire_all()
     }

@@ -462,6 +462,32 @@ async fn disconnect_keeps_the_session_and_expire_all_ends_every_one() {
 }
 
 #[tokio::test]
+async fn expire_all_ends_the_oldest_session_first_every_run() {
+    let mock = start_mock().await;
+    let mut clients = Vec::new();
+    for i in 0..8 {
+        let c = connect(&mock).await;
+        c.create(&format!("/e{i}"), b"", &ephemeral())
+            .await
+            .unwrap();
+        clients.push(c);
+    }
+    let mut ids: Vec<i64> = clients.iter().map(|c| c.session_id().0).collect();
+    ids.sort_unstable();
+    assert_eq!(mock.expire_all(), 8);
+    // One closeSession each, in the order the sessions were made: the
+    // zxids, the deletes and the recorder's events the same every run.
+    let expired: Vec<(i64, i64)> = mock.inspect(|log| {
+        log.sessions()
+            .filter(|s| s.event == SessionEvent::Expired)
+            .map(|s| (s.session.0, s.zxid))
+            .collect()
+    });
+    assert_eq!(expired.iter().map(|e| e.0).collect::<Vec<_>>(), ids);
+    assert!(expired.windows(2).all(|w| w[0].1 < w[1].1), "{expired:?}");
+}
+
+#[tokio::test]
 async fn on_the_manual_clock_a_silent_session_expires_only_when_time_is_advanced() {
     let mock = ZkMock::builder()
         .clock(ClockMode::Manual)
