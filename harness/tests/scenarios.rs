@@ -200,6 +200,32 @@ async fn a_lock_that_stalls_before_a_steps_trigger_fails_liveness() {
         end.untriggered,
         vec!["step 1 (on acquisitions 4: expire ALL)".to_string()]
     );
+    // The clients still acquiring at the end are closed in the order of
+    // their names, every run: their closeSessions, and the deletes that
+    // come with them, are the history's last lines.
+    let client_of: std::collections::BTreeMap<String, &str> = outcome
+        .journal
+        .iter()
+        .filter_map(|e| match e.event {
+            harness::journal::Event::Connected { session } => {
+                Some((format!("{session:#x}"), e.client.as_str()))
+            }
+            _ => None,
+        })
+        .collect();
+    let closed: Vec<&str> = outcome
+        .history_tail
+        .iter()
+        .filter(|l| l.contains(" sess ") && l.contains(" Closed "))
+        .filter_map(|l| l.split_whitespace().nth(2).and_then(|s| client_of.get(s)))
+        .copied()
+        .collect();
+    assert_eq!(
+        closed,
+        ["holder", "waiter.0", "waiter.1"],
+        "{:#?}",
+        outcome.history_tail
+    );
     let details = failure_details(&outcome);
     assert!(details.contains("liveness: VIOLATED"), "{details}");
     assert!(!details.contains("error:"), "{details}");

@@ -283,9 +283,11 @@ impl Host {
         })
     }
 
-    /// Closes every client.
+    /// Closes every client, in the order of their names: the closeSessions
+    /// and what they delete and notify come in the same order every run.
     pub async fn shutdown(&self) {
-        let names: Vec<String> = self.clients().keys().cloned().collect();
+        let mut names: Vec<String> = self.clients().keys().cloned().collect();
+        names.sort_unstable();
         for n in names {
             let _ = self.close(&n).await;
         }

@@ -288,12 +288,13 @@ fn dump(out: &mut String, state: &State) {
         }
     }
     out.push_str("ephemeral nodes dump:\n");
-    let with: Vec<(i64, Vec<&str>)> = state
+    let mut with: Vec<(i64, Vec<&str>)> = state
         .sessions
         .iter()
         .map(|s| (s.id, state.tree().ephemerals_of(s.id).collect::<Vec<_>>()))
         .filter(|(_, e)| !e.is_empty())
         .collect();
+    with.sort_unstable_by_key(|(id, _)| *id);
     let _ = writeln!(out, "Sessions with Ephemerals ({}):", with.len());
     for (id, paths) in with {
         let _ = writeln!(out, "0x{id:x}:");

@@ -643,7 +643,11 @@ impl DataTree {
             .filter(|p| !kept(p))
             .map(String::from)
             .collect();
-        paths.sort_unstable_by_key(|p| std::cmp::Reverse(p.matches('/').count()));
+        // The deepest first, each depth in path order: the same deletes, in
+        // the same order, every run.
+        paths.sort_unstable_by(|a, b| {
+            (b.matches('/').count(), a.as_str()).cmp(&(a.matches('/').count(), b.as_str()))
+        });
         for p in paths {
             self.delete_node(zxid, &p, events);
         }

@@ -182,6 +182,34 @@ async fn srvr_reports_a_standalone_server_with_five_nodes_when_fresh() {
 }
 
 #[tokio::test]
+async fn dump_lists_the_sessions_with_ephemerals_in_id_order() {
+    let mock = start_mock().await;
+    let mut ids = Vec::new();
+    let mut clients = Vec::new();
+    for i in 0..6 {
+        let c = connect(&mock).await;
+        c.create(&format!("/e{i}"), b"", &ephemeral())
+            .await
+            .unwrap();
+        ids.push(format!("0x{:x}:", c.session_id().0));
+        clients.push(c);
+    }
+    ids.sort_by_key(|id| i64::from_str_radix(&id[2..id.len() - 1], 16).unwrap());
+    let mut s = TcpStream::connect(mock.addr()).await.unwrap();
+    s.write_all(b"dump").await.unwrap();
+    let mut out = String::new();
+    with_timeout(QUICK, "dump answer", s.read_to_string(&mut out))
+        .await
+        .unwrap();
+    assert!(out.contains("Sessions with Ephemerals (6):\n"), "{out}");
+    let listed: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("0x") && l.ends_with(':'))
+        .collect();
+    assert_eq!(listed, ids, "{out}");
+}
+
+#[tokio::test]
 async fn a_four_letter_word_after_the_handshake_is_just_a_bad_frame() {
     let mock = start_mock().await;
     let mut c = raw(&mock).await;
