@@ -152,6 +152,27 @@ impl State {
                 TxnOp::CreateSession(answer),
                 Some((conn, 0)),
             );
+            let replica = &self.ensemble.servers[server];
+            if replica.last_zxid() < zxid {
+                // A client that times out here sees nothing else, and a
+                // count lag waits for later writes.
+                match replica.lag {
+                    crate::Lag::Txns(n) => tracing::debug!(
+                        server,
+                        session = format_args!("{:#x}", s.id),
+                        "a new session's handshake waits for server {server} to apply its \
+                         createSession, {n} commits behind the leader's: it is answered after \
+                         {n} more writes, a sync through it, or POST /servers/{server}/catch_up"
+                    ),
+                    lag => tracing::debug!(
+                        server,
+                        session = format_args!("{:#x}", s.id),
+                        ?lag,
+                        "a new session's handshake waits for server {server} to apply its \
+                         createSession"
+                    ),
+                }
+            }
             return Flow::Continue;
         }
         // Any other connection of this session on this server is closed
