@@ -15,7 +15,8 @@
 //! `KNOWN` lists the edges that still break the rules, each one to remove.
 //!
 //! It also keeps zk-mock's state inside its core: an `impl` block outside
-//! `core/` for a type that names `State` (`State`, `&mut State`, …) fails (the fields are private to `core/` already, so the
+//! `core/` for a type that names `State` (`State`, `&mut State`, a type
+//! alias or a renamed import of it, …) fails (the fields are private to `core/` already, so the
 //! compiler keeps everyone else to the core's methods).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -582,31 +583,73 @@ fn zk_mock_imports_point_down() {
     check(&ZK_MOCK);
 }
 
-/// Whether a type names `State` anywhere: `State`, `&mut State`,
-/// `Guard<State>` (a type alias of it would still pass unseen).
-fn names_state(ty: &syn::Type) -> bool {
-    struct Names(bool);
-    impl<'a> Visit<'a> for Names {
+/// Whether a type names the state anywhere: `State`, `&mut State`,
+/// `Guard<State>`, or any of `names` (its aliases and renames).
+fn names_state(ty: &syn::Type, names: &BTreeSet<String>) -> bool {
+    struct Names<'n>(bool, &'n BTreeSet<String>);
+    impl<'a> Visit<'a> for Names<'_> {
         fn visit_path(&mut self, p: &'a syn::Path) {
-            self.0 |= p.segments.last().is_some_and(|s| s.ident == "State");
+            self.0 |= p
+                .segments
+                .last()
+                .is_some_and(|s| self.1.contains(&s.ident.to_string()));
             syn::visit::visit_path(self, p);
         }
     }
-    let mut v = Names(false);
+    let mut v = Names(false, names);
     v.visit_type(ty);
     v.0
 }
 
+/// `State` and every name that stands for it in `files`: a type alias
+/// whose type names it (`type Core<'a> = &'a mut State;`), and a renamed
+/// import of it (`use crate::core::State as Core;`), to any depth.
+fn state_names<'f>(files: impl Iterator<Item = &'f syn::File> + Clone) -> BTreeSet<String> {
+    struct Aliases<'n> {
+        names: &'n BTreeSet<String>,
+        found: Vec<String>,
+    }
+    impl<'a> Visit<'a> for Aliases<'_> {
+        fn visit_item_type(&mut self, t: &'a syn::ItemType) {
+            if names_state(&t.ty, self.names) {
+                self.found.push(t.ident.to_string());
+            }
+        }
+        fn visit_use_rename(&mut self, r: &'a syn::UseRename) {
+            if self.names.contains(&r.ident.to_string()) {
+                self.found.push(r.rename.to_string());
+            }
+        }
+    }
+    let mut names = BTreeSet::from(["State".to_string()]);
+    loop {
+        let mut found = Vec::new();
+        for f in files.clone() {
+            let mut v = Aliases {
+                names: &names,
+                found: Vec::new(),
+            };
+            v.visit_file(f);
+            found.extend(v.found);
+        }
+        let before = names.len();
+        names.extend(found);
+        if names.len() == before {
+            return names;
+        }
+    }
+}
+
 /// Every `impl` block of a file (test code included) for a type that names
-/// `State`, trait impls too.
-fn state_impls(file: &syn::File) -> usize {
-    struct Impls(usize);
-    impl<'a> Visit<'a> for Impls {
+/// the state (`names`, from [`state_names`]), trait impls too.
+fn state_impls(file: &syn::File, names: &BTreeSet<String>) -> usize {
+    struct Impls<'n>(usize, &'n BTreeSet<String>);
+    impl<'a> Visit<'a> for Impls<'_> {
         fn visit_item_impl(&mut self, i: &'a syn::ItemImpl) {
             if is_doc_only(&i.attrs) {
                 return;
             }
-            if names_state(&i.self_ty) {
+            if names_state(&i.self_ty, self.1) {
                 self.0 += 1;
             }
             syn::visit::visit_item_impl(self, i);
@@ -617,7 +660,7 @@ fn state_impls(file: &syn::File) -> usize {
             }
         }
     }
-    let mut v = Impls(0);
+    let mut v = Impls(0, names);
     v.visit_file(file);
     v.0
 }
@@ -625,12 +668,18 @@ fn state_impls(file: &syn::File) -> usize {
 #[test]
 fn zk_mocks_state_is_implemented_only_in_its_core() {
     let src = workspace().join(ZK_MOCK.src);
+    let files: Vec<(PathBuf, syn::File)> = walk(&src)
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).unwrap();
+            (path, syn::parse_file(&text).unwrap())
+        })
+        .collect();
+    let names = state_names(files.iter().map(|(_, f)| f));
     let mut outside = Vec::new();
     let mut inside = 0;
-    for path in walk(&src) {
-        let text = std::fs::read_to_string(&path).unwrap();
-        let file = syn::parse_file(&text).unwrap();
-        let n = state_impls(&file);
+    for (path, file) in &files {
+        let n = state_impls(file, &names);
         let rel = path.strip_prefix(&src).unwrap();
         if rel.starts_with("core") {
             inside += n;
@@ -694,11 +743,22 @@ fn the_checker_sees_what_it_must() {
     assert!(layer(&ZK_MOCK, "txn::reply") < layer(&ZK_MOCK, "core::apply"));
     assert!(layer(&ZK_MOCK, "watch") < layer(&ZK_MOCK, "core::state"));
     assert_eq!(layer(&ZK_MOCK, ""), ZK_MOCK.layers.len());
-    // Every impl for a type that names the state counts.
+    // Every impl for a type that names the state counts, through an alias
+    // or a renamed import too.
     let impls = syn::parse_file(
         "impl State {} impl Tr for &mut State {} impl<'a> Tr for Guard<'a, State> {} \
-         impl Stated {} mod m { impl crate::core::State {} }",
+         impl Stated {} mod m { impl crate::core::State {} } \
+         type Core<'a> = &'a mut State; type Deeper<'a> = Option<Core<'a>>; impl Tr for Deeper<'_> {} \
+         use crate::core::State as Hub; impl Hub {} type Other = Stated; impl Other {}",
     )
     .unwrap();
-    assert_eq!(state_impls(&impls), 4);
+    let names = state_names(std::iter::once(&impls));
+    assert_eq!(
+        names,
+        ["Core", "Deeper", "Hub", "State"]
+            .into_iter()
+            .map(String::from)
+            .collect()
+    );
+    assert_eq!(state_impls(&impls, &names), 6);
 }
