@@ -798,7 +798,8 @@ impl Reader {
     /// Whether [`feed`](Self::feed) with no new bytes would do nothing:
     /// nothing buffered, no held request or sync whose gate may have
     /// opened, and a gate the server has not closed (a closed one ends the
-    /// connection at the next feed). A gate that never changed is read
+    /// connection at the next feed). A gate with no change this reader has
+    /// not marked seen (a detached reader marks none) is read
     /// with one atomic load, not its lock.
     pub(crate) fn is_idle(&self) -> bool {
         self.buf.is_empty()

@@ -603,7 +603,10 @@ fn names_state(ty: &syn::Type, names: &BTreeSet<String>) -> bool {
 
 /// `State` and every name that stands for it in `files`: a type alias
 /// whose type names it (`type Core<'a> = &'a mut State;`), and a renamed
-/// import of it (`use crate::core::State as Core;`), to any depth.
+/// import of it (`use crate::core::State as Core;`), to any depth. Names
+/// are matched without their scope: on today's tree the set is `State`
+/// and `Shared` (`Arc<Mutex<State>>`), so an unrelated type named `Shared`
+/// with an impl outside `core/` would fail too; rename one or the other.
 fn state_names<'f>(files: impl Iterator<Item = &'f syn::File> + Clone) -> BTreeSet<String> {
     struct Aliases<'n> {
         names: &'n BTreeSet<String>,

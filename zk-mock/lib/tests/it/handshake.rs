@@ -207,6 +207,23 @@ async fn dump_lists_the_sessions_with_ephemerals_in_id_order() {
         .filter(|l| l.starts_with("0x") && l.ends_with(':'))
         .collect();
     assert_eq!(listed, ids, "{out}");
+    // The session sets: each deadline's sessions in id order too.
+    let sets = out
+        .split("SessionTracker dump:\n")
+        .nth(1)
+        .and_then(|s| s.split("ephemeral nodes dump:").next())
+        .unwrap();
+    let mut in_sets = 0;
+    for set in sets.split(" expire at ").skip(1) {
+        let ids: Vec<i64> = set
+            .lines()
+            .filter_map(|l| l.strip_prefix("\t0x"))
+            .map(|h| i64::from_str_radix(h, 16).unwrap())
+            .collect();
+        assert!(ids.is_sorted(), "{out}");
+        in_sets += ids.len();
+    }
+    assert_eq!(in_sets, 6, "{out}");
 }
 
 #[tokio::test]
