@@ -1,7 +1,6 @@
 //! The 3.9 mode against the 3.8 default: each documented difference, in
 //! both modes, through real sockets (see `zk_mock::Compat`).
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use zk_mock::client::RawClient;
 use zk_mock::proto::event_type::*;
 use zk_mock::proto::{
@@ -292,12 +291,7 @@ async fn four_letter_words_report_the_imitated_version() {
     ] {
         let mock = mock(compat).await;
         assert_eq!(mock.compat(), compat);
-        let mut s = tokio::net::TcpStream::connect(mock.addr()).await.unwrap();
-        s.write_all(b"srvr").await.unwrap();
-        let mut out = String::new();
-        with_timeout(QUICK, "srvr", s.read_to_string(&mut out))
-            .await
-            .unwrap();
+        let out = four_letter(mock.addr(), b"srvr").await;
         assert!(
             out.starts_with(&format!("Zookeeper version: {want}\n")),
             "{out}"

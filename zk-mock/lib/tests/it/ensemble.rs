@@ -749,22 +749,14 @@ async fn killing_the_leader_elects_another_and_losing_the_quorum_stops_every_ser
 
 #[tokio::test]
 async fn srvr_names_each_servers_mode_and_the_zxid_it_has_applied() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    async fn srvr(addr: std::net::SocketAddr) -> String {
-        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-        s.write_all(b"srvr").await.unwrap();
-        let mut out = String::new();
-        s.read_to_string(&mut out).await.unwrap();
-        out
-    }
     let mock = ensemble(3).await;
     mock.server(2).set_lag(Lag::Txns(1)).unwrap();
     let client = on(&mock, 0).await;
     client.create("/m", b"", &persistent()).await.unwrap();
     let (leader, follower, lagging) = (
-        srvr(mock.server(0).addr()).await,
-        srvr(mock.server(1).addr()).await,
-        srvr(mock.server(2).addr()).await,
+        four_letter(mock.server(0).addr(), b"srvr").await,
+        four_letter(mock.server(1).addr(), b"srvr").await,
+        four_letter(mock.server(2).addr(), b"srvr").await,
     );
     assert!(leader.contains("Mode: leader\n"), "{leader}");
     assert!(follower.contains("Mode: follower\n"), "{follower}");
@@ -781,7 +773,9 @@ async fn srvr_names_each_servers_mode_and_the_zxid_it_has_applied() {
         "the lagging server reports its own zxid"
     );
     let single = ZkMock::start().await;
-    assert!(srvr(single.addr()).await.contains("Mode: standalone\n"));
+    assert!(four_letter(single.addr(), b"srvr")
+        .await
+        .contains("Mode: standalone\n"));
 }
 
 /// Re-attaches `c`'s session on another server with a raw ConnectRequest.
@@ -872,15 +866,6 @@ async fn on_one_server_a_reattach_closes_the_sessions_other_connection_at_once()
     let _new = move_session(&old, mock.server(1).addr()).await;
     // CLIENT_RECONNECT: closed, with nothing sent.
     assert!(old.read_frame().await.unwrap().is_none());
-}
-
-async fn four_letter(addr: std::net::SocketAddr, word: &[u8]) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    s.write_all(word).await.unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).await.unwrap();
-    out
 }
 
 /// Waits until server `i` serves read-only.

@@ -464,14 +464,7 @@ async fn disconnect_keeps_the_session_and_expire_all_ends_every_one() {
 #[tokio::test]
 async fn expire_all_ends_the_oldest_session_first_every_run() {
     let mock = start_mock().await;
-    let mut clients = Vec::new();
-    for i in 0..8 {
-        let c = connect(&mock).await;
-        c.create(&format!("/e{i}"), b"", &ephemeral())
-            .await
-            .unwrap();
-        clients.push(c);
-    }
+    let clients = clients_with_ephemerals(&mock, 8).await;
     let mut ids: Vec<i64> = clients.iter().map(|c| c.session_id().0).collect();
     ids.sort_unstable();
     assert_eq!(mock.expire_all(), 8);

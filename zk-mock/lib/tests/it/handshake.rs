@@ -156,25 +156,14 @@ async fn requests_pipelined_behind_the_connect_request_are_answered_after_it() {
 #[tokio::test]
 async fn ruok_is_answered_with_imok_and_a_close() {
     let mock = start_mock().await;
-    let mut s = TcpStream::connect(mock.addr()).await.unwrap();
-    s.write_all(b"ruok").await.unwrap();
-    let mut out = Vec::new();
-    with_timeout(QUICK, "ruok answer", s.read_to_end(&mut out))
-        .await
-        .unwrap();
-    assert_eq!(out, b"imok");
+    assert_eq!(four_letter(mock.addr(), b"ruok").await, "imok");
 }
 
 #[tokio::test]
 async fn srvr_reports_a_standalone_server_with_five_nodes_when_fresh() {
     let mock = start_mock().await;
     let _session = raw(&mock).await; // zxid 1
-    let mut s = TcpStream::connect(mock.addr()).await.unwrap();
-    s.write_all(b"srvr").await.unwrap();
-    let mut out = String::new();
-    with_timeout(QUICK, "srvr answer", s.read_to_string(&mut out))
-        .await
-        .unwrap();
+    let out = four_letter(mock.addr(), b"srvr").await;
     assert!(out.starts_with("Zookeeper version: 3.8"), "{out}");
     assert!(out.contains("Mode: standalone\n"), "{out}");
     assert!(out.contains("Node count: 5\n"), "{out}");
@@ -184,23 +173,11 @@ async fn srvr_reports_a_standalone_server_with_five_nodes_when_fresh() {
 #[tokio::test]
 async fn dump_lists_the_sessions_with_ephemerals_in_id_order() {
     let mock = start_mock().await;
-    let mut ids = Vec::new();
-    let mut clients = Vec::new();
-    for i in 0..6 {
-        let c = connect(&mock).await;
-        c.create(&format!("/e{i}"), b"", &ephemeral())
-            .await
-            .unwrap();
-        ids.push(format!("0x{:x}:", c.session_id().0));
-        clients.push(c);
-    }
-    ids.sort_by_key(|id| i64::from_str_radix(&id[2..id.len() - 1], 16).unwrap());
-    let mut s = TcpStream::connect(mock.addr()).await.unwrap();
-    s.write_all(b"dump").await.unwrap();
-    let mut out = String::new();
-    with_timeout(QUICK, "dump answer", s.read_to_string(&mut out))
-        .await
-        .unwrap();
+    let clients = clients_with_ephemerals(&mock, 6).await;
+    let mut sessions: Vec<i64> = clients.iter().map(|c| c.session_id().0).collect();
+    sessions.sort_unstable();
+    let ids: Vec<String> = sessions.iter().map(|id| format!("0x{id:x}:")).collect();
+    let out = four_letter(mock.addr(), b"dump").await;
     assert!(out.contains("Sessions with Ephemerals (6):\n"), "{out}");
     let listed: Vec<&str> = out
         .lines()

@@ -76,6 +76,36 @@ pub(crate) fn persistent() -> CreateOptions<'static> {
     CreateMode::Persistent.with_acls(Acls::anyone_all())
 }
 
+/// Sends a four-letter word to `addr` and reads the answer up to the
+/// close that ends it.
+pub(crate) async fn four_letter(addr: SocketAddr, word: &[u8]) -> String {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(word).await.unwrap();
+    let mut out = String::new();
+    with_timeout(
+        QUICK,
+        "a four-letter word's answer",
+        s.read_to_string(&mut out),
+    )
+    .await
+    .unwrap();
+    out
+}
+
+/// `n` clients of `mock`, connected one after another, each owning an
+/// ephemeral node `/e{i}`.
+pub(crate) async fn clients_with_ephemerals(mock: &ZkMock, n: usize) -> Vec<Client> {
+    let mut clients = Vec::new();
+    for i in 0..n {
+        let c = connect(mock).await;
+        c.create(&format!("/e{i}"), b"", &ephemeral())
+            .await
+            .unwrap();
+        clients.push(c);
+    }
+    clients
+}
+
 pub(crate) fn ephemeral() -> CreateOptions<'static> {
     CreateMode::Ephemeral.with_acls(Acls::anyone_all())
 }
