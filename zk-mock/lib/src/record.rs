@@ -1008,14 +1008,14 @@ impl Recording {
 /// live; of what ended (sessions closed or expired, paths deleted) only the
 /// last [`RETAINED_ENDED`] keep theirs.
 ///
-/// Every request, watch and notification counts against its path, so the
-/// path table is a hash map (one hash and one comparison per count, where
-/// an ordered map compared the path against a dozen others); it is sorted
-/// only when a [`Recording`] is taken.
+/// Every request, watch and notification counts against its session and
+/// its path, so both tables are hash maps (one hash and one comparison per
+/// count, where an ordered map compared the key against a dozen others);
+/// they are sorted only when a [`Recording`] is taken.
 #[derive(Debug, Default)]
 pub(crate) struct Tally {
     pub(crate) total: Counters,
-    pub(crate) per_session: BTreeMap<i64, Counters>,
+    pub(crate) per_session: Map<i64, Counters>,
     pub(crate) per_path: StrMap<Counters>,
     ended_sessions: Ended<i64>,
     deleted_paths: Ended<Arc<str>>,
@@ -1106,6 +1106,7 @@ impl Tally {
         self.ended_sessions.end(session, |old| {
             per_session.remove(old);
         });
+        self.per_session.shrink_if_sparse();
     }
 
     pub(crate) fn path_changed(&mut self, path: &str, kind: ChangeKind) {

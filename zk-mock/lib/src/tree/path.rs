@@ -179,15 +179,45 @@ mod tests {
             chars in proptest::collection::vec(
                 proptest::sample::select(vec![
                     '/', '.', 'a', 'z', ' ', '\u{0}', '\u{1f}', '\u{7f}', '\u{85}', '\u{a0}',
-                    'é', '\u{e000}', '\u{fffd}', '\u{fff0}', '😀', '-',
+                    'é', '\u{e000}', '\u{fffd}', '\u{fff0}', '😀', '-', '~', '0',
                 ]),
-                0..12,
+                0..40,
             )
         ) {
             let path: String = rooted.then_some('/').into_iter().chain(chars).collect();
             proptest::prop_assert_eq!(is_valid(&path), is_valid_by_segments(&path), "{:?}", path);
             let by_rfind = path.rfind('/').map(|i| (&path[..i], &path[i + 1..]));
             proptest::prop_assert_eq!(split(&path), by_rfind, "{:?}", path);
+        }
+    }
+
+    proptest::proptest! {
+        /// Printable ASCII without a '.', as nearly every path is, at every
+        /// length up to 64 bytes.
+        #[test]
+        fn the_check_of_plain_paths_agrees_with_the_rule(
+            chars in proptest::collection::vec(
+                proptest::sample::select(vec!['/', 'a', 'b', 'z', '0', '~', ' ', '-']),
+                0..64,
+            )
+        ) {
+            let path: String = std::iter::once('/').chain(chars).collect();
+            proptest::prop_assert_eq!(is_valid(&path), is_valid_by_segments(&path), "{:?}", path);
+        }
+    }
+
+    /// Each kind of byte that makes a path invalid or needs a second look,
+    /// and a "//", at every place of a long path.
+    #[test]
+    fn every_byte_of_a_long_path_is_checked() {
+        let plain = "/abcdefgh/ijklmnop/qrstuvwx/yz0123";
+        for at in 1..plain.len() {
+            for insert in [
+                "\u{0}", "\u{1f}", "\u{7f}", ".", "/.", "/..", "é", "\u{e000}", "/", "//",
+            ] {
+                let path = format!("{}{insert}{}", &plain[..at], &plain[at..]);
+                assert_eq!(is_valid(&path), is_valid_by_segments(&path), "{path:?}");
+            }
         }
     }
 
