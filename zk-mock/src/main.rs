@@ -54,6 +54,10 @@ struct Args {
     /// Seed of every random choice (probabilistic fault rules).
     #[arg(long)]
     seed: Option<u64>,
+    /// The wall time the server's clock starts at, in milliseconds since
+    /// the Unix epoch (ctime and mtime follow it); default: now.
+    #[arg(long = "start-time-ms")]
+    start_time_ms: Option<u64>,
     /// Connections the kernel queues before they are accepted
     /// (ZooKeeper's clientPortListenBacklog).
     #[arg(long = "listen-backlog", default_value_t = 1024)]
@@ -211,6 +215,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if let Some(s) = args.seed {
         builder = builder.seed(s);
+    }
+    if let Some(ms) = args.start_time_ms {
+        builder = builder.start_time(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms));
     }
     if let (Some(port), Some(cert), Some(key)) = (args.secure_port, &args.tls_cert, &args.tls_key) {
         let mut tls = zk_mock::Tls::from_pem_files(cert, key)?;

@@ -35,10 +35,9 @@ pub(crate) struct Clock {
 const UNPINNED: u64 = u64::MAX;
 
 impl Clock {
-    pub(crate) fn new(mode: ClockMode) -> Clock {
-        let start_wall_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64);
+    /// A clock in `mode` whose wall time starts at `start` (now if `None`).
+    pub(crate) fn new(mode: ClockMode, start: Option<SystemTime>) -> Clock {
+        let start_wall_ms = unix_ms(start.unwrap_or_else(SystemTime::now));
         Clock {
             mode,
             start: Instant::now(),
@@ -99,13 +98,22 @@ impl Clock {
     }
 }
 
+/// Milliseconds since the Unix epoch, negative before it (as Java's
+/// `System.currentTimeMillis` and a Stat's ctime count them).
+fn unix_ms(t: SystemTime) -> i64 {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
+        Err(e) => i64::try_from(e.duration().as_millis()).map_or(i64::MIN, |ms| -ms),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn manual_time_moves_only_when_advanced() {
-        let c = Clock::new(ClockMode::Manual);
+        let c = Clock::new(ClockMode::Manual, None);
         assert_eq!(c.now_ms(), 0);
         std::thread::sleep(Duration::from_millis(5));
         assert_eq!(c.now_ms(), 0);
@@ -116,7 +124,7 @@ mod tests {
 
     #[test]
     fn a_pinned_clock_reads_one_time_until_unpinned() {
-        let c = Clock::new(ClockMode::Real);
+        let c = Clock::new(ClockMode::Real, None);
         c.advance(Duration::from_secs(60));
         assert!(c.pin());
         let pinned = c.now_ms();
@@ -129,8 +137,19 @@ mod tests {
     }
 
     #[test]
+    fn wall_time_starts_where_it_is_told() {
+        let at = UNIX_EPOCH + Duration::from_millis(1_700_000_000_123);
+        let c = Clock::new(ClockMode::Manual, Some(at));
+        assert_eq!(c.wall_ms(), 1_700_000_000_123);
+        c.advance(Duration::from_millis(77));
+        assert_eq!(c.wall_ms(), 1_700_000_000_200);
+        let before = UNIX_EPOCH - Duration::from_millis(1500);
+        assert_eq!(Clock::new(ClockMode::Manual, Some(before)).wall_ms(), -1500);
+    }
+
+    #[test]
     fn real_time_can_also_jump_forward() {
-        let c = Clock::new(ClockMode::Real);
+        let c = Clock::new(ClockMode::Real, None);
         c.advance(Duration::from_secs(60));
         assert!(c.now_ms() >= 60_000);
     }

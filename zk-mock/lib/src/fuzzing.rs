@@ -50,6 +50,19 @@ pub struct Server {
     pub sent: usize,
     /// Frames the server queued for clients (answers and notifications).
     pub frames: usize,
+    /// A hash of every byte the server queued, connection by connection in
+    /// the order they were opened: two runs of one script must agree on it.
+    pub digest: u64,
+}
+
+/// `builder` with everything that would make two runs' bytes differ fixed:
+/// the wall time the clock starts at (ctime, mtime) and `mntr`'s count of
+/// the process's open files. (The seed and the manual clock are set by
+/// the callers.)
+fn replayable(builder: crate::ZkMockBuilder) -> crate::ZkMockBuilder {
+    builder
+        .start_time(std::time::UNIX_EPOCH + Duration::from_secs(1_700_000_000))
+        .count_open_files(false)
 }
 
 impl Server {
@@ -63,7 +76,7 @@ impl Server {
             .extended_types(true)
             .container_check_interval(Duration::from_secs(1))
             .recorder_capacity(256);
-        Server::with_builder(&builder)
+        Server::with_builder(&replayable(builder))
     }
 
     /// A server with these settings (the session clock is the builder's):
@@ -77,6 +90,7 @@ impl Server {
             conns: Vec::new(),
             sent: 0,
             frames: 0,
+            digest: 0,
         }
     }
 
@@ -139,20 +153,25 @@ impl Server {
     /// end: draining every connection after every command cost more than
     /// the server's own work.
     pub fn drain(&mut self) {
-        for c in &mut self.conns {
-            for b in c.unread.drain(..) {
+        use std::hash::{Hash, Hasher};
+        // SipHash with fixed keys: the same in every run of one build.
+        let mut h = std::hash::DefaultHasher::new();
+        self.digest.hash(&mut h);
+        for (i, c) in self.conns.iter_mut().enumerate() {
+            let queued = c.unread.drain(..).chain(std::iter::from_fn(|| loop {
+                match c.rx.try_recv().ok()? {
+                    Outgoing::Frame(b) => return Some(b),
+                    _ => continue,
+                }
+            }));
+            for b in queued {
                 self.sent += b.len();
                 self.frames += 1;
                 c.queued.written(b.len());
-            }
-            while let Ok(m) = c.rx.try_recv() {
-                if let Outgoing::Frame(b) = m {
-                    self.sent += b.len();
-                    self.frames += 1;
-                    c.queued.written(b.len());
-                }
+                (i, &b[..]).hash(&mut h);
             }
         }
+        self.digest = h.finish();
     }
 
     /// What the recorder kept (its last 256 records of each kind): what a
@@ -366,7 +385,7 @@ impl Server {
             .local_sessions(read_only)
             .reconfig_enabled(reconfig)
             .super_digest("super:D/InIHSb7yEEbrWz8b9l71RjZJU=");
-        let s = Server::with_builder(&builder);
+        let s = Server::with_builder(&replayable(builder));
         let addrs: Vec<SocketAddr> = (0..n)
             .map(|i| SocketAddr::from((Ipv4Addr::LOCALHOST, 2181 + i as u16)))
             .collect();

@@ -52,11 +52,9 @@ fn requests_corpus() {
 /// Runs every input of `target`'s corpus through `run`: the bytes the
 /// server queued for clients, all inputs together. Every `twice`-th input
 /// (and each hand-written seed and crash input) runs a second time and
-/// must queue as many frames and record the same sessions, changes and
+/// must queue the same bytes and record the same sessions, changes and
 /// notifications: each server's hash tables have a seed of their own, so
-/// an outcome that follows a table's order shows up as a difference. (Not
-/// the same bytes: `mntr` counts the process's open files, which the
-/// other corpus tests change meanwhile.)
+/// an outcome that follows a table's order shows up as a difference.
 fn replay(target: &str, run: fn(&[u8]) -> zk_mock::fuzzing::Server, twice: usize) -> usize {
     let outcome = |path: &Path, data: &[u8], record: bool| {
         let s = std::panic::catch_unwind(|| run(data))
@@ -65,7 +63,7 @@ fn replay(target: &str, run: fn(&[u8]) -> zk_mock::fuzzing::Server, twice: usize
             let r = s.recorded();
             serde_json::to_string(&(&r.sessions, &r.changes, &r.notifications)).unwrap()
         });
-        (s.sent, s.frames, recorded)
+        (s.sent, s.frames, s.digest, recorded)
     };
     corpus(target)
         .into_iter()
@@ -80,12 +78,16 @@ fn replay(target: &str, run: fn(&[u8]) -> zk_mock::fuzzing::Server, twice: usize
             }
             let (a, b) = (outcome(&path, &data, true), outcome(&path, &data, true));
             assert!(
-                (a.1, &a.2) == (b.1, &b.2),
-                "{}: two runs differ (frames {} and {}, records equal: {})",
+                a == b,
+                "{}: two runs differ (bytes {} and {}, frames {} and {}, digests {:#x} and {:#x}, records equal: {})",
                 path.display(),
+                a.0,
+                b.0,
                 a.1,
                 b.1,
-                a.2 == b.2
+                a.2,
+                b.2,
+                a.3 == b.3
             );
             a.0
         })

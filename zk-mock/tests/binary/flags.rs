@@ -42,6 +42,8 @@ async fn every_server_setting_is_a_flag() {
         "--extended-types",
         "--super-digest",
         &digest,
+        "--start-time-ms",
+        "1700000000000",
     ]);
     let srvr = four_letter(bin.addr, b"srvr").await;
     assert!(srvr.contains(zk_mock::VERSION_3_9), "{srvr}");
@@ -77,7 +79,14 @@ async fn every_server_setting_is_a_flag() {
     let ttl = CreateMode::Persistent
         .with_acls(Acls::anyone_all())
         .with_ttl(Duration::from_secs(3600));
-    client.create("/ttl", b"", &ttl).await.unwrap();
+    let (stat, _) = client.create("/ttl", b"", &ttl).await.unwrap();
+    // The clock started at the given wall time (and has run since).
+    let start = 1_700_000_000_000;
+    assert!(
+        (start..start + 600_000).contains(&stat.ctime),
+        "ctime {}",
+        stat.ctime
+    );
     // Containers are checked every 100 ms.
     client.create("/c", b"", &container()).await.unwrap();
     client.create("/c/x", b"", &persistent()).await.unwrap();

@@ -393,7 +393,11 @@ fn mntr(out: &mut String, state: &State, server: usize) {
         .iter()
         .map(|s| state.tree().ephemerals_of(s.id).count())
         .sum();
-    let fds = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
+    let fds = if state.settings.count_open_files {
+        std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count())
+    } else {
+        0
+    };
     let max_fds = std::fs::read_to_string("/proc/self/limits")
         .ok()
         .and_then(|l| {

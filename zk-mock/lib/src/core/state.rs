@@ -77,6 +77,10 @@ pub(crate) struct Settings {
     /// How long any request takes through the pipeline besides a sync
     /// (see `commit.rs`); zero: no time.
     pub(crate) request_latency: Duration,
+    /// Whether `mntr` counts the process's open files. The fuzz targets'
+    /// server does not (it reports 0): its replays compare every byte, and
+    /// other tests open and close files meanwhile.
+    pub(crate) count_open_files: bool,
 }
 
 impl Settings {

@@ -40,6 +40,9 @@ pub struct ZkMockBuilder {
     super_digest: Option<String>,
     clock: ClockMode,
     seed: Option<u64>,
+    start_time: Option<SystemTime>,
+    /// See [`Settings::count_open_files`].
+    count_open_files: bool,
     record: bool,
     recorder_capacity: usize,
     listen_backlog: u32,
@@ -77,6 +80,8 @@ impl Default for ZkMockBuilder {
             super_digest: None,
             clock: ClockMode::Real,
             seed: None,
+            start_time: None,
+            count_open_files: true,
             record: true,
             recorder_capacity: DEFAULT_CAPACITY,
             listen_backlog: 1024,
@@ -431,6 +436,42 @@ impl ZkMockBuilder {
         self
     }
 
+    /// The wall-clock time the server's clock starts at (default: when the
+    /// server starts). The ctime and mtime of every node it makes, when a
+    /// TTL node is due, the expiry times `dump` prints, and the session ids
+    /// without a [`seed`](Self::seed) follow from it. With [`ClockMode::Manual`] and a
+    /// seed, a run that sends the same requests in the same order gets the
+    /// same replies back, Stats included. (The four-letter words still show
+    /// what the run cannot fix: the clients' ports, the process's open files.)
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use zk_mock::{clock::ClockMode, ZkMock};
+    ///
+    /// let zk = ZkMock::builder()
+    ///     .clock(ClockMode::Manual)
+    ///     .seed(7)
+    ///     .start_time(UNIX_EPOCH + Duration::from_secs(1_700_000_000))
+    ///     .start()
+    ///     .await
+    ///     .unwrap();
+    /// # drop(zk);
+    /// # }
+    /// ```
+    pub fn start_time(mut self, at: SystemTime) -> Self {
+        self.start_time = Some(at);
+        self
+    }
+
+    /// Whether `mntr` counts the process's open files (default true); the
+    /// fuzz targets' server turns it off so that its replays compare bytes.
+    pub(crate) fn count_open_files(mut self, on: bool) -> Self {
+        self.count_open_files = on;
+        self
+    }
+
     /// Whether the recorder keeps a log (default true). Counters are kept either way.
     pub fn record(mut self, on: bool) -> Self {
         self.record = on;
@@ -583,7 +624,7 @@ impl ZkMockBuilder {
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64)
         });
-        let clock = Clock::new(self.clock);
+        let clock = Clock::new(self.clock, self.start_time);
         // Session ids have ZooKeeper's layout (server id 1, 40 bits of a ms
         // clock, a 16-bit counter); with an explicit seed the clock bits come
         // from the seed, so a replayed run sees the same ids.
@@ -615,6 +656,7 @@ impl ZkMockBuilder {
             commit_latency: self.commit_latency,
             connect_latency: self.connect_latency,
             request_latency: self.request_latency,
+            count_open_files: self.count_open_files,
         };
         let recorder = Recorder::new(self.record, self.recorder_capacity);
         let state = State::new(

@@ -36,6 +36,29 @@ async fn a_fresh_tree_reports_zookeeper_special_node_stats() {
     assert_eq!((config.aversion, config.cversion, config.czxid), (-1, 0, 0));
 }
 
+/// A server told when its clock starts stamps ctime and mtime from that
+/// start plus its session clock, not from the machine's time: with a
+/// manual clock a test can assert them exactly.
+#[tokio::test]
+async fn ctime_and_mtime_follow_the_start_time_and_the_manual_clock() {
+    let start = 1_700_000_000_123;
+    let mock = zk_mock::ZkMock::builder()
+        .clock(zk_mock::clock::ClockMode::Manual)
+        .seed(7)
+        .start_time(UNIX_EPOCH + std::time::Duration::from_millis(start as u64))
+        .start()
+        .await
+        .unwrap();
+    let c = connect(&mock).await;
+    let (s, _) = c.create("/n", b"a", &persistent()).await.unwrap();
+    assert_eq!((s.ctime, s.mtime), (start, start));
+    mock.advance(std::time::Duration::from_millis(1500));
+    let s = c.set_data("/n", b"b", None).await.unwrap();
+    assert_eq!((s.ctime, s.mtime), (start, start + 1500));
+    let (child, _) = c.create("/n/c", b"", &persistent()).await.unwrap();
+    assert_eq!(child.ctime, start + 1500);
+}
+
 #[tokio::test]
 async fn a_created_node_has_every_stat_field_set_from_its_transaction() {
     let mock = start_mock().await;
