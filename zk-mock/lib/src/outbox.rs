@@ -193,6 +193,20 @@ fn route(
 }
 
 impl Outboxes {
+    /// The connections `which` picks, oldest first: what is done to several
+    /// of them happens in the same order every run (the table's own order
+    /// follows a seed of each process).
+    pub(crate) fn oldest_first(&self, which: impl Fn(&Conn) -> bool) -> Vec<ConnId> {
+        let mut ids: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| which(c))
+            .map(|(&id, _)| id)
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+
     pub(crate) fn new(max_outbox: usize) -> Outboxes {
         Outboxes {
             conns: Map::default(),

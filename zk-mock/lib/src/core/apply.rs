@@ -126,15 +126,12 @@ impl State {
     /// A server applies a closeSession: it closes its connections of that
     /// session (`FinalRequestProcessor`: `cnxnFactory.closeSession`), after
     /// the close request's answer if one of them asked. A lagging server
-    /// keeps serving the session from its replica until then.
+    /// keeps serving the session from its replica until then. Oldest
+    /// first: the recorder's disconnects come in the same order every run.
     fn close_session_conns(&mut self, server: usize, session: i64) {
-        let conns: Vec<ConnId> = self
+        let conns = self
             .out
-            .conns
-            .iter()
-            .filter(|(_, c)| c.server == server && c.session == Some(session))
-            .map(|(&id, _)| id)
-            .collect();
+            .oldest_first(|c| c.server == server && c.session == Some(session));
         for conn in conns {
             self.close_conn(conn);
         }

@@ -11,7 +11,6 @@ use tokio::sync::{watch, Notify};
 
 use crate::fault::{Rule, Tally};
 use crate::outbox::Outgoing;
-use crate::session::ConnId;
 
 use super::{Settings, State};
 
@@ -102,8 +101,7 @@ impl State {
 
     /// Closes every connection, oldest first; how many.
     pub(crate) fn disconnect_all(&mut self) -> usize {
-        let mut conns: Vec<ConnId> = self.out.conns.keys().copied().collect();
-        conns.sort_unstable();
+        let conns = self.out.oldest_first(|_| true);
         for &c in &conns {
             self.close_conn(c);
         }

@@ -4,7 +4,6 @@
 //! in `crate::ensemble`.
 
 use crate::ensemble::{Lag, LagError, QuorumConfig, ServerInfo, ServerStatus, Then};
-use crate::session::ConnId;
 
 use super::State;
 
@@ -54,15 +53,7 @@ impl State {
     /// Closes every client connection of server `i`, oldest first (the
     /// recorder's disconnects come in the same order every run).
     fn drop_clients(&mut self, i: usize) {
-        let mut conns: Vec<ConnId> = self
-            .out
-            .conns
-            .iter()
-            .filter(|(_, c)| c.server == i)
-            .map(|(&id, _)| id)
-            .collect();
-        conns.sort_unstable();
-        for conn in conns {
+        for conn in self.out.oldest_first(|c| c.server == i) {
             self.close_conn(conn);
         }
     }

@@ -195,9 +195,10 @@ pub(crate) fn answer(state: &State, server: usize, word: &[u8]) -> String {
 /// The connections as `cons` lists them: the order ZooKeeper's
 /// `ConcurrentHashMap` keeps is unpredictable, so by connection number.
 fn conns_in_order(state: &State) -> Vec<&crate::outbox::Conn> {
-    let mut ids: Vec<_> = state.out.conns.keys().copied().collect();
-    ids.sort_unstable();
-    ids.iter()
+    state
+        .out
+        .oldest_first(|_| true)
+        .iter()
         .filter_map(|id| state.out.conns.get(id))
         .collect()
 }

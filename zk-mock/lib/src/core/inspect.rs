@@ -79,6 +79,12 @@ impl State {
         Metrics {
             sessions: self.sessions.iter().count(),
             connections: self.out.conns.len(),
+            stalled_connections: self
+                .out
+                .conns
+                .values()
+                .filter(|c| c.stalled_for.is_some())
+                .count(),
             znodes: self.tree().node_count(),
             watches: self
                 .ensemble
@@ -199,6 +205,11 @@ pub struct Metrics {
     pub sessions: usize,
     /// Open client connections.
     pub connections: usize,
+    /// Connections a stall holds ([`ZkMock::stall`](crate::ZkMock::stall)):
+    /// a stalled session's own, and each handshake that re-attaches it and
+    /// waits for the resume. A test waits for this to know a client's
+    /// reconnect reached the stall.
+    pub stalled_connections: usize,
     /// Nodes, counted as ZooKeeper does (5 on a fresh server).
     pub znodes: usize,
     /// Watches held, (connection, path, table) entries.

@@ -47,16 +47,22 @@ impl State {
     /// Lets a stalled session's connections move again.
     pub(crate) fn resume(&mut self, session: i64) -> bool {
         let was = self.stalled.remove(&session);
-        for c in self
-            .out
-            .conns
-            .values_mut()
-            .filter(|c| c.stalled_for == Some(session))
-        {
-            c.stalled_for = None;
-            let _ = c.gate.send(Gate::Open);
-        }
+        self.open_stalled(session, None);
         was
+    }
+
+    /// Opens the gates of `session`'s stalled connections but `except`'s,
+    /// oldest first: with one worker thread their tasks run in the order
+    /// they are woken, so what each one held goes on in the same order
+    /// every run.
+    fn open_stalled(&mut self, session: i64, except: Option<ConnId>) {
+        let stalled = self.out.oldest_first(|c| c.stalled_for == Some(session));
+        for id in stalled.into_iter().filter(|&id| Some(id) != except) {
+            if let Some(c) = self.out.conns.get_mut(&id) {
+                c.stalled_for = None;
+                let _ = c.gate.send(Gate::Open);
+            }
+        }
     }
 
     /// Ends a session as a transaction with its own zxid: its ephemerals are
@@ -102,12 +108,7 @@ impl State {
     /// caller closes, stays shut, so what it held is dropped with it.
     fn unstall(&mut self, session: i64, bound: Option<ConnId>) {
         if self.stalled.remove(&session) {
-            for (&id, c) in self.out.conns.iter_mut() {
-                if c.stalled_for == Some(session) && Some(id) != bound {
-                    c.stalled_for = None;
-                    let _ = c.gate.send(Gate::Open);
-                }
-            }
+            self.open_stalled(session, bound);
         }
     }
 
