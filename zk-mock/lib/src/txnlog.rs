@@ -5,8 +5,7 @@
 //! arrives while a sync runs waits for the next one, which covers all of it
 //! (group commit).
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -37,8 +36,9 @@ pub(crate) struct Syncs {
     base: Instant,
     /// Shared with the thread.
     timer: Arc<Timer>,
-    /// What waits for a deadline watches this: the last deadline passed.
-    reached: watch::Receiver<u64>,
+    /// How many deadlines were handed out: the order of those that pass
+    /// together.
+    handed: u64,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -47,13 +47,16 @@ pub(crate) struct Syncs {
 struct Timer {
     queue: Mutex<Queue>,
     more: Condvar,
-    reached: watch::Sender<u64>,
 }
 
 #[derive(Debug, Default)]
 struct Queue {
-    /// Deadlines not yet passed, earliest first.
-    due: BinaryHeap<Reverse<u64>>,
+    /// What waits, by deadline and then in the order it came: each has a
+    /// channel of its own, told in that order, so the requests of one batch
+    /// are woken (and, with one worker thread, applied) in the order they
+    /// reached the log, as ZooKeeper's take their zxids. (One channel
+    /// watched by all would wake them in an order tokio draws at random.)
+    due: BTreeMap<(u64, u64), watch::Sender<bool>>,
     stop: bool,
 }
 
@@ -61,19 +64,21 @@ struct Queue {
 /// through the pipeline.
 #[derive(Debug, Clone)]
 pub(crate) struct Synced {
+    /// The deadline, in nanoseconds since the base (the tests check it).
+    #[cfg_attr(not(test), expect(dead_code, reason = "the tests read it"))]
     at: u64,
-    reached: watch::Receiver<u64>,
+    passed: watch::Receiver<bool>,
 }
 
 impl Synced {
     /// Resolves once the deadline has passed (or the server is gone).
     pub(crate) async fn wait(mut self) {
-        let _ = self.reached.wait_for(|r| *r >= self.at).await;
+        let _ = self.passed.wait_for(|p| *p).await;
     }
 
-    /// Whether the deadline has passed.
+    /// Whether the deadline has passed (or the server is gone).
     pub(crate) fn is_done(&self) -> bool {
-        *self.reached.borrow() >= self.at
+        *self.passed.borrow() || self.passed.has_changed().is_err()
     }
 }
 
@@ -102,7 +107,6 @@ impl Pending {
 impl Syncs {
     pub(crate) fn new(latency: Duration, pipeline: Duration) -> Syncs {
         let now = Instant::now();
-        let (reached_tx, reached) = watch::channel(0);
         Syncs {
             latency,
             pipeline,
@@ -112,9 +116,8 @@ impl Syncs {
             timer: Arc::new(Timer {
                 queue: Mutex::new(Queue::default()),
                 more: Condvar::new(),
-                reached: reached_tx,
             }),
-            reached,
+            handed: 0,
             thread: None,
         }
     }
@@ -156,7 +159,9 @@ impl Syncs {
     fn at(&mut self, t: Instant) -> Synced {
         let at =
             u64::try_from(t.saturating_duration_since(self.base).as_nanos()).unwrap_or(u64::MAX);
-        lock(&self.timer.queue).due.push(Reverse(at));
+        let (tx, passed) = watch::channel(false);
+        self.handed += 1;
+        lock(&self.timer.queue).due.insert((at, self.handed), tx);
         self.timer.more.notify_one();
         if self.thread.is_none() {
             let timer = Arc::clone(&self.timer);
@@ -171,14 +176,13 @@ impl Syncs {
                     tracing::warn!(%e, "cannot start the sync thread; requests are answered at once");
                     self.latency = Duration::ZERO;
                     self.pipeline = Duration::ZERO;
-                    self.timer.reached.send_replace(u64::MAX);
+                    for (_, waiter) in std::mem::take(&mut lock(&self.timer.queue).due) {
+                        waiter.send_replace(true);
+                    }
                 }
             }
         }
-        Synced {
-            at,
-            reached: self.reached.clone(),
-        }
+        Synced { at, passed }
     }
 
     /// A new commit latency, for txns from now on (those waiting keep theirs).
@@ -214,7 +218,7 @@ impl Timer {
             if q.stop {
                 return;
             }
-            let Some(&Reverse(next)) = q.due.peek() else {
+            let Some(&(next, _)) = q.due.keys().next() else {
                 q = self.more.wait(q).unwrap_or_else(PoisonError::into_inner);
                 continue;
             };
@@ -227,15 +231,12 @@ impl Timer {
                     .0;
                 continue;
             }
-            let mut passed = next;
-            while let Some(&Reverse(d)) = q.due.peek() {
-                if d > now {
+            while let Some(entry) = q.due.first_entry() {
+                if entry.key().0 > now {
                     break;
                 }
-                passed = d;
-                q.due.pop();
+                entry.remove().send_replace(true);
             }
-            self.reached.send_replace(passed);
         }
     }
 }

@@ -13,6 +13,7 @@ use crate::record::SessionEvent;
 use crate::session::ConnId;
 use crate::txn::TxnOp;
 
+use super::state::RuleGate;
 use super::{Flow, HeldRequest, State};
 
 impl State {
@@ -115,30 +116,36 @@ impl State {
     /// A new, closed gate.
     pub(crate) fn new_gate(&mut self) -> u64 {
         let id = self.gates.keys().next_back().map_or(1, |last| last + 1);
-        self.gates.insert(id, watch::Sender::new(false));
+        self.gates.insert(id, RuleGate::default());
         id
     }
 
-    /// Whether gate `id` is open (an unknown gate counts as open: it holds
-    /// nothing), and a receiver that sees it open.
-    pub(crate) fn gate_state(&self, id: u64) -> Option<watch::Receiver<bool>> {
-        self.gates
-            .get(&id)
-            .filter(|g| !*g.borrow())
-            .map(watch::Sender::subscribe)
+    /// Whether gate `id` is closed (an unknown gate counts as open: it
+    /// holds nothing).
+    pub(crate) fn gate_closed(&self, id: u64) -> bool {
+        self.gates.get(&id).is_some_and(|g| !g.open)
     }
 
-    /// Opens gate `id`: what it held goes on (the connections' tasks see it
-    /// open; the expiry cleanups it held are applied now). False if it was
-    /// not a closed gate.
+    /// A wait on gate `id`, after those already waiting, if it is closed:
+    /// a receiver that sees it open.
+    pub(crate) fn wait_on_gate(&mut self, id: u64) -> Option<watch::Receiver<bool>> {
+        let g = self.gates.get_mut(&id).filter(|g| !g.open)?;
+        let (tx, rx) = watch::channel(false);
+        g.waiters.push(tx);
+        Some(rx)
+    }
+
+    /// Opens gate `id`: what it held goes on in the order it was held (the
+    /// connections' tasks are woken in that order; the expiry cleanups it
+    /// held are applied now). False if it was not a closed gate.
     pub(crate) fn open_gate(&mut self, id: u64) -> bool {
-        let Some(g) = self.gates.get(&id) else {
+        let Some(g) = self.gates.get_mut(&id).filter(|g| !g.open) else {
             return false;
         };
-        if *g.borrow() {
-            return false;
+        g.open = true;
+        for waiter in std::mem::take(&mut g.waiters) {
+            let _ = waiter.send(true);
         }
-        g.send_replace(true);
         let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held_kills)
             .into_iter()
             .partition(|(gate, _)| *gate == id);
@@ -237,7 +244,7 @@ impl State {
     /// itself ends now. A gate that is open already: at once, as
     /// [`expire`](Self::expire).
     pub(crate) fn expire_until(&mut self, session: i64, gate: u64) -> bool {
-        if self.gate_state(gate).is_none() {
+        if !self.gate_closed(gate) {
             return self.expire(session);
         }
         let conn = self.sessions.get(session).and_then(|s| s.conn);

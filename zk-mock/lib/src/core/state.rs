@@ -117,9 +117,9 @@ pub(crate) struct State {
     /// Expired sessions whose closeSession transaction is still to come
     /// (`expiry_cleanup_delay_ms`): when, and which.
     pub(super) pending_kills: Vec<(u64, i64)>,
-    /// Gates ([`ZkMock::gate`](crate::ZkMock::gate)) by id: true once open.
-    /// An open gate stays here, so a rule that names it holds nothing.
-    pub(super) gates: std::collections::BTreeMap<u64, watch::Sender<bool>>,
+    /// Gates ([`ZkMock::gate`](crate::ZkMock::gate)) by id. An open gate
+    /// stays here, so a rule that names it holds nothing.
+    pub(super) gates: std::collections::BTreeMap<u64, RuleGate>,
     /// Requests held unapplied, by connection (one at most: nothing more is
     /// read from it meanwhile): by a `HoldRequest` verdict, or sent before
     /// the connection's handshake was answered.
@@ -146,6 +146,17 @@ pub(crate) struct State {
     pub(super) replies: crate::codec::Arena,
     /// A txn's tree events, kept between txns for its allocation.
     pub(super) events: Vec<crate::tree::TreeEvent>,
+}
+
+/// A gate of the fault rules: closed until opened, and what waits on it,
+/// in the order it came. Each waiter has a channel of its own, so opening
+/// the gate wakes them in that order (a watch channel shared by all would
+/// wake them in an order of its own, drawn at random per process), and with
+/// one worker thread their tasks go on in it.
+#[derive(Debug, Default)]
+pub(crate) struct RuleGate {
+    pub(super) open: bool,
+    pub(super) waiters: Vec<watch::Sender<bool>>,
 }
 
 /// A request held unapplied by a `HoldRequest` verdict until its gate

@@ -154,6 +154,41 @@ async fn send_create_until_read(mock: &ZkMock, writer: &mut RawClient, path: &st
     send_until_read(mock, writer, &create, 1).await;
 }
 
+/// The writes of several sessions that share a sync are applied in the
+/// order they reached the log, as ZooKeeper gives them their zxids in that
+/// order: sequential nodes are numbered in it, every run. (One channel
+/// watched by every waiting write woke them in an order tokio drew at
+/// random per process.)
+#[tokio::test]
+async fn the_writes_that_share_a_sync_are_applied_in_the_order_they_came() {
+    let mock = mock_with(Duration::ZERO).await;
+    let mut setup = raw(&mock).await;
+    raw_create_ok(&mut setup, "/q", 0).await;
+    let mut writers = Vec::new();
+    for _ in 0..8 {
+        writers.push(raw(&mock).await);
+    }
+    // The first write starts a sync; those read while it runs share the next.
+    mock.set_commit_latency(Duration::from_millis(300));
+    for w in &mut writers {
+        let create = request_bytes(
+            7,
+            OpCode::Create as i32,
+            &create_req("/q/n-", None, 2).to_bytes(),
+        );
+        send_until_read(&mock, w, &create, 1).await;
+    }
+    let mut names = Vec::new();
+    for w in &mut writers {
+        let reply = w.next_reply().await.unwrap().expect("the create's reply");
+        assert_eq!(reply.header.err, 0);
+        let created: zk_mock::proto::CreateResponse = reply.decode().unwrap();
+        names.push(created.path);
+    }
+    let want: Vec<String> = (0..8).map(|i| format!("/q/n-{i:010}")).collect();
+    assert_eq!(names, want);
+}
+
 #[tokio::test]
 async fn a_write_whose_client_goes_before_its_sync_is_still_applied() {
     let mock = mock_with(Duration::ZERO).await;

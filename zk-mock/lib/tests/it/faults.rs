@@ -822,6 +822,49 @@ async fn an_unmet_expectation_does_not_panic_while_the_test_is_panicking() {
     panic!("the test's own failure");
 }
 
+/// Requests of several sessions held by one gate are applied in the order
+/// they were held when it opens, every time: sequential nodes are numbered
+/// in that order. (With one channel shared by every waiter, tokio woke
+/// them in an order drawn at random per process.)
+#[tokio::test]
+async fn an_opened_gate_lets_what_it_held_go_in_the_order_it_was_held() {
+    let mock = start_mock().await;
+    let mut setup = raw(&mock).await;
+    raw_create_ok(&mut setup, "/q", 0).await;
+    for round in 0..4 {
+        let gate = mock.gate();
+        let rule = mock.rule(creates().path_under("/q").hold_request(gate.id()));
+        let mut clients = Vec::new();
+        for i in 0..8 {
+            let mut c = raw(&mock).await;
+            let create = zk_mock::codec::Record::to_bytes(&create_req("/q/n-", None, 2));
+            c.send_raw(&request_bytes(1, OpCode::Create as i32, &create))
+                .await
+                .unwrap();
+            // Polled, not slept on: the rule fires as the server holds it.
+            with_timeout(QUICK, "the create held", async {
+                while rule.fired() != i + 1 {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            })
+            .await;
+            clients.push(c);
+        }
+        assert!(gate.open());
+        let mut names = Vec::new();
+        for c in &mut clients {
+            let reply = c.next_reply().await.unwrap().expect("the create's reply");
+            assert_eq!(reply.header.err, 0);
+            let created: zk_mock::proto::CreateResponse = reply.decode().unwrap();
+            names.push(created.path);
+        }
+        let want: Vec<String> = (0..8)
+            .map(|i| format!("/q/n-{:010}", round * 8 + i))
+            .collect();
+        assert_eq!(names, want, "round {round}");
+    }
+}
+
 /// A held reply: the create is applied at once (another session sees the
 /// node), its reply reaches the client only when the gate opens; a held
 /// request is applied only when its gate opens.

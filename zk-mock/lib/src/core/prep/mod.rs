@@ -197,7 +197,7 @@ impl State {
             None
         };
         if let Some(Verdict::HoldRequest(gate)) = verdict {
-            if let Some(open) = self.gate_state(gate.0) {
+            if let Some(open) = self.wait_on_gate(gate.0) {
                 tracing::debug!(conn, session = format_args!("{session:#x}"), op, path, %gate, "holding a request");
                 self.hold_request(
                     conn,
@@ -479,7 +479,7 @@ impl State {
                 )
             }
             Verdict::HoldReply(gate) => {
-                if let Some(open) = self.gate_state(gate.0) {
+                if let Some(open) = self.wait_on_gate(gate.0) {
                     self.out.hold(conn, open);
                 }
                 self.route(conn, session, xid, op, req)
