@@ -83,7 +83,8 @@ impl Clock {
     /// Wall-clock milliseconds since the Unix epoch, for ctime and mtime: the
     /// start time plus the session clock, so manual time moves them too.
     pub(crate) fn wall_ms(&self) -> i64 {
-        self.start_wall_ms + self.now_ms() as i64
+        self.start_wall_ms
+            .saturating_add(i64::try_from(self.now_ms()).unwrap_or(i64::MAX))
     }
 
     /// Moves the clock forward.

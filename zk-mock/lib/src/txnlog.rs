@@ -53,8 +53,9 @@ struct Timer {
 struct Queue {
     /// What waits, by deadline and then in the order it came: each has a
     /// channel of its own, told in that order, so the requests of one batch
-    /// are woken (and, with one worker thread, applied) in the order they
-    /// reached the log, as ZooKeeper's take their zxids. (One channel
+    /// are woken (and, with one worker thread, applied, unless a task was
+    /// woken already for something else) in the order they reached the
+    /// log, as ZooKeeper's take their zxids. (One channel
     /// watched by all would wake them in an order tokio draws at random.)
     due: BTreeMap<(u64, u64), watch::Sender<bool>>,
     stop: bool,

@@ -130,6 +130,9 @@ impl State {
     /// a receiver that sees it open.
     pub(crate) fn wait_on_gate(&mut self, id: u64) -> Option<watch::Receiver<bool>> {
         let g = self.gates.get_mut(&id).filter(|g| !g.open)?;
+        // A waiter whose connection went is dropped: a gate left closed
+        // does not grow with every request it ever held.
+        g.waiters.retain(|w| !w.is_closed());
         let (tx, rx) = watch::channel(false);
         g.waiters.push(tx);
         Some(rx)

@@ -151,8 +151,9 @@ pub(crate) struct State {
 /// A gate of the fault rules: closed until opened, and what waits on it,
 /// in the order it came. Each waiter has a channel of its own, so opening
 /// the gate wakes them in that order (a watch channel shared by all would
-/// wake them in an order of its own, drawn at random per process), and with
-/// one worker thread their tasks go on in it.
+/// wake them in an order of its own, drawn at random), and with one worker
+/// thread their tasks go on in it, unless one was woken already for
+/// something else.
 #[derive(Debug, Default)]
 pub(crate) struct RuleGate {
     pub(super) open: bool,

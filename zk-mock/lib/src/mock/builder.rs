@@ -441,8 +441,9 @@ impl ZkMockBuilder {
     /// TTL node is due, the expiry times `dump` prints, and the session ids
     /// without a [`seed`](Self::seed) follow from it. With [`ClockMode::Manual`] and a
     /// seed, a run that sends the same requests in the same order gets the
-    /// same replies back, Stats included. (The four-letter words still show
-    /// what the run cannot fix: the clients' ports, the process's open files.)
+    /// same replies to them, Stats included. (The four-letter words still
+    /// show what a run cannot fix: the clients' ports, the process's open
+    /// files and environment.)
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]

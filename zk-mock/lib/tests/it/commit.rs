@@ -158,7 +158,7 @@ async fn send_create_until_read(mock: &ZkMock, writer: &mut RawClient, path: &st
 /// order they reached the log, as ZooKeeper gives them their zxids in that
 /// order: sequential nodes are numbered in it, every run. (One channel
 /// watched by every waiting write woke them in an order tokio drew at
-/// random per process.)
+/// random.)
 #[tokio::test]
 async fn the_writes_that_share_a_sync_are_applied_in_the_order_they_came() {
     let mock = mock_with(Duration::ZERO).await;

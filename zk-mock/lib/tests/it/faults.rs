@@ -825,7 +825,7 @@ async fn an_unmet_expectation_does_not_panic_while_the_test_is_panicking() {
 /// Requests of several sessions held by one gate are applied in the order
 /// they were held when it opens, every time: sequential nodes are numbered
 /// in that order. (With one channel shared by every waiter, tokio woke
-/// them in an order drawn at random per process.)
+/// them in an order drawn at random.)
 #[tokio::test]
 async fn an_opened_gate_lets_what_it_held_go_in_the_order_it_was_held() {
     let mock = start_mock().await;
