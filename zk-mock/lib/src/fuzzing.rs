@@ -55,6 +55,25 @@ pub struct Server {
     pub digest: u64,
 }
 
+/// The body of the `server` and `ensemble` fuzz targets: runs `data`
+/// through `run` (whose invariant checks panic on a violation). With
+/// `ZK_MOCK_FUZZ_TWICE=1` it runs it twice, and the two runs must queue the
+/// same bytes: each run's hash tables have a seed of their own, so a reply
+/// that follows a table's order differs between them (a search for
+/// nondeterminism, at half the speed).
+pub fn fuzz(run: fn(&[u8]) -> Server, data: &[u8]) {
+    static TWICE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let first = run(data);
+    if *TWICE.get_or_init(|| std::env::var_os("ZK_MOCK_FUZZ_TWICE").is_some_and(|v| v == "1")) {
+        let second = run(data);
+        assert_eq!(
+            (first.sent, first.frames, first.digest),
+            (second.sent, second.frames, second.digest),
+            "two runs of one input queued different bytes"
+        );
+    }
+}
+
 /// `builder` with everything that would make two runs' bytes differ fixed:
 /// the wall time the clock starts at (ctime, mtime) and `mntr`'s count of
 /// the process's open files. (The seed and the manual clock are set by

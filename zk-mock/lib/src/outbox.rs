@@ -195,7 +195,7 @@ fn route(
 impl Outboxes {
     /// The connections `which` picks, oldest first: what is done to several
     /// of them happens in the same order every run (the table's own order
-    /// follows a seed of each process).
+    /// follows its hasher's random seed).
     pub(crate) fn oldest_first(&self, which: impl Fn(&Conn) -> bool) -> Vec<ConnId> {
         let mut ids: Vec<ConnId> = self
             .conns

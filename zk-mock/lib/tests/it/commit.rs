@@ -178,13 +178,7 @@ async fn the_writes_that_share_a_sync_are_applied_in_the_order_they_came() {
         );
         send_until_read(&mock, w, &create, 1).await;
     }
-    let mut names = Vec::new();
-    for w in &mut writers {
-        let reply = w.next_reply().await.unwrap().expect("the create's reply");
-        assert_eq!(reply.header.err, 0);
-        let created: zk_mock::proto::CreateResponse = reply.decode().unwrap();
-        names.push(created.path);
-    }
+    let names = created_paths(&mut writers).await;
     let want: Vec<String> = (0..8).map(|i| format!("/q/n-{i:010}")).collect();
     assert_eq!(names, want);
 }

@@ -851,13 +851,7 @@ async fn an_opened_gate_lets_what_it_held_go_in_the_order_it_was_held() {
             clients.push(c);
         }
         assert!(gate.open());
-        let mut names = Vec::new();
-        for c in &mut clients {
-            let reply = c.next_reply().await.unwrap().expect("the create's reply");
-            assert_eq!(reply.header.err, 0);
-            let created: zk_mock::proto::CreateResponse = reply.decode().unwrap();
-            names.push(created.path);
-        }
+        let names = created_paths(&mut clients).await;
         let want: Vec<String> = (0..8)
             .map(|i| format!("/q/n-{:010}", round * 8 + i))
             .collect();

@@ -204,6 +204,19 @@ pub(crate) async fn raw_create(
         .expect("raw create")
 }
 
+/// Reads the reply to the one create each client sent, in the clients'
+/// order: each must have succeeded; the paths it created.
+pub(crate) async fn created_paths(clients: &mut [RawClient]) -> Vec<String> {
+    let mut paths = Vec::new();
+    for c in clients {
+        let reply = c.next_reply().await.unwrap().expect("the create's reply");
+        assert_eq!(reply.header.err, 0);
+        let created: zk_mock::proto::CreateResponse = reply.decode().unwrap();
+        paths.push(created.path);
+    }
+    paths
+}
+
 /// create that must succeed.
 pub(crate) async fn raw_create_ok(c: &mut RawClient, path: &str, flags: i32) {
     let r = raw_create(c, path, Some(b""), flags).await;
